@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"os"
+	"time"
+
+	"github.com/outboxlab/handoff"
+	"github.com/outboxlab/handoff/designs"
+)
+
+// explore runs the rapid property outside go test and prints a summary.
+func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
+	checks := fs.Int("checks", 2000, "random sequences to try")
+	steps := fs.Int("steps", 30, "average number of random steps per sequence")
+	seed := fs.Uint64("seed", 0, "seed of the first sequence (default: a fresh one, printed in the summary)")
+	designName := fs.String("design", designs.Handoff.Name, "design to explore (handoff designs lists them)")
+	save := fs.String("save", "", "save the minimal failing scenario as a file in this folder")
+	dir := fs.String("dir", "", "folder for the sequences' databases (default: the system's temporary folder)")
+	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
+	if err := parse(fs, args, stderr, false); err != nil {
+		return err
+	}
+	design, err := designs.Lookup(*designName)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *seed == 0 {
+		*seed = new(maphash.Hash).Sum64() | 1
+	}
+	cfg := handoff.ExploreConfig{Design: design, Checks: *checks, Steps: *steps, Seed: *seed, Dir: *dir,
+		Progress: progressLine(stderr, *checks)}
+	report, err := handoff.Explore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stderr, progressDone(stderr))
+	reproduce := fmt.Sprintf("go run ./cmd/handoff explore --design %s --steps %d --seed %d --checks 1 --save corpus",
+		design.Name, *steps, report.FailureSeed)
+	if *asJSON {
+		if err := printJSON(stdout, report, reproduce); err != nil {
+			return err
+		}
+	} else {
+		printSummary(stdout, report, reproduce)
+	}
+	if report.Failure != nil && *save != "" {
+		path, err := handoff.SaveCounterexample(*save, report.Failure)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "saved the minimal scenario as %s\n", path)
+	}
+	switch {
+	case report.Problem != "":
+		return fmt.Errorf("the harness itself failed:\n%s", report.Problem)
+	case report.Failure != nil && design.Name == designs.Handoff.Name:
+		return fmt.Errorf("invariant %d broke; the minimal scenario is above", report.Failure.Violation.Invariant)
+	case report.Failure == nil && design.Name != designs.Handoff.Name:
+		return fmt.Errorf("no violation found in fragile design %s after %d sequences", design.Name, *checks)
+	}
+	return nil
+}
+
+// progressLine returns the progress callback: a line rewritten in place on
+// a terminal, a line every ten seconds elsewhere.
+func progressLine(w io.Writer, checks int) func(*handoff.Stats, time.Duration) {
+	terminal := isTerminal(w)
+	return func(st *handoff.Stats, elapsed time.Duration) {
+		line := fmt.Sprintf("exploring: %d sequences (of %d checks), %d steps, %.0f steps/s",
+			st.Sequences.Load(), checks, st.Steps.Load(), float64(st.Steps.Load())/elapsed.Seconds())
+		switch {
+		case terminal:
+			fmt.Fprintf(w, "\r%s ", line)
+		case int(elapsed.Seconds())%10 == 0:
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// progressDone ends an in-place progress line on a terminal.
+func progressDone(w io.Writer) string {
+	if isTerminal(w) {
+		return "\n"
+	}
+	return ""
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+func printSummary(w io.Writer, r handoff.Report, reproduce string) {
+	st := r.Stats
+	fmt.Fprintf(w, "explored design %s: %d sequences (%d checks asked), %d steps in %.1fs = %.0f steps/s, seed %d\n",
+		r.Config.Design.Name, st.Sequences.Load(), r.Config.Checks, st.Steps.Load(), r.Elapsed.Seconds(), r.StepsPerSecond(), r.Config.Seed)
+	fmt.Fprintf(w, "  faults injected: %s\n", counts(st.Faults))
+	fmt.Fprintf(w, "  transitions:     %s\n", counts(st.Transitions))
+	fmt.Fprintf(w, "  worker results:  %s\n", counts(st.Results))
+	if r.Failure == nil {
+		fmt.Fprintln(w, "  failures:        0")
+		return
+	}
+	fmt.Fprintf(w, "  failures:        1 (seed %d)\n\n%s", r.FailureSeed, r.Failure.Report(reproduce))
+}
+
+// summary is the JSON form of a report.
+type summary struct {
+	Design           string         `json:"design"`
+	Seed             uint64         `json:"seed"`
+	Checks           int            `json:"checks"`
+	StepsPerSequence int            `json:"steps_per_sequence"`
+	Sequences        int64          `json:"sequences"`
+	Steps            int64          `json:"steps"`
+	ElapsedSeconds   float64        `json:"elapsed_seconds"`
+	StepsPerSecond   float64        `json:"steps_per_second"`
+	Faults           map[string]int `json:"faults"`
+	Transitions      map[string]int `json:"transitions"`
+	Results          map[string]int `json:"results"`
+	Failures         int            `json:"failures"`
+	Violation        *violation     `json:"violation"`
+	Scenario         *string        `json:"scenario"`
+	FailureSeed      *uint64        `json:"failure_seed"`
+	Reproduce        *string        `json:"reproduce"`
+}
+
+type violation struct {
+	Invariant int    `json:"invariant"`
+	Name      string `json:"name"`
+	Detail    string `json:"detail"`
+	Steps     int    `json:"steps"`
+}
+
+func printJSON(w io.Writer, r handoff.Report, reproduce string) error {
+	st := r.Stats
+	s := summary{
+		Design: r.Config.Design.Name, Seed: r.Config.Seed, Checks: r.Config.Checks, StepsPerSequence: r.Config.Steps,
+		Sequences: st.Sequences.Load(), Steps: st.Steps.Load(),
+		ElapsedSeconds: r.Elapsed.Seconds(), StepsPerSecond: r.StepsPerSecond(),
+		Faults: stringKeys(st.Faults), Transitions: stringKeys(st.Transitions), Results: st.Results,
+	}
+	if f := r.Failure; f != nil {
+		scenario := f.Scenario(f.Header()...)
+		s.Failures = 1
+		s.Violation = &violation{f.Violation.Invariant, f.Violation.Name(), f.Violation.Detail, len(f.Steps)}
+		s.Scenario, s.FailureSeed, s.Reproduce = &scenario, &r.FailureSeed, &reproduce
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+func stringKeys[K ~string](m map[K]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[string(k)] = v
+	}
+	return out
+}

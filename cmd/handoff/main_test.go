@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLI runs the command line in-process and returns its exit status,
+// stdout and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	app := filepath.Join(dir, "app.db")
+	for _, args := range [][]string{
+		{},
+		{"launch"},
+		{"approve", "--app", app, "--title", "t"},
+		{"approve", "--app", app, "--case", "c", "--title", "t", "extra"},
+		{"deliver", "--app", app},
+		{"deliver", "--app", app, "--crm", "crm.db", "--fault", "meteor"},
+		{"inspect"},
+		{"explore", "--checks", "many"},
+		{"explore", "--design", "nonexistent"},
+		{"demo", "--json=maybe"},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 2 || stderr == "" {
+			t.Errorf("%v: got exit %d and stderr %q, want 2 and a message", args, code, stderr)
+		}
+	}
+	if _, err := os.Stat(app); !os.IsNotExist(err) {
+		t.Errorf("a usage error created %s", app)
+	}
+}
+
+func TestApproveDeliverInspect(t *testing.T) {
+	dir := t.TempDir()
+	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
+	steps := []struct {
+		args   []string
+		code   int
+		stdout string // a part of stdout that must appear
+	}{
+		{[]string{"approve", "--app", app, "--case", "case-104", "--title", "Call back"}, 0, "approved harbor:create-followup:v1:case-104: outbox row pending, 0 of 3 attempts"},
+		{[]string{"deliver", "--app", app, "--crm", crm, "--fault", "lost-reply"}, 0, "pending harbor:create-followup:v1:case-104: transient failure (attempt 1 of 3)"},
+		{[]string{"deliver", "--app", app, "--crm", crm, "--fault", "crash-after-reply"}, 1, ""},
+		{[]string{"deliver", "--app", app, "--crm", crm}, 0, "sent harbor:create-followup:v1:case-104: CRM task 1 (attempt 3 of 3)"},
+		{[]string{"deliver", "--app", app, "--crm", crm}, 0, "idle: nothing pending"},
+		{[]string{"approve", "--app", app, "--case", "case-104", "--title", "Call back"}, 0, "outbox row sent, 3 of 3 attempts, CRM task 1"},
+		{[]string{"inspect", "--app", app, "--crm", crm}, 0, "0 pending, 1 sent, 0 blocked"},
+	}
+	for _, s := range steps {
+		code, stdout, stderr := runCLI(t, s.args...)
+		if code != s.code || !strings.Contains(stdout, s.stdout) {
+			t.Fatalf("%v: got exit %d, stdout %q, stderr %q; want exit %d and %q", s.args, code, stdout, stderr, s.code, s.stdout)
+		}
+	}
+	code, stdout, _ := runCLI(t, "inspect", "--app", app, "--crm", crm, "--json")
+	var got struct {
+		Counts map[string]int `json:"counts"`
+		Outbox []struct {
+			Key       string  `json:"key"`
+			State     string  `json:"state"`
+			Attempts  int     `json:"attempts"`
+			RemoteID  *int64  `json:"remote_id"`
+			LastError *string `json:"last_error"`
+		} `json:"outbox"`
+		CRMTasks []struct {
+			ID  int64  `json:"id"`
+			Key string `json:"key"`
+		} `json:"crm_tasks"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil {
+		t.Fatalf("inspect --json: exit %d, %v:\n%s", code, err, stdout)
+	}
+	if got.Counts["sent"] != 1 || len(got.Outbox) != 1 || got.Outbox[0].Attempts != 3 || got.Outbox[0].RemoteID == nil ||
+		*got.Outbox[0].RemoteID != 1 || got.Outbox[0].LastError != nil || len(got.CRMTasks) != 1 {
+		t.Errorf("inspect --json: got %+v", got)
+	}
+}
+
+func TestRefusedInputLeavesDatabasesAsTheyWere(t *testing.T) {
+	dir := t.TempDir()
+	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
+	garbage := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(garbage, []byte("not a database\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"approve", "--app", app, "--case", "case-104", "--title", "Call back"},
+		{"deliver", "--app", app, "--crm", crm, "--fault", "offline"},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	before := readFiles(t, app, crm, garbage)
+	for _, tt := range []struct {
+		args   []string
+		reason string
+	}{
+		{[]string{"approve", "--app", app, "--case", "case-104", "--title", "Another title"}, "key conflict"},
+		{[]string{"approve", "--app", app, "--case", "case/104", "--title", "Call back"}, "invalid input"},
+		{[]string{"approve", "--app", app, "--case", "case-105", "--title", " "}, "invalid input"},
+		{[]string{"approve", "--app", crm, "--case", "case-105", "--title", "t"}, "not this kind"},
+		{[]string{"approve", "--app", garbage, "--case", "case-105", "--title", "t"}, "not this kind"},
+		{[]string{"deliver", "--app", filepath.Join(dir, "missing.db"), "--crm", crm}, "does not exist"},
+		{[]string{"deliver", "--app", crm, "--crm", app}, "not this kind"},
+		{[]string{"inspect", "--app", app, "--crm", filepath.Join(dir, "missing.db")}, "does not exist"},
+		{[]string{"inspect", "--app", garbage}, "not this kind"},
+	} {
+		code, _, stderr := runCLI(t, tt.args...)
+		if code != 1 || !strings.Contains(stderr, tt.reason) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: got exit %d, stderr %q; want 1 and one line with %q", tt.args, code, stderr, tt.reason)
+		}
+	}
+	if after := readFiles(t, app, crm, garbage); !equalFiles(before, after) {
+		t.Error("refused commands changed a database file")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing.db")); !os.IsNotExist(err) {
+		t.Error("a refused command created missing.db")
+	}
+}
+
+func readFiles(t *testing.T, paths ...string) map[string][]byte {
+	t.Helper()
+	m := map[string][]byte{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[p] = b
+	}
+	return m
+}
+
+func equalFiles(a, b map[string][]byte) bool {
+	for p := range a {
+		if !bytes.Equal(a[p], b[p]) {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+func TestDemo(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	code, stdout, _ := runCLI(t, "demo", "--dir", dir, "--json")
+	var d struct {
+		OperationKey string `json:"operation_key"`
+		NetworkCalls *int   `json:"network_calls"`
+		Steps        []struct {
+			Step         string `json:"step"`
+			Result       string `json:"result"`
+			CRMTaskCount int    `json:"crm_task_count"`
+			Attempts     int    `json:"attempts"`
+			RemoteID     *int64 `json:"remote_id"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &d); code != 0 || err != nil {
+		t.Fatalf("demo --json: exit %d, %v", code, err)
+	}
+	if d.NetworkCalls == nil || *d.NetworkCalls != 0 || len(d.Steps) != 3 || d.Steps[0].RemoteID != nil ||
+		d.Steps[1].Result != "sent" || *d.Steps[1].RemoteID != 1 || d.Steps[2].Result != "idle" {
+		t.Errorf("demo --json: got %+v", d)
+	}
+	if code, _, stderr := runCLI(t, "demo", "--dir", dir); code != 1 || !strings.Contains(stderr, "already exists") {
+		t.Errorf("demo on an existing folder: got exit %d, %q; want 1", code, stderr)
+	}
+}
+
+func TestExploreJSON(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "explore", "--checks", "20", "--seed", "42", "--json", "--dir", t.TempDir())
+	var s map[string]any
+	if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil {
+		t.Fatalf("explore --json: exit %d, %v, stderr %s", code, err, stderr)
+	}
+	for _, k := range []string{"checks", "steps", "failures", "steps_per_second", "faults", "transitions", "seed"} {
+		if _, ok := s[k]; !ok {
+			t.Errorf("explore --json: no %q in %v", k, s)
+		}
+	}
+	if s["checks"] != 20.0 || s["failures"] != 0.0 || s["seed"] != 42.0 {
+		t.Errorf("explore --json: got %v", s)
+	}
+}
+
+func TestReplay(t *testing.T) {
+	if code, stdout, stderr := runCLI(t, "replay", "--quiet"); code != 0 || !strings.Contains(stdout, "every output matches") {
+		t.Fatalf("replay of the embedded corpus: exit %d, %s%s", code, stdout, stderr)
+	}
+	file := filepath.Join(t.TempDir(), "wrong.txt")
+	text := "approve case=case-104 title=\"Call back\"\n----\napproved something else\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, "replay", file); code != 1 || !strings.Contains(stderr, file+":1: ") {
+		t.Errorf("replay of a wrong expectation: got exit %d, stderr %q; want 1 and file:line", code, stderr)
+	}
+}

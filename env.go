@@ -1,0 +1,477 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/model"
+	"github.com/outboxlab/handoff/system"
+)
+
+// Config says what an Env runs and where.
+type Config struct {
+	// Design is the design under test; the zero value means designs.Handoff.
+	Design designs.Design
+	// Dir holds the two database files (app.db, crm.db). It must exist.
+	Dir string
+	// Durability of every commit. The simulation uses system.ProcessSafe:
+	// its restarts model process crashes, which lose nothing the operating
+	// system holds.
+	Durability system.Durability
+	// Stats, if not nil, counts what the steps did.
+	Stats *Stats
+}
+
+// Env applies scenario steps to the reference model and to the real
+// databases of a design, side by side, and checks the invariants of SPEC
+// after every step. It keeps what an observer outside the system would:
+// how often the worker sent each key, which tasks were placed at the
+// receiver on purpose. Nothing of the system's own survives a restart.
+type Env struct {
+	ctx      context.Context
+	cfg      Config
+	injector faults.Injector
+	app      designs.App
+	crm      designs.CRM
+	model    model.State
+	sends    map[string]int
+	placed   map[int64]bool
+	applied  int
+	before   model.Observation
+
+	// Disagreement is the go-cmp diff (-model +system) at the first step
+	// where the system's observation and the model's differed, and Step the
+	// 1-based index of that step; both are zero while they agree.
+	Disagreement     string
+	DisagreementStep int
+}
+
+// NewEnv opens cfg.Design's databases in cfg.Dir with an empty model.
+func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
+	if cfg.Design.Name == "" {
+		cfg.Design = designs.Handoff
+	}
+	e := &Env{
+		ctx:    ctx,
+		cfg:    cfg,
+		model:  model.New(system.DefaultMaxAttempts),
+		sends:  map[string]int{},
+		placed: map[int64]bool{},
+	}
+	if err := e.open(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Env) open() error {
+	app, err := e.cfg.Design.OpenApp(e.ctx, filepath.Join(e.cfg.Dir, "app.db"),
+		system.Options{Durability: e.cfg.Durability, Hook: e.injector.Hook()})
+	if err != nil {
+		return fmt.Errorf("handoff: opening the app database: %w", err)
+	}
+	crm, err := e.cfg.Design.OpenCRM(e.ctx, filepath.Join(e.cfg.Dir, "crm.db"), e.cfg.Durability)
+	if err != nil {
+		app.Close()
+		return fmt.Errorf("handoff: opening the receiver database: %w", err)
+	}
+	e.app, e.crm = app, crm
+	return nil
+}
+
+// Close closes every database handle. The files stay in Dir.
+func (e *Env) Close() error {
+	if e.app == nil {
+		return nil
+	}
+	err := errors.Join(e.app.Close(), e.crm.Close())
+	e.app, e.crm = nil, nil
+	return err
+}
+
+// restart closes every handle and reopens both databases from their files.
+func (e *Env) restart() error {
+	if err := e.Close(); err != nil {
+		return fmt.Errorf("handoff: restart: %w", err)
+	}
+	return e.open()
+}
+
+// Design is the design the Env runs.
+func (e *Env) Design() designs.Design { return e.cfg.Design }
+
+// Outcome is what one step did: the output a scenario file expects, and
+// the first invariant it broke, if any.
+type Outcome struct {
+	Output    string
+	Violation *Violation
+}
+
+// stepResult is what a handler reports: a line in words, and the system's
+// answer and the model's prediction in comparable form.
+type stepResult struct {
+	line      string
+	got, want string
+	converged bool // the step claims convergence: invariant 7 applies
+	// fired is the fault that took effect: a crash struck, or a request
+	// went out over a faulty network.
+	fired faults.Kind
+	// ifUnchanged is added to line when the step changed nothing observable.
+	ifUnchanged string
+	violation   *Violation
+}
+
+// handlers maps every directive to the one method that runs it.
+var handlers = map[string]func(*Env, Step) (stepResult, error){
+	"approve":  (*Env).approve,
+	"deliver":  (*Env).deliver,
+	"crm-task": (*Env).crmTask,
+	"restart":  (*Env).restartStep,
+	"converge": (*Env).converge,
+	"design":   (*Env).design,
+}
+
+// Apply runs one step against model and system and checks the invariants.
+// An error means the step could not run (ErrScenario for bad scenario
+// text, or a failure of the harness itself); what the system answers, its
+// errors included, is output.
+func (e *Env) Apply(s Step) (Outcome, error) {
+	h, ok := handlers[s.Directive]
+	if !ok {
+		return Outcome{}, fmt.Errorf("%w: unknown directive %q (want approve, deliver, crm-task, restart, converge or design)", ErrScenario, s.Directive)
+	}
+	r, err := h(e, s)
+	if err != nil {
+		return Outcome{}, err
+	}
+	e.applied++
+	obs, err := e.observe()
+	if err != nil {
+		return Outcome{}, err
+	}
+	v := r.violation
+	if v == nil {
+		v = e.check(obs, r)
+	}
+	if e.Disagreement == "" && !cmp.Equal(e.model.Observation, obs) {
+		e.Disagreement, e.DisagreementStep = cmp.Diff(e.model.Observation, obs), e.applied
+	}
+	if r.ifUnchanged != "" && cmp.Equal(obs, e.before) {
+		r.line += r.ifUnchanged
+	}
+	e.cfg.Stats.count(s, r, e.before, obs, v)
+	e.before = obs
+	out := append([]string{r.line}, render(obs)...)
+	if v != nil {
+		out = append(out, v.String())
+	}
+	return Outcome{Output: strings.Join(out, "\n"), Violation: v}, nil
+}
+
+// observe reads everything observable of the system.
+func (e *Env) observe() (model.Observation, error) {
+	snap, err := e.app.Snapshot(e.ctx)
+	if err != nil {
+		return model.Observation{}, fmt.Errorf("handoff: reading the app database: %w", err)
+	}
+	tasks, err := e.crm.Tasks(e.ctx)
+	if err != nil {
+		return model.Observation{}, fmt.Errorf("handoff: reading the receiver database: %w", err)
+	}
+	var o model.Observation
+	for _, a := range snap.Approvals {
+		o.Approvals = append(o.Approvals, model.Approval{Key: a.Key, Payload: a.Payload})
+	}
+	for _, r := range snap.Outbox {
+		o.Outbox = append(o.Outbox, model.Row{Key: r.Key, State: string(r.State), Attempts: r.Attempts, RemoteID: r.RemoteID, LastError: r.LastError})
+	}
+	for _, t := range tasks {
+		o.Tasks = append(o.Tasks, model.Task{ID: t.ID, Key: t.Key, Payload: t.Payload})
+	}
+	return o, nil
+}
+
+// faultArg reads the step's fault= argument, one of allowed, or "".
+func faultArg(s Step, allowed ...faults.Kind) (faults.Kind, error) {
+	v, ok := s.Arg("fault")
+	if !ok {
+		return "", nil
+	}
+	k, err := faults.ParseKind(v, allowed...)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrScenario, s.Directive, err)
+	}
+	return k, nil
+}
+
+// approve records an approval; case and title may be missing (then empty).
+//
+//	approve case=case-104 title="Call about the approved repair plan" [fault=crash-between-inserts]
+func (e *Env) approve(s Step) (stepResult, error) {
+	if err := s.only("case", "title", "fault"); err != nil {
+		return stepResult{}, err
+	}
+	fault, err := faultArg(s, faults.CrashBetweenInserts)
+	if err != nil {
+		return stepResult{}, err
+	}
+	caseID, _ := s.Arg("case")
+	title, _ := s.Arg("title")
+
+	e.injector.Arm(fault.Point())
+	key, err := e.app.RecordApproval(e.ctx, caseID, title)
+	e.injector.Arm("")
+	var r stepResult
+	switch crashed := e.injector.Crashed(); {
+	case crashed != "":
+		r.line, r.got, r.fired = fmt.Sprintf("crashed at %s; restarted", crashed), "crashed", fault
+		if err := e.restart(); err != nil {
+			return stepResult{}, err
+		}
+	case err == nil:
+		a, _ := system.NewApproval(caseID, title) // valid: the system just accepted it
+		r.line, r.got = fmt.Sprintf("approved %s %s", key, visible(a.Payload)), "approved "+key
+		r.ifUnchanged = " (already approved: nothing changed)"
+	default:
+		r.line, r.got = "refused: "+err.Error(), errorWord(err)
+	}
+
+	var verdict model.Verdict
+	e.model, verdict, key = e.model.Approve(caseID, title, fault == faults.CrashBetweenInserts)
+	switch verdict {
+	case model.Recorded, model.Repeated:
+		r.want = "approved " + key
+	case model.Refused:
+		r.want = "conflict"
+	default:
+		r.want = string(verdict)
+	}
+	return r, nil
+}
+
+// errorWord classifies a refusal for comparison with the model.
+func errorWord(err error) string {
+	switch {
+	case errors.Is(err, system.ErrInvalidInput):
+		return "invalid"
+	case errors.Is(err, system.ErrKeyConflict):
+		return "conflict"
+	}
+	return "error"
+}
+
+// deliver makes one delivery attempt with an optional fault.
+//
+//	deliver [fault=offline|lost-reply|crash-before-send|crash-after-reply|duplicate-request]
+func (e *Env) deliver(s Step) (stepResult, error) {
+	if err := s.only("fault"); err != nil {
+		return stepResult{}, err
+	}
+	fault, err := faultArg(s, faults.DeliveryKinds...)
+	if err != nil {
+		return stepResult{}, err
+	}
+	sent := e.sendCount()
+	e.injector.Arm(fault.Point())
+	d, err := e.app.DeliverOne(e.ctx, faults.Counted(e.sends, faults.Network(fault, e.crm)))
+	e.injector.Arm("")
+	var r stepResult
+	if fault.Point() == "" && e.sendCount() > sent {
+		r.fired = fault
+	}
+	switch crashed := e.injector.Crashed(); {
+	case crashed != "":
+		r.line, r.got, r.fired = fmt.Sprintf("crashed at %s delivering %s; restarted", crashed, d.Key), "crashed "+d.Key, fault
+		if err := e.restart(); err != nil {
+			return stepResult{}, err
+		}
+	case err != nil:
+		r.line, r.got = "error: "+err.Error(), "error"
+	default:
+		r.line, r.got = e.describe(d), string(d.Result)+" "+d.Key
+	}
+
+	net, crash := modelFault(fault)
+	var result model.Result
+	var key string
+	e.model, result, key = e.model.Deliver(net, crash)
+	r.want = string(result) + " " + key
+	return r, nil
+}
+
+// sendCount is how many requests the worker has sent in all.
+func (e *Env) sendCount() int {
+	n := 0
+	for _, c := range e.sends {
+		n += c
+	}
+	return n
+}
+
+// modelFault translates a delivery fault into the model's terms.
+func modelFault(k faults.Kind) (model.Network, model.Crash) {
+	switch k {
+	case faults.Offline:
+		return model.Offline, model.NoCrash
+	case faults.LostReply:
+		return model.LostReply, model.NoCrash
+	case faults.DuplicateRequest:
+		return model.DuplicateRequest, model.NoCrash
+	case faults.CrashBeforeSend:
+		return model.Delivered, model.CrashBeforeSend
+	case faults.CrashAfterReply:
+		return model.Delivered, model.CrashAfterReply
+	}
+	return model.Delivered, model.NoCrash
+}
+
+// describe says in words what a delivery did.
+func (e *Env) describe(d system.Delivery) string {
+	switch {
+	case d.Result == system.Idle:
+		blocked := 0
+		for _, r := range e.before.Outbox {
+			if r.State == model.Blocked {
+				blocked++
+			}
+		}
+		if blocked > 0 {
+			return fmt.Sprintf("idle: nothing pending, but %s for a person", plural(blocked, "blocked row waits", "blocked rows wait"))
+		}
+		return "idle: nothing pending"
+	case d.Result == system.ResultSent:
+		return fmt.Sprintf("sent %s: task %d", d.Key, d.RemoteID)
+	case d.Result == system.ResultPending:
+		return fmt.Sprintf("pending %s: %s failure, the retry sends the same key", d.Key, d.LastError)
+	case d.LastError == system.LastErrorConflict:
+		return fmt.Sprintf("blocked %s: the receiver holds other content for the key", d.Key)
+	case d.LastError == system.LastErrorBudgetExhausted:
+		return fmt.Sprintf("blocked %s: budget exhausted after %d attempts, nothing sent", d.Key, d.Attempts)
+	}
+	return fmt.Sprintf("blocked %s: %s failure on the last of %d attempts", d.Key, d.LastError, d.Attempts)
+}
+
+// crmTask puts a task straight into the receiver, as another system might
+// have before the handoff ever ran.
+//
+//	crm-task case=case-104 title="Something else entirely"
+func (e *Env) crmTask(s Step) (stepResult, error) {
+	if err := s.only("case", "title"); err != nil {
+		return stepResult{}, err
+	}
+	caseID, _ := s.Arg("case")
+	title, _ := s.Arg("title")
+	var r stepResult
+	if a, err := system.NewApproval(caseID, title); err != nil {
+		r.line, r.got = "refused: "+err.Error(), errorWord(err)
+	} else if id, err := e.crm.CreateTask(e.ctx, a.Key, a.Payload); err != nil {
+		r.line, r.got = "refused: "+err.Error(), errorWord(err)
+	} else {
+		e.placed[id] = true
+		r.fired = faults.ForeignTask
+		r.line, r.got = fmt.Sprintf("crm holds task %d for %s", id, a.Key), fmt.Sprint("task ", id)
+	}
+	var placement model.Placement
+	var id int64
+	e.model, placement, id = e.model.PlaceTask(caseID, title)
+	switch placement {
+	case model.Created, model.Replayed:
+		r.want = fmt.Sprint("task ", id)
+	default:
+		r.want = string(placement)
+	}
+	return r, nil
+}
+
+// restartStep closes every database handle and reopens it from its file.
+//
+//	restart
+func (e *Env) restartStep(s Step) (stepResult, error) {
+	if err := s.only(); err != nil {
+		return stepResult{}, err
+	}
+	if err := e.restart(); err != nil {
+		return stepResult{}, err
+	}
+	return stepResult{line: "restarted: every handle closed and reopened from its file", got: "restarted", want: "restarted", fired: faults.Restart}, nil
+}
+
+// converge turns faults off and delivers until the worker is idle.
+//
+//	converge
+func (e *Env) converge(s Step) (stepResult, error) {
+	if err := s.only(); err != nil {
+		return stepResult{}, err
+	}
+	// No correct worker needs more than one claim per attempt, one block
+	// and one idle answer per row.
+	limit := (len(e.before.Outbox)+1)*(system.DefaultMaxAttempts+2) + 1
+	r := stepResult{converged: true}
+	n := 0
+	for {
+		d, err := e.app.DeliverOne(e.ctx, faults.Counted(e.sends, e.crm))
+		n++
+		if err != nil {
+			r.line, r.got = fmt.Sprintf("error on delivery %d: %v", n, err), "error"
+			break
+		}
+		if d.Result == system.Idle {
+			r.line, r.got = "converged after "+plural(n, "delivery", "deliveries"), fmt.Sprint("idle after ", n)
+			break
+		}
+		if n == limit {
+			r.line, r.got = fmt.Sprintf("not idle after %d deliveries", n), "busy"
+			r.violation = &Violation{Invariant: 7, Detail: fmt.Sprintf("the worker was still not idle after %d deliveries without faults", n)}
+			break
+		}
+	}
+	var m int
+	e.model, m = e.model.Converge()
+	r.want = fmt.Sprint("idle after ", m)
+	return r, nil
+}
+
+// design switches the Env to another design; only the first step may.
+//
+//	design name=two-writes
+func (e *Env) design(s Step) (stepResult, error) {
+	if err := s.only("name"); err != nil {
+		return stepResult{}, err
+	}
+	if e.applied > 0 {
+		return stepResult{}, fmt.Errorf("%w: design must be the first step", ErrScenario)
+	}
+	name, _ := s.Arg("name")
+	d, err := designs.Lookup(name)
+	if err != nil {
+		return stepResult{}, fmt.Errorf("%w: %v", ErrScenario, err)
+	}
+	if d.Name != e.cfg.Design.Name {
+		if err := e.switchDesign(d); err != nil {
+			return stepResult{}, err
+		}
+	}
+	word := "design " + d.Name
+	return stepResult{line: fmt.Sprintf("design %s: %s", d.Name, d.Summary), got: word, want: word}, nil
+}
+
+// switchDesign closes the databases, removes their files and opens d's.
+func (e *Env) switchDesign(d designs.Design) error {
+	if err := e.Close(); err != nil {
+		return err
+	}
+	for _, f := range []string{"app.db", "crm.db"} {
+		if err := os.Remove(filepath.Join(e.cfg.Dir, f)); err != nil {
+			return fmt.Errorf("handoff: switching design: %w", err)
+		}
+	}
+	e.cfg.Design = d
+	return e.open()
+}

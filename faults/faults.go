@@ -1,0 +1,75 @@
+// Package faults injects the faults of SPEC's table into the handoff: crashes
+// at the named fault points of package system (through its Hook), and a
+// faulty network between the worker and the receiver. Every decision to
+// inject comes from the caller (a rapid draw or a scenario line); nothing
+// here is random.
+package faults
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/outboxlab/handoff/system"
+)
+
+// ErrCrash is returned by an operation the Injector crashed. The harness
+// then restarts: every database handle is closed and reopened.
+var ErrCrash = errors.New("faults: simulated crash")
+
+// Kind names one fault. Its string is the token that injects it in a
+// scenario (fault=<kind>), or the directive that does.
+type Kind string
+
+const (
+	// CrashBetweenInserts crashes an approval between its two inserts.
+	CrashBetweenInserts Kind = "crash-between-inserts"
+	// Offline fails a request before the receiver acts.
+	Offline Kind = "offline"
+	// LostReply lets the receiver act and loses its reply.
+	LostReply Kind = "lost-reply"
+	// CrashBeforeSend crashes the worker after it counted the attempt.
+	CrashBeforeSend Kind = "crash-before-send"
+	// CrashAfterReply crashes the worker after the reply, before recording it.
+	CrashAfterReply Kind = "crash-after-reply"
+	// DuplicateRequest delivers the same request twice, the second copy
+	// arriving while the first is being processed where the receiver allows
+	// it (see Window).
+	DuplicateRequest Kind = "duplicate-request"
+	// ForeignTask places a task with other content at the receiver for a key
+	// (scenario directive crm-task).
+	ForeignTask Kind = "crm-task"
+	// Restart closes every database handle and reopens it from its file
+	// (scenario directive restart).
+	Restart Kind = "restart"
+)
+
+// DeliveryKinds are the faults a delivery step can carry.
+var DeliveryKinds = []Kind{Offline, LostReply, CrashBeforeSend, CrashAfterReply, DuplicateRequest}
+
+// String returns the scenario token of k.
+func (k Kind) String() string { return string(k) }
+
+// ParseKind returns the Kind whose token is s, or an error naming the
+// tokens that are allowed among those given.
+func ParseKind(s string, allowed ...Kind) (Kind, error) {
+	for _, k := range allowed {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("faults: unknown fault %q, want one of %v", s, allowed)
+}
+
+// Point is the system fault point where a crash fault strikes, or "" for
+// faults that are not crashes.
+func (k Kind) Point() system.FaultPoint {
+	switch k {
+	case CrashBetweenInserts:
+		return system.PointBetweenApprovalInserts
+	case CrashBeforeSend:
+		return system.PointBeforeSend
+	case CrashAfterReply:
+		return system.PointAfterReply
+	}
+	return ""
+}

@@ -1,0 +1,79 @@
+package handoff
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/model"
+)
+
+// Transition names a change of one outbox row in one step.
+type Transition string
+
+const (
+	PendingToSent            Transition = "pending->sent"
+	PendingToBlockedConflict Transition = "pending->blocked (conflict)"
+	PendingToBlockedBudget   Transition = "pending->blocked (budget)"
+	PendingToPending         Transition = "pending->pending"
+)
+
+// Stats counts what an exploration did. Sequences and Steps may be read
+// while it runs (for a progress line); the maps only after it ends.
+type Stats struct {
+	Sequences atomic.Int64
+	Steps     atomic.Int64
+
+	Faults      map[faults.Kind]int
+	Results     map[string]int // worker results: idle, sent, pending, blocked, crashed, error
+	Transitions map[Transition]int
+	Violations  map[int]int // by invariant
+}
+
+// NewStats returns empty Stats.
+func NewStats() *Stats {
+	return &Stats{
+		Faults:      map[faults.Kind]int{},
+		Results:     map[string]int{},
+		Transitions: map[Transition]int{},
+		Violations:  map[int]int{},
+	}
+}
+
+// count records one step. A nil *Stats counts nothing.
+func (st *Stats) count(s Step, r stepResult, before, after model.Observation, v *Violation) {
+	if st == nil {
+		return
+	}
+	st.Steps.Add(1)
+	if v != nil {
+		st.Violations[v.Invariant]++
+	}
+	if r.fired != "" {
+		st.Faults[r.fired]++
+	}
+	if s.Directive == "deliver" {
+		word, _, _ := strings.Cut(r.got, " ")
+		st.Results[word]++
+	}
+	rows := map[string]model.Row{}
+	for _, row := range before.Outbox {
+		rows[row.Key] = row
+	}
+	for _, row := range after.Outbox {
+		was, ok := rows[row.Key]
+		if !ok || was.State != model.Pending || was == row {
+			continue
+		}
+		switch {
+		case row.State == model.Sent:
+			st.Transitions[PendingToSent]++
+		case row.State == model.Blocked && row.LastError == model.Conflict:
+			st.Transitions[PendingToBlockedConflict]++
+		case row.State == model.Blocked:
+			st.Transitions[PendingToBlockedBudget]++
+		default:
+			st.Transitions[PendingToPending]++
+		}
+	}
+}

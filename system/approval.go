@@ -1,0 +1,192 @@
+package system
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// The queries of an approval.
+const (
+	sqlFindApproval   = `SELECT payload FROM approvals WHERE key = ?`
+	sqlInsertApproval = `INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`
+	sqlInsertRow      = `INSERT INTO outbox (key, state, attempts) VALUES (?, 'pending', 0)`
+)
+
+// KeyPrefix is the namespace, action and version part of every action key;
+// the case id completes it. Every attempt of one action sends the same key.
+const KeyPrefix = "harbor:create-followup:v1:"
+
+const (
+	maxCaseIDLen    = 80
+	maxTitleLenRune = 160
+)
+
+// Approval is one approved action: a follow-up task for a case. Build it
+// with NewApproval, which validates the input and derives Key and Payload.
+type Approval struct {
+	Key     string // KeyPrefix + CaseID
+	CaseID  string // 1 to 80 ASCII letters, digits or '-'
+	Title   string // trimmed, 1 to 160 code points of valid UTF-8
+	Payload string // canonical JSON of {"case_id", "title"}
+}
+
+// NewApproval validates caseID and title as SPEC says and returns the
+// approval they make, or an ErrInvalidInput error that names the problem.
+func NewApproval(caseID, title string) (Approval, error) {
+	if err := validateCaseID(caseID); err != nil {
+		return Approval{}, err
+	}
+	title, err := normaliseTitle(title)
+	if err != nil {
+		return Approval{}, err
+	}
+	return Approval{
+		Key:     KeyPrefix + caseID,
+		CaseID:  caseID,
+		Title:   title,
+		Payload: canonicalPayload(caseID, title),
+	}, nil
+}
+
+func validateCaseID(caseID string) error {
+	switch {
+	case caseID == "":
+		return invalid("case id is empty")
+	case len(caseID) > maxCaseIDLen:
+		return invalid("case id is %d characters, more than %d", len(caseID), maxCaseIDLen)
+	}
+	for i := 0; i < len(caseID); i++ {
+		c := caseID[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
+			return invalid("case id %q has %q at byte %d; use ASCII letters, digits and '-'", caseID, c, i+1)
+		}
+	}
+	return nil
+}
+
+func normaliseTitle(title string) (string, error) {
+	if !utf8.ValidString(title) {
+		return "", invalid("title is not valid UTF-8")
+	}
+	title = strings.TrimSpace(title)
+	switch n := utf8.RuneCountInString(title); {
+	case n == 0:
+		return "", invalid("title is empty after trimming white space")
+	case n > maxTitleLenRune:
+		return "", invalid("title is %d characters, more than %d", n, maxTitleLenRune)
+	}
+	return title, nil
+}
+
+// canonicalPayload writes {"case_id":...,"title":...}: keys sorted, no
+// insignificant white space, non-ASCII written as itself, no HTML escaping.
+// encoding/json cannot do this: it always escapes U+2028 and U+2029.
+func canonicalPayload(caseID, title string) string {
+	var b strings.Builder
+	b.WriteString(`{"case_id":`)
+	writeJSONString(&b, caseID)
+	b.WriteString(`,"title":`)
+	writeJSONString(&b, title)
+	b.WriteByte('}')
+	return b.String()
+}
+
+func writeJSONString(b *strings.Builder, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[r>>4])
+			b.WriteByte(hex[r&0xf])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+}
+
+// RecordApproval validates the input and, in one BEGIN IMMEDIATE
+// transaction, records the approval and its pending outbox row. It returns
+// the action key. Approving the same case with the same title again changes
+// nothing and returns the key; with another title it returns ErrKeyConflict
+// and changes nothing.
+func (o *Outbox) RecordApproval(ctx context.Context, caseID, title string) (string, error) {
+	a, err := NewApproval(caseID, title)
+	if err != nil {
+		return "", err
+	}
+	tx, err := o.db.BeginTx(ctx, nil)
+	if err != nil {
+		return "", driverError("beginning the approval", err)
+	}
+	defer tx.Rollback()
+	if err := o.record(ctx, tx, a); err != nil {
+		return "", err
+	}
+	if err := tx.Commit(); err != nil {
+		return "", driverError("committing the approval", err)
+	}
+	return a.Key, nil
+}
+
+// RecordApprovalTx is RecordApproval inside a transaction the caller holds
+// on this outbox's database (see DB), so that the caller's own business
+// write, the approval and the outbox row commit together. The caller
+// commits; on an error it must roll back.
+func (o *Outbox) RecordApprovalTx(ctx context.Context, tx *sql.Tx, caseID, title string) (string, error) {
+	if tx == nil {
+		return "", invalid("transaction is nil")
+	}
+	a, err := NewApproval(caseID, title)
+	if err != nil {
+		return "", err
+	}
+	if err := o.record(ctx, tx, a); err != nil {
+		return "", err
+	}
+	return a.Key, nil
+}
+
+// record writes a unless its key is known: known with the same payload is a
+// harmless repeat, with another payload a conflict.
+func (o *Outbox) record(ctx context.Context, tx *sql.Tx, a Approval) error {
+	var payload string
+	err := o.q.queryRow(ctx, tx, sqlFindApproval, []any{a.Key}, &payload)
+	switch {
+	case err == nil && payload == a.Payload:
+		return nil
+	case err == nil:
+		return fmt.Errorf("%w: %s is already approved with %s", ErrKeyConflict, a.Key, payload)
+	case !errors.Is(err, sql.ErrNoRows):
+		return driverError("looking up "+a.Key, err)
+	}
+	if err := o.q.exec(ctx, tx, sqlInsertApproval, a.Key, a.CaseID, a.Title, a.Payload); err != nil {
+		return driverError("inserting the approval", err)
+	}
+	if err := o.hook.pass(PointBetweenApprovalInserts); err != nil {
+		return err
+	}
+	if err := o.q.exec(ctx, tx, sqlInsertRow, a.Key); err != nil {
+		return driverError("inserting the outbox row", err)
+	}
+	return nil
+}

@@ -1,0 +1,33 @@
+package system
+
+// FaultPoint names a place in the handoff where a process can die. The
+// harness crashes the handoff at these points; a production caller can use
+// them for tracing.
+type FaultPoint string
+
+const (
+	// PointBetweenApprovalInserts is inside the approval transaction, after
+	// the approval row is inserted and before its outbox row is.
+	PointBetweenApprovalInserts FaultPoint = "between-approval-inserts"
+
+	// PointBeforeSend is after the attempt is committed and before the
+	// request leaves for the receiver.
+	PointBeforeSend FaultPoint = "before-send"
+
+	// PointAfterReply is after the receiver answered and before the answer
+	// is recorded.
+	PointAfterReply FaultPoint = "after-reply"
+)
+
+// Hook is called at every FaultPoint the handoff passes. A non-nil error
+// aborts the operation right there, as a crash would: what is committed
+// stays, what is not is rolled back, and the error is returned unchanged.
+type Hook func(FaultPoint) error
+
+// pass calls h at p; a nil Hook lets everything pass.
+func (h Hook) pass(p FaultPoint) error {
+	if h == nil {
+		return nil
+	}
+	return h(p)
+}

@@ -1,0 +1,389 @@
+package system_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/outboxlab/handoff/system"
+)
+
+const (
+	caseID = "case-104"
+	title  = "Call about the approved repair plan"
+	key    = system.KeyPrefix + caseID
+)
+
+var errCrash = errors.New("crash")
+
+// openPair opens an app and a CRM database in a fresh folder and closes
+// them when the test ends.
+func openPair(t *testing.T, opts system.Options) (*system.Outbox, *system.CRM, string) {
+	t.Helper()
+	dir := t.TempDir()
+	app, err := system.Open(context.Background(), filepath.Join(dir, "app.db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	crm, err := system.OpenCRM(context.Background(), filepath.Join(dir, "crm.db"), opts.Durability)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { crm.Close() })
+	return app, crm, dir
+}
+
+func snapshot(t *testing.T, app *system.Outbox) system.Snapshot {
+	t.Helper()
+	s, err := app.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestRecordApproval(t *testing.T) {
+	ctx := context.Background()
+	app, _, _ := openPair(t, system.Options{})
+	got, err := app.RecordApproval(ctx, caseID, "  "+title+" ")
+	if err != nil || got != key {
+		t.Fatalf("got %q, %v; want %q, nil", got, err, key)
+	}
+	want := snapshot(t, app)
+	if len(want.Approvals) != 1 || want.Approvals[0].Title != title {
+		t.Fatalf("got approvals %+v, want one with the trimmed title", want.Approvals)
+	}
+	if r := want.Outbox[0]; r != (system.Row{Key: key, State: system.Pending}) {
+		t.Fatalf("got row %+v, want pending with 0 attempts", r)
+	}
+
+	if got, err := app.RecordApproval(ctx, caseID, title); err != nil || got != key {
+		t.Errorf("repeat: got %q, %v; want %q, nil", got, err, key)
+	}
+	if _, err := app.RecordApproval(ctx, caseID, "Another title"); !errors.Is(err, system.ErrKeyConflict) {
+		t.Errorf("changed title: got %v, want ErrKeyConflict", err)
+	}
+	if _, err := app.RecordApproval(ctx, "case/104", title); !errors.Is(err, system.ErrInvalidInput) {
+		t.Errorf("bad case: got %v, want ErrInvalidInput", err)
+	}
+	if diff := cmp.Diff(want, snapshot(t, app)); diff != "" {
+		t.Errorf("repeat, conflict and invalid input changed the database (-before +after):\n%s", diff)
+	}
+}
+
+func TestRecordApprovalCrashLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	app, _, dir := openPair(t, system.Options{Hook: func(p system.FaultPoint) error {
+		if p == system.PointBetweenApprovalInserts {
+			return errCrash
+		}
+		return nil
+	}})
+	if _, err := app.RecordApproval(ctx, caseID, title); !errors.Is(err, errCrash) {
+		t.Fatalf("got %v, want the hook's error", err)
+	}
+	app.Close()
+	reopened, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	if s := snapshot(t, reopened); len(s.Approvals)+len(s.Outbox) != 0 {
+		t.Errorf("got %+v after a crash between the inserts, want nothing", s)
+	}
+}
+
+func TestRecordApprovalTxJoinsTheCallersTransaction(t *testing.T) {
+	ctx := context.Background()
+	app, _, _ := openPair(t, system.Options{})
+	if _, err := app.DB().ExecContext(ctx, `CREATE TABLE repairs (case_id TEXT PRIMARY KEY, plan TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, commit := range []bool{false, true} {
+		tx, err := app.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO repairs VALUES (?, 'replace the pump')`, caseID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := app.RecordApprovalTx(ctx, tx, caseID, title); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = tx.Commit()
+		} else {
+			err = tx.Rollback()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var repairs int
+		if err := app.DB().QueryRowContext(ctx, `SELECT count(*) FROM repairs`).Scan(&repairs); err != nil {
+			t.Fatal(err)
+		}
+		s := snapshot(t, app)
+		want := 0
+		if commit {
+			want = 1
+		}
+		if repairs != want || len(s.Approvals) != want || len(s.Outbox) != want {
+			t.Errorf("commit=%v: got %d repairs, %d approvals, %d rows; want %d of each", commit, repairs, len(s.Approvals), len(s.Outbox), want)
+		}
+	}
+}
+
+// receiverFunc adapts a function to system.Receiver.
+type receiverFunc func(ctx context.Context, key, payload string) (int64, error)
+
+func (f receiverFunc) CreateTask(ctx context.Context, key, payload string) (int64, error) {
+	return f(ctx, key, payload)
+}
+
+func TestDeliverOne(t *testing.T) {
+	errOther := errors.New("certificate expired")
+	transient := receiverFunc(func(context.Context, string, string) (int64, error) {
+		return 0, fmt.Errorf("%w: timeout", system.ErrTransient)
+	})
+	// unrecorded leaves attempts counted and nothing recorded, as a crash
+	// after the reply does.
+	unrecorded := receiverFunc(func(context.Context, string, string) (int64, error) {
+		return 0, errOther
+	})
+	tests := []struct {
+		name     string
+		attempts int             // deliveries before the one under test
+		before   system.Receiver // receiver of those deliveries
+		receiver system.Receiver // nil: the durable CRM
+		want     system.Delivery
+		wantErr  error
+		sends    int // sends of the delivery under test
+	}{
+		{"sent", 0, nil, nil, system.Delivery{Result: system.ResultSent, Key: key, Attempts: 1, RemoteID: 1}, nil, 1},
+		{"transient keeps it pending", 0, nil, transient, system.Delivery{Result: system.ResultPending, Key: key, Attempts: 1, LastError: "transient"}, nil, 1},
+		{"transient on the last attempt blocks", 2, transient, transient, system.Delivery{Result: system.ResultBlocked, Key: key, Attempts: 3, LastError: "transient"}, nil, 1},
+		{"spent budget blocks without a send", 3, unrecorded, nil, system.Delivery{Result: system.ResultBlocked, Key: key, Attempts: 3, LastError: "budget-exhausted"}, nil, 0},
+		{"conflict blocks", 0, nil, receiverFunc(func(context.Context, string, string) (int64, error) {
+			return 0, fmt.Errorf("%w: other content", system.ErrKeyConflict)
+		}), system.Delivery{Result: system.ResultBlocked, Key: key, Attempts: 1, LastError: "conflict"}, nil, 1},
+		{"other errors come back unchanged", 0, nil, unrecorded, system.Delivery{Result: system.ResultPending, Key: key, Attempts: 1}, errOther, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			app, crm, _ := openPair(t, system.Options{})
+			if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
+				t.Fatal(err)
+			}
+			for range tt.attempts {
+				_, _ = app.DeliverOne(ctx, tt.before) // its effect shows in the delivery under test
+			}
+			sends := 0
+			inner := tt.receiver
+			if inner == nil {
+				inner = crm
+			}
+			counted := receiverFunc(func(ctx context.Context, k, p string) (int64, error) {
+				sends++
+				return inner.CreateTask(ctx, k, p)
+			})
+			got, err := app.DeliverOne(ctx, counted)
+			if err != tt.wantErr {
+				t.Fatalf("got error %v, want %v", err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+			if sends != tt.sends {
+				t.Errorf("got %d sends, want %d", sends, tt.sends)
+			}
+			row := snapshot(t, app).Outbox[0]
+			if string(row.State) != string(got.Result) || row.Attempts != got.Attempts || row.RemoteID != got.RemoteID {
+				t.Errorf("row %+v does not match the delivery %+v", row, got)
+			}
+		})
+	}
+}
+
+func TestDeliverOneIdle(t *testing.T) {
+	app, crm, _ := openPair(t, system.Options{})
+	got, err := app.DeliverOne(context.Background(), crm)
+	if err != nil || got != (system.Delivery{Result: system.Idle}) {
+		t.Errorf("got %+v, %v; want idle", got, err)
+	}
+}
+
+func TestDeliverOneTakesTheOldestPendingRow(t *testing.T) {
+	ctx := context.Background()
+	app, crm, _ := openPair(t, system.Options{})
+	for _, c := range []string{"case-3", "case-1", "case-2"} {
+		if _, err := app.RecordApproval(ctx, c, title); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []string{"case-3", "case-1", "case-2"} {
+		d, err := app.DeliverOne(ctx, crm)
+		if err != nil || d.Key != system.KeyPrefix+c {
+			t.Errorf("got %+v, %v; want %s sent", d, err, c)
+		}
+	}
+}
+
+// TestDeliverOneSendsOutsideTransactions writes to the app database from a
+// second handle while the receiver handles the request: if the worker held
+// a transaction across the send, the write would wait for its lock.
+func TestDeliverOneSendsOutsideTransactions(t *testing.T) {
+	ctx := context.Background()
+	app, crm, dir := openPair(t, system.Options{})
+	other, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
+		t.Fatal(err)
+	}
+	receiver := receiverFunc(func(ctx context.Context, k, p string) (int64, error) {
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if _, err := other.RecordApproval(short, "case-105", title); err != nil {
+			return 0, fmt.Errorf("writing during the send: %v", err)
+		}
+		return crm.CreateTask(ctx, k, p)
+	})
+	if d, err := app.DeliverOne(ctx, receiver); err != nil || d.Result != system.ResultSent {
+		t.Fatalf("got %+v, %v; want sent", d, err)
+	}
+}
+
+func TestDeliverOneCrashPoints(t *testing.T) {
+	for _, point := range []system.FaultPoint{system.PointBeforeSend, system.PointAfterReply} {
+		t.Run(string(point), func(t *testing.T) {
+			ctx := context.Background()
+			app, crm, _ := openPair(t, system.Options{Hook: func(p system.FaultPoint) error {
+				if p == point {
+					return errCrash
+				}
+				return nil
+			}})
+			if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := app.DeliverOne(ctx, crm); !errors.Is(err, errCrash) {
+				t.Fatalf("got %v, want the hook's error", err)
+			}
+			tasks, err := crm.Tasks(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantTasks := 0
+			if point == system.PointAfterReply {
+				wantTasks = 1
+			}
+			row := snapshot(t, app).Outbox[0]
+			if row.State != system.Pending || row.Attempts != 1 || row.RemoteID != 0 || len(tasks) != wantTasks {
+				t.Errorf("got row %+v and %d tasks, want pending with 1 attempt and %d tasks", row, len(tasks), wantTasks)
+			}
+		})
+	}
+}
+
+func TestCRM(t *testing.T) {
+	ctx := context.Background()
+	_, crm, dir := openPair(t, system.Options{})
+	steps := []struct {
+		key, payload string
+		wantID       int64
+		wantErr      error
+	}{
+		{"k1", "p1", 1, nil},
+		{"k2", "p2", 2, nil},
+		{"k1", "p1", 1, nil},
+		{"k1", "other", 0, system.ErrKeyConflict},
+		{"k3", "p3", 3, nil},
+		{"", "p", 0, system.ErrInvalidInput},
+	}
+	for _, s := range steps {
+		id, err := crm.CreateTask(ctx, s.key, s.payload)
+		if id != s.wantID || !errors.Is(err, s.wantErr) {
+			t.Errorf("CreateTask(%q, %q): got %d, %v; want %d, %v", s.key, s.payload, id, err, s.wantID, s.wantErr)
+		}
+	}
+	crm.Close()
+	reopened, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	if id, err := reopened.CreateTask(ctx, "k2", "p2"); id != 2 || err != nil {
+		t.Errorf("replay after reopening: got %d, %v; want 2, nil", id, err)
+	}
+	tasks, err := reopened.Tasks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []system.Task{{1, "k1", "p1"}, {2, "k2", "p2"}, {3, "k3", "p3"}}
+	if diff := cmp.Diff(want, tasks); diff != "" {
+		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+}
+
+func TestOpenRefuses(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crm.Close()
+	garbage := filepath.Join(dir, "notes.txt")
+	content := []byte("these are not the tables you are looking for\n")
+	if err := os.WriteFile(garbage, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		open func() error
+		want error
+	}{
+		{"the CRM's file as the app's", func() error {
+			_, err := system.Open(ctx, filepath.Join(dir, "crm.db"), system.Options{})
+			return err
+		}, system.ErrWrongDatabase},
+		{"a file that is not a database", func() error {
+			_, err := system.Open(ctx, garbage, system.Options{})
+			return err
+		}, system.ErrWrongDatabase},
+		{"negative max attempts", func() error {
+			_, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{MaxAttempts: -1})
+			return err
+		}, system.ErrInvalidInput},
+		{"a path with a query", func() error {
+			_, err := system.Open(ctx, filepath.Join(dir, "app.db?mode=ro"), system.Options{})
+			return err
+		}, system.ErrInvalidInput},
+		{"an unknown durability", func() error {
+			_, err := system.OpenCRM(ctx, filepath.Join(dir, "x.db"), system.Durability(7))
+			return err
+		}, system.ErrInvalidInput},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.open(); !errors.Is(err, tt.want) {
+				t.Errorf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+	if got, _ := os.ReadFile(garbage); string(got) != string(content) {
+		t.Errorf("the refused file changed: got %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "app.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("refused options created app.db: %v", err)
+	}
+}
