@@ -32,8 +32,8 @@ type Config struct {
 // Env applies scenario steps to the reference model and to the real
 // databases of a design, side by side, and checks the invariants of SPEC
 // after every step. It keeps what an observer outside the system would:
-// how often the worker sent each key, which tasks were placed at the
-// receiver on purpose. Nothing of the system's own survives a restart.
+// how often the worker sent each key. Nothing of the system's own survives
+// a restart.
 type Env struct {
 	ctx      context.Context
 	cfg      Config
@@ -42,7 +42,6 @@ type Env struct {
 	crm      designs.CRM
 	model    model.State
 	sends    map[string]int
-	placed   map[int64]bool
 	applied  int
 	before   model.Observation
 
@@ -59,11 +58,10 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 		cfg.Design = designs.Handoff
 	}
 	e := &Env{
-		ctx:    ctx,
-		cfg:    cfg,
-		model:  model.New(system.DefaultMaxAttempts),
-		sends:  map[string]int{},
-		placed: map[int64]bool{},
+		ctx:   ctx,
+		cfg:   cfg,
+		model: model.New(system.DefaultMaxAttempts),
+		sends: map[string]int{},
 	}
 	if err := e.open(); err != nil {
 		return nil, err
@@ -104,6 +102,13 @@ func (e *Env) restart() error {
 	return e.open()
 }
 
+// CrashAtPass makes the n-th fault point the Env's system passes (1-based,
+// counted from NewEnv) crash, whichever point it is.
+func (e *Env) CrashAtPass(n int) { e.injector.CrashAtPass(n) }
+
+// Trace returns the fault points the system has passed, in order.
+func (e *Env) Trace() []system.FaultPoint { return e.injector.Trace() }
+
 // Design is the design the Env runs.
 func (e *Env) Design() designs.Design { return e.cfg.Design }
 
@@ -112,6 +117,12 @@ func (e *Env) Design() designs.Design { return e.cfg.Design }
 type Outcome struct {
 	Output    string
 	Violation *Violation
+	// Result is the system's answer in a word or two ("sent harbor:...",
+	// "crashed", "conflict"); Key the action key the step worked on, if
+	// any; Observed everything observable after the step.
+	Result   string
+	Key      string
+	Observed model.Observation
 }
 
 // stepResult is what a handler reports: a line in words, and the system's
@@ -119,7 +130,8 @@ type Outcome struct {
 type stepResult struct {
 	line      string
 	got, want string
-	converged bool // the step claims convergence: invariant 7 applies
+	key       string // the action key the step worked on
+	converged bool   // the step claims convergence: invariant 7 applies
 	// fired is the fault that took effect: a crash struck, or a request
 	// went out over a faulty network.
 	fired faults.Kind
@@ -132,7 +144,6 @@ type stepResult struct {
 var handlers = map[string]func(*Env, Step) (stepResult, error){
 	"approve":  (*Env).approve,
 	"deliver":  (*Env).deliver,
-	"crm-task": (*Env).crmTask,
 	"restart":  (*Env).restartStep,
 	"converge": (*Env).converge,
 	"design":   (*Env).design,
@@ -145,7 +156,7 @@ var handlers = map[string]func(*Env, Step) (stepResult, error){
 func (e *Env) Apply(s Step) (Outcome, error) {
 	h, ok := handlers[s.Directive]
 	if !ok {
-		return Outcome{}, fmt.Errorf("%w: unknown directive %q (want approve, deliver, crm-task, restart, converge or design)", ErrScenario, s.Directive)
+		return Outcome{}, fmt.Errorf("%w: unknown directive %q (want approve, deliver, restart, converge or design)", ErrScenario, s.Directive)
 	}
 	r, err := h(e, s)
 	if err != nil {
@@ -172,7 +183,7 @@ func (e *Env) Apply(s Step) (Outcome, error) {
 	if v != nil {
 		out = append(out, v.String())
 	}
-	return Outcome{Output: strings.Join(out, "\n"), Violation: v}, nil
+	return Outcome{Output: strings.Join(out, "\n"), Violation: v, Result: r.got, Key: r.key, Observed: obs}, nil
 }
 
 // observe reads everything observable of the system.
@@ -229,7 +240,8 @@ func (e *Env) approve(s Step) (stepResult, error) {
 	key, err := e.app.RecordApproval(e.ctx, caseID, title)
 	e.injector.Arm("")
 	var r stepResult
-	switch crashed := e.injector.Crashed(); {
+	crashed := e.injector.Crashed()
+	switch {
 	case crashed != "":
 		r.line, r.got, r.fired = fmt.Sprintf("crashed at %s; restarted", crashed), "crashed", fault
 		if err := e.restart(); err != nil {
@@ -243,8 +255,12 @@ func (e *Env) approve(s Step) (stepResult, error) {
 		r.line, r.got = "refused: "+err.Error(), errorWord(err)
 	}
 
+	// The model hears of the crash the step asked for, or of one that
+	// struck where the harness enumerates crash points.
+	crash := fault == faults.CrashBetweenInserts || crashed == system.PointBetweenApprovalInserts
 	var verdict model.Verdict
-	e.model, verdict, key = e.model.Approve(caseID, title, fault == faults.CrashBetweenInserts)
+	e.model, verdict, key = e.model.Approve(caseID, title, crash)
+	r.key = key
 	switch verdict {
 	case model.Recorded, model.Repeated:
 		r.want = "approved " + key
@@ -269,7 +285,7 @@ func errorWord(err error) string {
 
 // deliver makes one delivery attempt with an optional fault.
 //
-//	deliver [fault=offline|lost-reply|crash-before-send|crash-after-reply|duplicate-request]
+//	deliver [fault=duplicate-request|foreign-task|offline|lost-reply|crash-after-reply|crash-before-send]
 func (e *Env) deliver(s Step) (stepResult, error) {
 	if err := s.only("fault"); err != nil {
 		return stepResult{}, err
@@ -286,7 +302,8 @@ func (e *Env) deliver(s Step) (stepResult, error) {
 	if fault.Point() == "" && e.sendCount() > sent {
 		r.fired = fault
 	}
-	switch crashed := e.injector.Crashed(); {
+	crashed := e.injector.Crashed()
+	switch {
 	case crashed != "":
 		r.line, r.got, r.fired = fmt.Sprintf("crashed at %s delivering %s; restarted", crashed, d.Key), "crashed "+d.Key, fault
 		if err := e.restart(); err != nil {
@@ -298,11 +315,16 @@ func (e *Env) deliver(s Step) (stepResult, error) {
 		r.line, r.got = e.describe(d), string(d.Result)+" "+d.Key
 	}
 
-	net, crash := modelFault(fault)
+	in := model.Delivery{Network: modelNetwork(fault), Crash: modelCrash(fault), Foreign: faults.ForeignPayload}
+	switch crashed { // a crash the harness injected where it enumerates crash points
+	case system.PointBeforeSend:
+		in.Crash = model.CrashBeforeSend
+	case system.PointAfterReply:
+		in.Crash = model.CrashAfterReply
+	}
 	var result model.Result
-	var key string
-	e.model, result, key = e.model.Deliver(net, crash)
-	r.want = string(result) + " " + key
+	e.model, result, r.key = e.model.Deliver(in)
+	r.want = string(result) + " " + r.key
 	return r, nil
 }
 
@@ -315,21 +337,30 @@ func (e *Env) sendCount() int {
 	return n
 }
 
-// modelFault translates a delivery fault into the model's terms.
-func modelFault(k faults.Kind) (model.Network, model.Crash) {
+// modelNetwork translates a delivery fault into the model's network.
+func modelNetwork(k faults.Kind) model.Network {
 	switch k {
 	case faults.Offline:
-		return model.Offline, model.NoCrash
+		return model.Offline
 	case faults.LostReply:
-		return model.LostReply, model.NoCrash
+		return model.LostReply
 	case faults.DuplicateRequest:
-		return model.DuplicateRequest, model.NoCrash
-	case faults.CrashBeforeSend:
-		return model.Delivered, model.CrashBeforeSend
-	case faults.CrashAfterReply:
-		return model.Delivered, model.CrashAfterReply
+		return model.DuplicateRequest
+	case faults.ForeignTask:
+		return model.ForeignTask
 	}
-	return model.Delivered, model.NoCrash
+	return model.Delivered
+}
+
+// modelCrash translates a delivery fault into the model's crash.
+func modelCrash(k faults.Kind) model.Crash {
+	switch k {
+	case faults.CrashBeforeSend:
+		return model.CrashBeforeSend
+	case faults.CrashAfterReply:
+		return model.CrashAfterReply
+	}
+	return model.NoCrash
 }
 
 // describe says in words what a delivery did.
@@ -356,38 +387,6 @@ func (e *Env) describe(d system.Delivery) string {
 		return fmt.Sprintf("blocked %s: budget exhausted after %d attempts, nothing sent", d.Key, d.Attempts)
 	}
 	return fmt.Sprintf("blocked %s: %s failure on the last of %d attempts", d.Key, d.LastError, d.Attempts)
-}
-
-// crmTask puts a task straight into the receiver, as another system might
-// have before the handoff ever ran.
-//
-//	crm-task case=case-104 title="Something else entirely"
-func (e *Env) crmTask(s Step) (stepResult, error) {
-	if err := s.only("case", "title"); err != nil {
-		return stepResult{}, err
-	}
-	caseID, _ := s.Arg("case")
-	title, _ := s.Arg("title")
-	var r stepResult
-	if a, err := system.NewApproval(caseID, title); err != nil {
-		r.line, r.got = "refused: "+err.Error(), errorWord(err)
-	} else if id, err := e.crm.CreateTask(e.ctx, a.Key, a.Payload); err != nil {
-		r.line, r.got = "refused: "+err.Error(), errorWord(err)
-	} else {
-		e.placed[id] = true
-		r.fired = faults.ForeignTask
-		r.line, r.got = fmt.Sprintf("crm holds task %d for %s", id, a.Key), fmt.Sprint("task ", id)
-	}
-	var placement model.Placement
-	var id int64
-	e.model, placement, id = e.model.PlaceTask(caseID, title)
-	switch placement {
-	case model.Created, model.Replayed:
-		r.want = fmt.Sprint("task ", id)
-	default:
-		r.want = string(placement)
-	}
-	return r, nil
 }
 
 // restartStep closes every database handle and reopens it from its file.

@@ -15,11 +15,18 @@ import (
 	"pgregory.net/rapid"
 )
 
+// Defaults of an exploration: DefaultChecks sequences of up to
+// DefaultSteps steps.
+const (
+	DefaultChecks = 2000
+	DefaultSteps  = 50
+)
+
 // ExploreConfig says what to explore and how much.
 type ExploreConfig struct {
 	Design designs.Design // the zero value means designs.Handoff
 	Checks int            // sequences to try before calling it a pass
-	Steps  int            // average number of random steps per sequence
+	Steps  int            // the most random steps a sequence takes (it ends at random before)
 	Seed   uint64         // the first sequence's seed; every choice follows from it
 	// Dir is where sequences keep their databases; "" means os.TempDir().
 	Dir string
@@ -37,6 +44,11 @@ type Report struct {
 	// FailureSeed reproduces Failure as the first sequence of an
 	// exploration with the same Design and Steps.
 	FailureSeed uint64
+	// FirstSequences and FirstElapsed say how many sequences had started,
+	// and how long it took, when the first failure was found (before
+	// shrinking); zero when none was.
+	FirstSequences int64
+	FirstElapsed   time.Duration
 	// Problem is rapid's own account of a failure the harness did not
 	// record (a panic in the harness itself); empty otherwise.
 	Problem string
@@ -79,11 +91,10 @@ func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 	start := time.Now()
 	err = withRapidFlags(map[string]string{
 		"rapid.checks":     strconv.Itoa(cfg.Checks),
-		"rapid.steps":      strconv.Itoa(cfg.Steps),
 		"rapid.seed":       strconv.FormatUint(cfg.Seed, 10),
 		"rapid.nofailfile": "true",
 	}, func() {
-		rapid.Check(tb, Property(ctx, cfg.Design, dir, report.Stats, rec))
+		rapid.Check(tb, Property(ctx, cfg.Design, dir, cfg.Steps, report.Stats, rec))
 	})
 	report.Elapsed = time.Since(start)
 	stop()
@@ -93,6 +104,9 @@ func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 	if tb.failed {
 		report.Failure = rec.Failure
 		report.FailureSeed = tb.seed()
+		if !rec.FirstAt.IsZero() {
+			report.FirstSequences, report.FirstElapsed = rec.FirstSequences, rec.FirstAt.Sub(start)
+		}
 		if report.Failure == nil {
 			report.Problem = strings.Join(tb.messages, "\n")
 		}

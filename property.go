@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
@@ -21,54 +24,93 @@ var (
 	invalidCases  = []string{"", "case/104", strings.Repeat("c", 81), "café"}
 	titles        = []string{"Call back", "  Call back  ", "Call back\t", "Rappeler le client — réparation", "修理の件で電話する", `Quote "plan" \ <b>&`, "Line\u2028separated"}
 	invalidTitles = []string{"", " \t ", strings.Repeat("é", 161), "bad \xff byte"}
-	otherTitle    = "Other content placed by another system"
 )
 
-// drawStep draws one step: mostly approvals and deliveries, sometimes a
-// task placed at the receiver, rarely a restart (crashes restart too, and
-// a restart costs as much as a dozen other steps). Every choice shrinks
-// towards a plain approval of case-1 or a delivery without faults.
+// stepGenerator draws one step as one group of draws, which rapid's
+// shrinker can remove whole. The zero Step ends the sequence, so a
+// sequence needs no separate length that removing a step would break.
+var stepGenerator = rapid.Custom(drawStep)
+
+// pick draws an index below len(weights), each as likely as its weight,
+// from plain bits: rapid's integer generators add two 53-bit floats to
+// every draw, and minimizing those costs its shrinker hundreds of runs
+// against real databases. Index 0 is where every choice shrinks to.
+func pick(t *rapid.T, label string, weights ...int) int {
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	v, n := 0, 1
+	for ; n < total; n <<= 1 {
+		v <<= 1
+		if rapid.Bool().Draw(t, label) {
+			v |= 1
+		}
+	}
+	v = v * total / n // scaled, not reduced modulo total, which would favour low choices
+	for i, w := range weights {
+		if v < w {
+			return i
+		}
+		v -= w
+	}
+	panic("unreachable")
+}
+
+// pickOf draws one of n equally likely indexes, as pick does.
+func pickOf(t *rapid.T, label string, n int) int {
+	weights := make([]int, n)
+	for i := range weights {
+		weights[i] = 1
+	}
+	return pick(t, label, weights...)
+}
+
+// drawStep draws one step: approvals and deliveries, rarely a restart
+// (crashes restart too, and a restart costs as much as a dozen other
+// steps), or, one time in 25, the end of the sequence. Every choice
+// shrinks towards the end, then a plain approval of case-1 or a delivery
+// without faults.
 func drawStep(t *rapid.T) Step {
-	switch k := rapid.IntRange(0, 49).Draw(t, "kind"); {
-	case k < 22:
+	switch pick(t, "kind", 2, 22, 25, 1) {
+	case 0:
+		return Step{}
+	case 1:
 		return drawApprove(t)
-	case k < 45:
+	case 2:
 		return drawDeliver(t)
-	case k < 49:
-		title := rapid.SampledFrom(append([]string{otherTitle}, titles...)).Draw(t, "title")
-		return NewStep("crm-task", "case", rapid.SampledFrom(cases).Draw(t, "case"), "title", title)
 	}
 	return NewStep("restart")
 }
 
-// drawApprove draws an approval: one in ten has an invalid or missing case,
-// one in ten an invalid or missing title, one in eight crashes.
+// drawApprove draws an approval: one in eight has an invalid or missing
+// case, one in eight an invalid or missing title, one in eight crashes.
 func drawApprove(t *rapid.T) Step {
 	s := NewStep("approve")
-	if rapid.IntRange(0, 9).Draw(t, "bad case") < 9 {
-		s.Args = append(s.Args, Arg{"case", rapid.SampledFrom(cases).Draw(t, "case")})
-	} else if i := rapid.IntRange(0, len(invalidCases)).Draw(t, "invalid case"); i < len(invalidCases) {
+	if c := pick(t, "case", 7*len(cases), len(invalidCases)+1); c == 0 {
+		s.Args = append(s.Args, Arg{"case", cases[pickOf(t, "valid case", len(cases))]})
+	} else if i := pickOf(t, "invalid case", len(invalidCases)+1); i < len(invalidCases) { // the last: missing
 		s.Args = append(s.Args, Arg{"case", invalidCases[i]})
 	}
-	if rapid.IntRange(0, 9).Draw(t, "bad title") < 9 {
-		s.Args = append(s.Args, Arg{"title", rapid.SampledFrom(titles).Draw(t, "title")})
-	} else if i := rapid.IntRange(0, len(invalidTitles)).Draw(t, "invalid title"); i < len(invalidTitles) {
+	if c := pick(t, "title", 7*len(titles), len(invalidTitles)+1); c == 0 {
+		s.Args = append(s.Args, Arg{"title", titles[pickOf(t, "valid title", len(titles))]})
+	} else if i := pickOf(t, "invalid title", len(invalidTitles)+1); i < len(invalidTitles) { // the last: missing
 		s.Args = append(s.Args, Arg{"title", invalidTitles[i]})
 	}
-	if rapid.IntRange(0, 7).Draw(t, "crash") == 7 {
+	if pick(t, "crash", 7, 1) == 1 {
 		s.Args = append(s.Args, Arg{"fault", faults.CrashBetweenInserts.String()})
 	}
 	return s
 }
 
 // drawDeliver draws a delivery: half without a fault, the rest spread over
-// every delivery fault.
+// every delivery fault, in the order faults.DeliveryKinds gives.
 func drawDeliver(t *rapid.T) Step {
-	k := rapid.IntRange(0, 2*len(faults.DeliveryKinds)-1).Draw(t, "fault")
-	if k < len(faults.DeliveryKinds) {
+	if pick(t, "faulty", 1, 1) == 0 {
 		return NewStep("deliver")
 	}
-	return NewStep("deliver", "fault", faults.DeliveryKinds[k-len(faults.DeliveryKinds)].String())
+	k := faults.DeliveryKinds[pickOf(t, "fault", len(faults.DeliveryKinds))]
+	return NewStep("deliver", "fault", k.String())
 }
 
 // Run is one sequence of steps and what each did.
@@ -78,34 +120,64 @@ type Run struct {
 	Outcomes []Outcome
 }
 
+// Length is the number of steps of the run, not counting a leading design
+// line.
+func (r Run) Length() int {
+	if len(r.Steps) > 0 && r.Steps[0].Directive == "design" {
+		return len(r.Steps) - 1
+	}
+	return len(r.Steps)
+}
+
 // Failure is a sequence that broke an invariant.
 type Failure struct {
 	Run
 	Violation Violation
 	// Disagreement is the go-cmp diff (-model +system) where the model and
-	// the system first disagreed, at step DisagreementStep (1-based); empty
-	// when they never did.
+	// the system first disagreed, at step DisagreementStep (1-based, not
+	// counting a design line); empty when they never did.
 	Disagreement     string
 	DisagreementStep int
 }
 
 // Recorder keeps the last failing run of a property. rapid replays the
 // minimal failing case last, so after a failed check it holds that case.
+// FirstSequences is how many sequences had started when the first failure
+// was found (before any shrinking), FirstAt when.
 type Recorder struct {
-	Failure *Failure
+	Failure        *Failure
+	FirstSequences int64
+	FirstAt        time.Time
 }
 
 // Property is the rapid property of the harness: a fresh pair of databases
-// in its own folder under dir, random steps applied to design and model
-// with every invariant checked after each, then faults off and converge.
-// It counts into stats (may be nil) and records failures into rec.
-func Property(ctx context.Context, design designs.Design, dir string, stats *Stats, rec *Recorder) func(*rapid.T) {
+// in its own folder under dir, random steps (25 on average, maxSteps at
+// most) applied to design and model with every invariant checked after
+// each, then faults off and converge. It counts into stats (may be nil)
+// and records failures into rec.
+//
+// Each step is one draw that may end the sequence: rapid's Repeat would
+// add a 53-bit coin per step, and minimizing those costs its shrinker
+// thousands of runs against real databases.
+func Property(ctx context.Context, design designs.Design, dir string, maxSteps int, stats *Stats, rec *Recorder) func(*rapid.T) {
+	var fresh map[string][]byte
 	return func(t *rapid.T) {
+		if fresh == nil {
+			var err error
+			if fresh, err = freshDatabases(ctx, design, dir); err != nil {
+				t.Fatalf("%v", err)
+			}
+		}
 		seqDir, err := os.MkdirTemp(dir, "seq-")
 		if err != nil {
 			t.Fatalf("handoff: %v", err)
 		}
 		defer os.RemoveAll(seqDir)
+		for name, b := range fresh {
+			if err := os.WriteFile(filepath.Join(seqDir, name), b, 0o644); err != nil {
+				t.Fatalf("handoff: %v", err)
+			}
+		}
 		env, err := NewEnv(ctx, Config{Design: design, Dir: seqDir, Durability: system.ProcessSafe, Stats: stats})
 		if err != nil {
 			t.Fatalf("%v", err)
@@ -115,7 +187,9 @@ func Property(ctx context.Context, design designs.Design, dir string, stats *Sta
 			stats.Sequences.Add(1)
 		}
 		run := Run{Design: env.Design().Name}
-		apply := func(s Step) {
+		var failure *Failure
+		// apply runs a step and reports whether the sequence may go on.
+		apply := func(s Step) bool {
 			out, err := env.Apply(s)
 			if err != nil {
 				t.Fatalf("step %d %q: %v", len(run.Steps)+1, s, err)
@@ -123,21 +197,66 @@ func Property(ctx context.Context, design designs.Design, dir string, stats *Sta
 			run.Steps = append(run.Steps, s)
 			run.Outcomes = append(run.Outcomes, out)
 			if out.Violation != nil {
-				f := &Failure{Run: run, Violation: *out.Violation, Disagreement: env.Disagreement, DisagreementStep: env.DisagreementStep}
-				if rec != nil {
-					rec.Failure = f
-				}
-				t.Fatalf("%s", f.Report(""))
+				failure = &Failure{Run: run, Violation: *out.Violation, Disagreement: env.Disagreement,
+					DisagreementStep: env.DisagreementStep - (len(run.Steps) - run.Length())}
 			}
+			return failure == nil
 		}
-		if design.Name != designs.Handoff.Name {
-			apply(NewStep("design", "name", design.Name))
+		ok := design.Name == designs.Handoff.Name || apply(NewStep("design", "name", design.Name))
+		for i := 0; ok && i < maxSteps; i++ {
+			s := stepGenerator.Draw(t, "step")
+			if s.Directive == "" {
+				break
+			}
+			ok = apply(s)
 		}
-		t.Repeat(map[string]func(*rapid.T){
-			"step": func(t *rapid.T) { apply(drawStep(t)) },
-		})
-		apply(NewStep("converge"))
+		if ok {
+			apply(NewStep("converge"))
+		}
+		if failure != nil {
+			if rec != nil {
+				rec.Failure = failure
+				if rec.FirstAt.IsZero() {
+					rec.FirstAt = time.Now()
+					if stats != nil {
+						rec.FirstSequences = stats.Sequences.Load()
+					}
+				}
+			}
+			// One call site for every violation: rapid's shrinker takes two
+			// failures for the same only when their tracebacks match.
+			t.Fatalf("%s", failure.Report(""))
+		}
 	}
+}
+
+// freshDatabases creates design's two databases once, closes them and
+// returns their files, so that each sequence starts from a copy instead of
+// creating the schema again: a third of a short sequence's time.
+func freshDatabases(ctx context.Context, design designs.Design, dir string) (map[string][]byte, error) {
+	tmp, err := os.MkdirTemp(dir, "fresh-")
+	if err != nil {
+		return nil, fmt.Errorf("handoff: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	env, err := NewEnv(ctx, Config{Design: design, Dir: tmp, Durability: system.ProcessSafe})
+	if err != nil {
+		return nil, err
+	}
+	if err := env.Close(); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("handoff: %w", err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if files[e.Name()], err = os.ReadFile(filepath.Join(tmp, e.Name())); err != nil {
+			return nil, fmt.Errorf("handoff: %w", err)
+		}
+	}
+	return files, nil
 }
 
 // Scenario prints the run as a scenario file that replays it, headed by
@@ -161,15 +280,50 @@ func (r Run) Scenario(header ...string) string {
 // reproduce, if not empty, is the command that reproduces and saves it.
 func (f *Failure) Report(reproduce string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "design %s broke invariant %d (%s) at step %d of %d:\n  %s\n",
-		f.Design, f.Violation.Invariant, f.Violation.Name(), len(f.Steps), len(f.Steps), f.Violation.Detail)
+	fmt.Fprintf(&b, "design %s broke invariant %d (%s) at step %d:\n  %s\n",
+		f.Design, f.Violation.Invariant, f.Violation.Name(), f.Length(), f.Violation.Detail)
 	if reproduce != "" {
 		fmt.Fprintf(&b, "reproduce and save: %s\n", reproduce)
 	}
-	fmt.Fprintf(&b, "\nminimal scenario (%d steps):\n\n%s", len(f.Steps), f.Scenario(f.Header()...))
+	fmt.Fprintf(&b, "\nminimal scenario (%d steps):\n\n%s", f.Length(), f.Scenario(f.Header()...))
 	if f.Disagreement != "" {
 		fmt.Fprintf(&b, "\nthe model and the system first disagreed at step %d (-model +system):\n%s", f.DisagreementStep, f.Disagreement)
 	}
+	return b.String()
+}
+
+// Table prints the failing run as a table: every step with the system's
+// answer, and where the step's action key then stood: its outbox state,
+// its attempts and the receiver's tasks for it. The violation follows.
+func (f *Failure) Table() string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tstep\tresult\toutbox\tattempts\ttasks for key")
+	key := ""
+	for i, s := range f.Steps {
+		if s.Directive == "design" {
+			continue
+		}
+		out := f.Outcomes[i]
+		if out.Key != "" {
+			key = out.Key
+		}
+		result, _, _ := strings.Cut(out.Result, " ")
+		state, attempts, tasks := "none", 0, 0
+		for _, r := range out.Observed.Outbox {
+			if r.Key == key {
+				state, attempts = r.State, r.Attempts
+			}
+		}
+		for _, t := range out.Observed.Tasks {
+			if t.Key == key {
+				tasks++
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\n", i+1-len(f.Steps)+f.Length(), s, result, state, attempts, tasks)
+	}
+	tw.Flush()
+	fmt.Fprintf(&b, "%s\n", f.Violation)
 	return b.String()
 }
 

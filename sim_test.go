@@ -16,6 +16,7 @@ import (
 var (
 	rewrite = flag.Bool("rewrite", false, "TestCorpus: rewrite the expected outputs of the corpus files (only commit the diff if you understand it)")
 	save    = flag.String("save", "", "TestSimulation: save the minimal failing scenario into this folder")
+	steps   = flag.Int("steps", DefaultSteps, "TestSimulation: the most random steps a sequence takes")
 )
 
 // TestSimulation explores random fault sequences against the real design
@@ -36,7 +37,7 @@ func TestSimulation(t *testing.T) {
 			t.Logf("saved the minimal scenario as %s", path)
 		}
 	}()
-	rapid.Check(t, Property(context.Background(), designs.Handoff, t.TempDir(), stats, rec))
+	rapid.Check(t, Property(context.Background(), designs.Handoff, t.TempDir(), *steps, stats, rec))
 }
 
 // TestCorpus replays every scenario file under corpus/ and compares each

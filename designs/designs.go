@@ -33,6 +33,17 @@ type Design struct {
 	Name string
 	// Summary says in one line what the design does.
 	Summary string
+	// Doc, for a fragile design, says in one paragraph: the shortcut, why
+	// someone writes it, the failure it causes, the invariant of SPEC that
+	// catches it and the length of its minimal counterexample.
+	Doc string
+	// Failure is what a fragile design does to the work: DuplicateTask,
+	// LostWork or ReplacedInstruction.
+	Failure string
+	// Invariant is the invariant that catches a fragile design after
+	// shrinking, and MinimalSteps the length of that counterexample (not
+	// counting the design line).
+	Invariant, MinimalSteps int
 	// OpenApp opens the app database at path.
 	OpenApp func(ctx context.Context, path string, opts system.Options) (App, error)
 	// OpenCRM opens the receiver database at path.
@@ -43,17 +54,13 @@ type Design struct {
 var Handoff = Design{
 	Name:    "handoff",
 	Summary: "transactional outbox, stable key on every attempt, idempotent durable receiver",
-	OpenApp: func(ctx context.Context, path string, opts system.Options) (App, error) {
-		return system.Open(ctx, path, opts)
-	},
-	OpenCRM: func(ctx context.Context, path string, d system.Durability) (CRM, error) {
-		return system.OpenCRM(ctx, path, d)
-	},
+	OpenApp: openApp,
+	OpenCRM: openCRM,
 }
 
 // All is every design: Handoff first, then the fragile catalog.
 func All() []Design {
-	return []Design{Handoff}
+	return append([]Design{Handoff}, Fragile...)
 }
 
 // Lookup returns the design called name.

@@ -35,16 +35,22 @@ const (
 	// arriving while the first is being processed where the receiver allows
 	// it (see Window).
 	DuplicateRequest Kind = "duplicate-request"
-	// ForeignTask places a task with other content at the receiver for a key
-	// (scenario directive crm-task).
-	ForeignTask Kind = "crm-task"
+	// ForeignTask has another system put a task with ForeignPayload under
+	// the key at the receiver just before the request arrives: a conflict
+	// waiting to happen.
+	ForeignTask Kind = "foreign-task"
 	// Restart closes every database handle and reopens it from its file
 	// (scenario directive restart).
 	Restart Kind = "restart"
 )
 
 // DeliveryKinds are the faults a delivery step can carry.
-var DeliveryKinds = []Kind{Offline, LostReply, CrashBeforeSend, CrashAfterReply, DuplicateRequest}
+// Their order is the order in which a shrinking rapid run prefers them.
+var DeliveryKinds = []Kind{DuplicateRequest, ForeignTask, Offline, LostReply, CrashAfterReply, CrashBeforeSend}
+
+// ForeignPayload is the content of the task ForeignTask puts at the
+// receiver; no approval's payload can equal it.
+const ForeignPayload = `{"note":"other content, put here by another system"}`
 
 // String returns the scenario token of k.
 func (k Kind) String() string { return string(k) }

@@ -71,6 +71,7 @@ func TestNetwork(t *testing.T) {
 		{faults.Offline, 0, true, 0},
 		{faults.LostReply, 0, true, 1},
 		{faults.DuplicateRequest, 7, false, 2},
+		{faults.ForeignTask, 7, false, 2},
 		{faults.CrashAfterReply, 7, false, 1}, // a crash is the Injector's business
 	}
 	for _, tt := range tests {

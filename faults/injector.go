@@ -8,11 +8,12 @@ import (
 
 // Injector crashes the handoff at a fault point. Hook is what the system is
 // opened with; Arm and CrashAtPass say where the next crash strikes. It
-// counts every pass so that a run can be repeated with a crash at each.
+// keeps every point passed, in order, so that a run can be repeated with a
+// crash at each.
 type Injector struct {
 	armed   system.FaultPoint
 	crashAt int // the pass (1-based, over the Injector's life) to crash at; 0 for none
-	passes  int
+	trace   []system.FaultPoint
 	crashed system.FaultPoint
 }
 
@@ -20,8 +21,8 @@ type Injector struct {
 func (in *Injector) Hook() system.Hook { return in.pass }
 
 func (in *Injector) pass(p system.FaultPoint) error {
-	in.passes++
-	if p == in.armed || in.passes == in.crashAt {
+	in.trace = append(in.trace, p)
+	if p == in.armed || len(in.trace) == in.crashAt {
 		in.armed, in.crashAt = "", 0
 		in.crashed = p
 		return fmt.Errorf("%w at %s", ErrCrash, p)
@@ -37,7 +38,10 @@ func (in *Injector) Arm(p system.FaultPoint) { in.armed = p }
 func (in *Injector) CrashAtPass(n int) { in.crashAt = n }
 
 // Passes is how many fault points have been passed so far.
-func (in *Injector) Passes() int { return in.passes }
+func (in *Injector) Passes() int { return len(in.trace) }
+
+// Trace returns the fault points passed so far, in order.
+func (in *Injector) Trace() []system.FaultPoint { return append([]system.FaultPoint(nil), in.trace...) }
 
 // Crashed returns the point of the last crash and forgets it; "" if there
 // was none since the last call.

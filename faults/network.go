@@ -9,10 +9,13 @@ import (
 
 // Network returns a Receiver that carries requests to inner with fault k:
 // Offline fails before inner acts, LostReply lets inner act and loses the
-// reply, DuplicateRequest delivers every request twice. Any other kind is a
-// healthy network and returns inner itself.
+// reply, DuplicateRequest delivers every request twice, ForeignTask first
+// has another system create a task with ForeignPayload under the key. Any
+// other kind is a healthy network and returns inner itself.
 func Network(k Kind, inner system.Receiver) system.Receiver {
 	switch k {
+	case ForeignTask:
+		return foreign{inner}
 	case Offline:
 		return offline{}
 	case LostReply:
@@ -27,6 +30,13 @@ type offline struct{}
 
 func (offline) CreateTask(context.Context, string, string) (int64, error) {
 	return 0, fmt.Errorf("%w: offline, the request never reached the receiver", system.ErrTransient)
+}
+
+type foreign struct{ inner system.Receiver }
+
+func (f foreign) CreateTask(ctx context.Context, key, payload string) (int64, error) {
+	_, _ = f.inner.CreateTask(ctx, key, ForeignPayload) // refused where the key is taken: that is the receiver's business
+	return f.inner.CreateTask(ctx, key, payload)
 }
 
 type lostReply struct{ inner system.Receiver }

@@ -43,17 +43,12 @@ func approve(caseID, title string, crash bool) step {
 	}
 }
 
+const foreign = `{"note":"other content"}`
+
 func deliver(net model.Network, crash model.Crash) step {
 	return func(s model.State) (model.State, string) {
-		s, r, _ := s.Deliver(net, crash)
+		s, r, _ := s.Deliver(model.Delivery{Network: net, Crash: crash, Foreign: foreign})
 		return s, string(r)
-	}
-}
-
-func place(caseID, title string) step {
-	return func(s model.State) (model.State, string) {
-		s, p, _ := s.PlaceTask(caseID, title)
-		return s, string(p)
 	}
 }
 
@@ -75,8 +70,10 @@ func TestTransitions(t *testing.T) {
 			[]string{"recorded", "crashed", "crashed", "crashed", "blocked"}, model.Row{Key: key, State: model.Blocked, Attempts: 3, LastError: model.BudgetExhausted}, 1},
 		{"crash before the send counts the attempt", []step{approve("case-1", "t", false), deliver(model.Delivered, model.CrashBeforeSend)},
 			[]string{"recorded", "crashed"}, model.Row{Key: key, State: model.Pending, Attempts: 1}, 0},
-		{"other content at the receiver blocks", []step{place("case-1", "other"), approve("case-1", "t", false), ok, ok},
-			[]string{"created", "recorded", "blocked", "idle"}, model.Row{Key: key, State: model.Blocked, Attempts: 1, LastError: model.Conflict}, 1},
+		{"other content at the receiver blocks", []step{approve("case-1", "t", false), deliver(model.ForeignTask, model.NoCrash), ok},
+			[]string{"recorded", "blocked", "idle"}, model.Row{Key: key, State: model.Blocked, Attempts: 1, LastError: model.Conflict}, 1},
+		{"other content after a lost reply is refused", []step{approve("case-1", "t", false), deliver(model.LostReply, model.NoCrash), deliver(model.ForeignTask, model.NoCrash)},
+			[]string{"recorded", "pending", "sent"}, model.Row{Key: key, State: model.Sent, Attempts: 2, RemoteID: 1}, 1},
 		{"a duplicate request is one task", []step{approve("case-1", "t", false), deliver(model.DuplicateRequest, model.NoCrash)},
 			[]string{"recorded", "sent"}, model.Row{Key: key, State: model.Sent, Attempts: 1, RemoteID: 1}, 1},
 		{"repeat, conflict, invalid and crashed approvals change nothing", []step{approve("case-1", "t", false), approve("case-1", " t ", false), approve("case-1", "u", false), approve("", "t", false), approve("case-2", "t", true)},
@@ -110,8 +107,8 @@ func TestTransitionsArePure(t *testing.T) {
 	s, _, _ := model.New(3).Approve("case-1", "t", false)
 	before := s
 	snapshot := cmp.Diff(model.State{}, s)
-	s.Deliver(model.LostReply, model.NoCrash)
-	s.PlaceTask("case-2", "t")
+	s.Deliver(model.Delivery{Network: model.LostReply})
+	s.Deliver(model.Delivery{Network: model.ForeignTask, Foreign: foreign})
 	s.Approve("case-3", "t", false)
 	s.Converge()
 	if got := cmp.Diff(model.State{}, before); got != snapshot {

@@ -41,6 +41,7 @@ const (
 	Offline                         // the request fails before the receiver acts
 	LostReply                       // the receiver acts and the reply is lost
 	DuplicateRequest                // the receiver gets the request twice; the reply arrives
+	ForeignTask                     // another system puts Delivery.Foreign under the key first
 )
 
 // Crash is where, if anywhere, the worker dies during a delivery.
@@ -63,9 +64,18 @@ const (
 	ResultCrashed Result = "crashed"
 )
 
-// Deliver predicts one delivery attempt under the given network and crash.
-// It returns the key of the row it worked on (empty when Idle).
-func (s State) Deliver(net Network, crash Crash) (State, Result, string) {
+// Delivery is the input of one delivery attempt: what happens on the way
+// to the receiver, where the worker dies if it does, and, for ForeignTask,
+// the content another system puts under the key.
+type Delivery struct {
+	Network Network
+	Crash   Crash
+	Foreign string
+}
+
+// Deliver predicts one delivery attempt. It returns the key of the row it
+// worked on (empty when Idle).
+func (s State) Deliver(in Delivery) (State, Result, string) {
 	i := -1
 	for j, r := range s.Outbox {
 		if r.State == Pending {
@@ -83,25 +93,28 @@ func (s State) Deliver(net Network, crash Crash) (State, Result, string) {
 		return s, ResultBlocked, row.Key
 	}
 	row.Attempts++
-	if crash == CrashBeforeSend {
+	if in.Crash == CrashBeforeSend {
 		return s, ResultCrashed, row.Key
 	}
 	a, _ := s.approval(row.Key)
 	var id int64
 	var conflict bool
-	if net != Offline {
+	switch in.Network {
+	case ForeignTask:
+		s, _, _ = s.receive(a.Key, in.Foreign)
 		s, id, conflict = s.receive(a.Key, a.Payload)
-		row = &s.Outbox[i]
-		if net == DuplicateRequest {
-			s, id, conflict = s.receive(a.Key, a.Payload)
-			row = &s.Outbox[i]
-		}
+	case DuplicateRequest:
+		s, id, conflict = s.receive(a.Key, a.Payload)
+		s, _, _ = s.receive(a.Key, a.Payload)
+	case Delivered, LostReply:
+		s, id, conflict = s.receive(a.Key, a.Payload)
 	}
-	if crash == CrashAfterReply {
+	row = &s.Outbox[i]
+	if in.Crash == CrashAfterReply {
 		return s, ResultCrashed, row.Key
 	}
 	switch {
-	case net == Offline || net == LostReply:
+	case in.Network == Offline || in.Network == LostReply:
 		row.LastError = Transient
 		if row.Attempts == s.MaxAttempts {
 			row.State = Blocked
@@ -114,34 +127,6 @@ func (s State) Deliver(net Network, crash Crash) (State, Result, string) {
 	}
 	row.State, row.RemoteID, row.LastError = Sent, id, ""
 	return s, ResultSent, row.Key
-}
-
-// Placement is the receiver's answer to a task placed on purpose.
-type Placement string
-
-const (
-	Created   Placement = "created"
-	Replayed  Placement = "replayed"
-	Collision Placement = "conflict"
-	Rejected  Placement = "invalid"
-)
-
-// PlaceTask predicts putting a task for caseID with title straight into the
-// receiver, as another system might have: the receiver's own rules apply.
-func (s State) PlaceTask(caseID, title string) (State, Placement, int64) {
-	a, ok := Action(caseID, title)
-	if !ok {
-		return s, Rejected, 0
-	}
-	if t, known := s.task(a.Key); known {
-		if t.Payload == a.Payload {
-			return s, Replayed, t.ID
-		}
-		return s, Collision, t.ID
-	}
-	s = s.clone()
-	s, id, _ := s.receive(a.Key, a.Payload)
-	return s, Created, id
 }
 
 // receive applies the receiver's contract to one request: a new key gets
@@ -161,7 +146,7 @@ func (s State) receive(key, payload string) (State, int64, bool) {
 func (s State) Converge() (State, int) {
 	for n := 1; ; n++ {
 		var r Result
-		s, r, _ = s.Deliver(Delivered, NoCrash)
+		s, r, _ = s.Deliver(Delivery{})
 		if r == Idle {
 			return s, n
 		}

@@ -17,8 +17,8 @@ import (
 // explore runs the rapid property outside go test and prints a summary.
 func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
-	checks := fs.Int("checks", 2000, "random sequences to try")
-	steps := fs.Int("steps", 30, "average number of random steps per sequence")
+	checks := fs.Int("checks", handoff.DefaultChecks, "random sequences to try")
+	steps := fs.Int("steps", handoff.DefaultSteps, "the most random steps a sequence takes")
 	seed := fs.Uint64("seed", 0, "seed of the first sequence (default: a fresh one, printed in the summary)")
 	designName := fs.String("design", designs.Handoff.Name, "design to explore (handoff designs lists them)")
 	save := fs.String("save", "", "save the minimal failing scenario as a file in this folder")
@@ -41,8 +41,11 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprint(stderr, progressDone(stderr))
-	reproduce := fmt.Sprintf("go run ./cmd/handoff explore --design %s --steps %d --seed %d --checks 1 --save corpus",
+	reproduce := fmt.Sprintf("go run ./cmd/handoff explore --design %s --steps %d --seed %d --checks 1",
 		design.Name, *steps, report.FailureSeed)
+	if design.Name == designs.Handoff.Name {
+		reproduce += " --save corpus"
+	}
 	if *asJSON {
 		if err := printJSON(stdout, report, reproduce); err != nil {
 			return err
@@ -112,7 +115,17 @@ func printSummary(w io.Writer, r handoff.Report, reproduce string) {
 		fmt.Fprintln(w, "  failures:        0")
 		return
 	}
-	fmt.Fprintf(w, "  failures:        1 (seed %d)\n\n%s", r.FailureSeed, r.Failure.Report(reproduce))
+	fmt.Fprintf(w, "  failures:        1 (seed %d)\n\n", r.FailureSeed)
+	f := r.Failure
+	if f.Design != designs.Handoff.Name {
+		fmt.Fprintf(w, "caught: the minimal counterexample of %s, %d steps\n(reproduce: %s; add --save DIR for a scenario file)\n\n%s",
+			f.Design, f.Length(), reproduce, f.Table())
+		if f.Disagreement != "" {
+			fmt.Fprintf(w, "\nthe model and the system first disagreed at step %d (-model +system):\n%s", f.DisagreementStep, f.Disagreement)
+		}
+		return
+	}
+	fmt.Fprintf(w, "%s\n%s", f.Table(), f.Report(reproduce))
 }
 
 // summary is the JSON form of a report.
@@ -153,7 +166,7 @@ func printJSON(w io.Writer, r handoff.Report, reproduce string) error {
 	if f := r.Failure; f != nil {
 		scenario := f.Scenario(f.Header()...)
 		s.Failures = 1
-		s.Violation = &violation{f.Violation.Invariant, f.Violation.Name(), f.Violation.Detail, len(f.Steps)}
+		s.Violation = &violation{f.Violation.Invariant, f.Violation.Name(), f.Violation.Detail, f.Length()}
 		s.Scenario, s.FailureSeed, s.Reproduce = &scenario, &r.FailureSeed, &reproduce
 	}
 	enc := json.NewEncoder(w)

@@ -2,6 +2,8 @@
 // a person approve, deliver and inspect real database files by hand.
 //
 //	handoff explore [--checks N] [--steps N] [--seed S] [--design NAME] [--save DIR] [--json]
+//	handoff designs [--measure SEEDS [--json]] [NAME...]
+//	handoff enumerate [FILE...]
 //	handoff replay [--quiet] [FILE...]
 //	handoff demo [--dir DIR] [--json]
 //	handoff approve --app PATH --case ID --title TEXT
@@ -27,6 +29,8 @@ const usage = `usage: handoff <command> [flags]
 
 commands:
   explore   explore random fault sequences against the real handoff (the main job)
+  designs   list the fragile designs the harness must catch; --measure how fast it does
+  enumerate crash every corpus scenario at every fault point it passes
   replay    replay scenario files (default: the embedded corpus) and compare outputs
   demo      run the lost-reply demonstration on real files
   approve   record an approval in an app database
@@ -43,12 +47,14 @@ var errUsage = errors.New("usage error")
 type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 var commands = map[string]command{
-	"explore": explore,
-	"replay":  replay,
-	"demo":    demo,
-	"approve": approve,
-	"deliver": deliver,
-	"inspect": inspect,
+	"explore":   explore,
+	"designs":   designsCmd,
+	"enumerate": enumerate,
+	"replay":    replay,
+	"demo":      demo,
+	"approve":   approve,
+	"deliver":   deliver,
+	"inspect":   inspect,
 }
 
 func main() {

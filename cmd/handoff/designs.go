@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/outboxlab/handoff"
+	"github.com/outboxlab/handoff/designs"
+)
+
+// designsCmd lists the designs, documents some, or measures how fast the
+// harness catches every fragile one.
+func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("designs", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: handoff designs [--measure SEEDS [--json]] [NAME...]")
+		fs.PrintDefaults()
+	}
+	measure := fs.Int("measure", 0, "explore every fragile design with this many seeds and report how fast each is caught")
+	asJSON := fs.Bool("json", false, "with --measure: print one JSON object")
+	if err := parse(fs, args, stderr, true); err != nil {
+		return err
+	}
+	switch {
+	case *measure < 0:
+		return fmt.Errorf("%w: --measure is %d, want a number of seeds", errUsage, *measure)
+	case *measure > 0 && fs.NArg() > 0:
+		return fmt.Errorf("%w: --measure measures the whole catalog; give no names", errUsage)
+	case *measure > 0:
+		return measureDesigns(ctx, *measure, *asJSON, stdout, stderr)
+	case fs.NArg() > 0:
+		for _, name := range fs.Args() {
+			d, err := designs.Lookup(name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%s: %s\n", d.Name, d.Summary)
+			if d.Doc != "" {
+				fmt.Fprintf(stdout, "  %s\n  failure: %s; caught by invariant %d in %s\n", d.Doc, d.Failure, d.Invariant, steps(d.MinimalSteps))
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for _, d := range designs.All() {
+		if d.Doc == "" {
+			fmt.Fprintf(tw, "%s\t%s\t(the real design)\n", d.Name, d.Summary)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s, invariant %d, %s\n", d.Name, d.Summary, d.Failure, d.Invariant, steps(d.MinimalSteps))
+	}
+	return tw.Flush()
+}
+
+// measurement is how one fragile design fared over several seeds.
+type measurement struct {
+	Design            string  `json:"design"`
+	Seeds             int     `json:"seeds"`
+	Found             int     `json:"found"`
+	MedianSequences   float64 `json:"median_sequences_to_first_failure"`
+	MedianSeconds     float64 `json:"median_seconds_to_first_failure"`
+	ShrunkToMinimal   int     `json:"shrunk_to_documented_length"`
+	ExpectedSteps     int     `json:"documented_steps"`
+	ShrunkSteps       []int   `json:"shrunk_steps"`
+	ExpectedInvariant int     `json:"documented_invariant"`
+	RightInvariant    int     `json:"right_invariant"`
+}
+
+func measureDesigns(ctx context.Context, seeds int, asJSON bool, stdout, stderr io.Writer) error {
+	var all []measurement
+	for _, d := range designs.Fragile {
+		m := measurement{Design: d.Name, Seeds: seeds, ExpectedSteps: d.MinimalSteps, ExpectedInvariant: d.Invariant}
+		var sequences, seconds []float64
+		for seed := 1; seed <= seeds; seed++ {
+			fmt.Fprintf(stderr, "measuring %s, seed %d of %d\n", d.Name, seed, seeds)
+			r, err := handoff.Explore(ctx, handoff.ExploreConfig{Design: d, Checks: handoff.DefaultChecks, Steps: handoff.DefaultSteps, Seed: uint64(seed)})
+			if err != nil {
+				return err
+			}
+			if r.Failure == nil {
+				continue
+			}
+			m.Found++
+			sequences = append(sequences, float64(r.FirstSequences))
+			seconds = append(seconds, r.FirstElapsed.Seconds())
+			m.ShrunkSteps = append(m.ShrunkSteps, r.Failure.Length())
+			if r.Failure.Length() == d.MinimalSteps {
+				m.ShrunkToMinimal++
+			}
+			if r.Failure.Violation.Invariant == d.Invariant {
+				m.RightInvariant++
+			}
+		}
+		m.MedianSequences, m.MedianSeconds = median(sequences), median(seconds)
+		all = append(all, m)
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(all)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "design\tfound\tmedian sequences\tmedian time to first failure\tshrunk to documented length\tdocumented invariant\t")
+	for _, m := range all {
+		fmt.Fprintf(tw, "%s\t%d/%d\t%.0f\t%v\t%d/%d (%s)\t%d/%d (invariant %d)\t\n", m.Design, m.Found, m.Seeds,
+			m.MedianSequences, time.Duration(m.MedianSeconds*float64(time.Second)).Round(time.Millisecond),
+			m.ShrunkToMinimal, m.Found, steps(m.ExpectedSteps), m.RightInvariant, m.Found, m.ExpectedInvariant)
+	}
+	return tw.Flush()
+}
+
+func steps(n int) string {
+	if n == 1 {
+		return "1 step"
+	}
+	return fmt.Sprintf("%d steps", n)
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/outboxlab/handoff"
+	"github.com/outboxlab/handoff/designs"
+)
+
+// enumerate crashes every scenario of the real design at every fault point
+// it passes, restarts, converges, and checks every invariant.
+func enumerate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("enumerate", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: handoff enumerate [FILE...]  (no FILE: the embedded corpus; scenarios of fragile designs are skipped)")
+	}
+	if err := parse(fs, args, stderr, true); err != nil {
+		return err
+	}
+	scenarios, err := readScenarios(fs.Args())
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "handoff-enumerate-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	tried, passed, files := 0, 0, 0
+	for _, sc := range scenarios {
+		if sc.Design() != designs.Handoff.Name {
+			continue
+		}
+		points, err := handoff.Enumerate(ctx, sc, designs.Handoff, dir)
+		if err != nil {
+			return err
+		}
+		files++
+		ok := 0
+		for _, p := range points {
+			if p.Violation == nil {
+				ok++
+				continue
+			}
+			fmt.Fprintf(stderr, "%s:%d: %s: crash at pass %d (%s), restart, converge:\n%s\n",
+				sc.Name, p.Case.Line, p.Case.Text, p.Pass, p.Point, p.Output)
+		}
+		fmt.Fprintf(stdout, "%s: %d crash points, %d kept every invariant\n", sc.Name, len(points), ok)
+		tried, passed = tried+len(points), passed+ok
+	}
+	fmt.Fprintf(stdout, "enumerated %d crash points in %d scenarios: %d passed, %d failed\n", tried, files, passed, tried-passed)
+	if passed < tried {
+		return fmt.Errorf("%d crash points broke an invariant", tried-passed)
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package designs
+
+import (
+	"context"
+
+	"github.com/outboxlab/handoff/system"
+)
+
+// What a fragile design does to the work.
+const (
+	DuplicateTask       = "duplicate task"
+	LostWork            = "lost work"
+	ReplacedInstruction = "silently replaced instruction"
+)
+
+// openApp opens the real outbox; openCRM the real receiver.
+func openApp(ctx context.Context, path string, opts system.Options) (App, error) {
+	return system.Open(ctx, path, opts)
+}
+
+func openCRM(ctx context.Context, path string, d system.Durability) (CRM, error) {
+	return system.OpenCRM(ctx, path, d)
+}
+
+// wrapApp opens the real outbox and hands it to wrap.
+func wrapApp(wrap func(*system.Outbox, system.Options) App) func(context.Context, string, system.Options) (App, error) {
+	return func(ctx context.Context, path string, opts system.Options) (App, error) {
+		o, err := system.Open(ctx, path, opts)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(o, opts), nil
+	}
+}
+
+// Fragile is the catalog of fragile designs, each the real handoff with
+// exactly one shortcut that real teams take.
+var Fragile = []Design{
+	{
+		Name:    "two-writes",
+		Summary: "approval and outbox row in two transactions",
+		Doc: "The approval is committed, then the outbox row in a second transaction: it is the obvious " +
+			"code when the approval already exists as a table and the outbox is added later. A crash between " +
+			"the two leaves an approved action that nothing will ever deliver or flag (lost work). Invariant 2 " +
+			"catches it in one step: an approval with no outbox row.",
+		Failure: LostWork, Invariant: 2, MinimalSteps: 1,
+		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App { return twoWrites{o, opts.Hook} }),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "fresh-key-per-attempt",
+		Summary: "every attempt sends a newly made key",
+		Doc: "Every attempt sends a new idempotency key (here the key plus the attempt number, so that runs " +
+			"stay deterministic): it looks right because each request is unique. After a lost reply the retry " +
+			"makes a second task (duplicate task). Invariant 3 catches it at the first send, in two steps: the " +
+			"task the row names carries a key that no approval has, so nobody could reconcile it by key.",
+		Failure: DuplicateTask, Invariant: 3, MinimalSteps: 2,
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return freshKey{o} }),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "non-idempotent-receiver",
+		Summary: "the receiver ignores the key and always creates a task",
+		Doc: "The receiver creates a task for every request and stores the key only as data: fine until " +
+			"anything is retried. A request delivered twice makes two tasks (duplicate task). Invariant 1 " +
+			"catches it in two steps: an approval and a delivery whose request arrives twice.",
+		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2,
+		OpenApp: openApp,
+		OpenCRM: func(ctx context.Context, path string, d system.Durability) (CRM, error) {
+			c, err := openPlainCRM(ctx, path, d)
+			if err != nil {
+				return nil, err
+			}
+			return nonIdempotent{c}, nil
+		},
+	},
+	{
+		Name:    "timeout-means-sent",
+		Summary: "a transient failure is recorded as sent",
+		Doc: "The sender treats a timeout as success, because the CRM usually did create the task. When it did " +
+			"not (offline), the row says sent and no task exists (lost work). Invariant 3 catches it in two " +
+			"steps: a sent row whose remote id names no task.",
+		Failure: LostWork, Invariant: 3, MinimalSteps: 2,
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return timeoutMeansSent{o} }),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "drop-on-error",
+		Summary: "a transient failure discards the action",
+		Doc: "A failed send is logged and the row deleted, so that a poisoned message cannot block the queue. " +
+			"The action is gone and nobody is told (lost work). Invariant 2 catches it in two steps: an " +
+			"approval with no outbox row.",
+		Failure: LostWork, Invariant: 2, MinimalSteps: 2,
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return dropOnError{o} }),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "count-after-send",
+		Summary: "the attempt is counted only with the answer",
+		Doc: "The worker counts an attempt when it records the answer, one write instead of two. A crash after " +
+			"the reply is never counted: the receiver sees more sends than the attempts say, and a worker that " +
+			"keeps crashing never runs out of budget. Invariant 4 catches it in two steps.",
+		Failure: DuplicateTask, Invariant: 4, MinimalSteps: 2,
+		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App {
+			return naiveWorker{Outbox: o, hook: opts.Hook, countAfterSend: true}
+		}),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "transaction-across-send",
+		Summary: "one local transaction from the claim, across the send, to the record",
+		Doc: "The claim, the send and the record share one transaction, which looks atomic. A crash after the " +
+			"reply rolls the attempt back although the receiver acted, and the write lock is held for the whole " +
+			"network call. Invariant 4 catches it in two steps: a send the attempts do not cover.",
+		Failure: DuplicateTask, Invariant: 4, MinimalSteps: 2,
+		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App {
+			return naiveWorker{Outbox: o, hook: opts.Hook, txAcrossSend: true}
+		}),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "overwrite-on-reapproval",
+		Summary: "approving a case again replaces its payload",
+		Doc: "Approving a case again upserts the new title, because the newest instruction should win. The " +
+			"approved instruction is silently replaced, and a row already sent no longer matches its task " +
+			"(silently replaced instruction). Invariant 6 catches it in two steps: the second approval is " +
+			"accepted where SPEC refuses it.",
+		Failure: ReplacedInstruction, Invariant: 6, MinimalSteps: 2,
+		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App { return overwrite{o, opts.Hook} }),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "receiver-ignores-payload",
+		Summary: "the receiver answers a reused key with its task, whatever the payload",
+		Doc: "The receiver treats every known key as a replay without comparing the content, the cheapest " +
+			"idempotency check. When another system already put other content under the key, the request is " +
+			"answered with that task: the row says sent, and the task says something else (silently replaced " +
+			"instruction). Invariant 3 catches it in two steps: a sent row naming a task with other content.",
+		Failure: ReplacedInstruction, Invariant: 3, MinimalSteps: 2,
+		OpenApp: openApp,
+		OpenCRM: func(ctx context.Context, path string, d system.Durability) (CRM, error) {
+			c, err := system.OpenCRM(ctx, path, d)
+			if err != nil {
+				return nil, err
+			}
+			return ignoresPayload{c}, nil
+		},
+	},
+	{
+		Name:    "sent-before-send",
+		Summary: "the row is marked sent before the request goes out",
+		Doc: "The row is marked sent (with a placeholder id) before the request, so that no other worker " +
+			"picks it up. A crash before the send leaves a sent row and no task (lost work). Invariant 3 " +
+			"catches it in two steps.",
+		Failure: LostWork, Invariant: 3, MinimalSteps: 2,
+		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App {
+			return naiveWorker{Outbox: o, hook: opts.Hook, sentBeforeSend: true}
+		}),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "no-budget",
+		Summary: "the worker retries without an attempt budget",
+		Doc: "The worker retries a failing row forever, because the CRM will surely come back. A row that " +
+			"cannot succeed is never blocked for a person, and every retry of a lost reply is one more request. " +
+			"Invariant 6 catches it in four steps: the third failed attempt leaves the row pending where SPEC " +
+			"blocks it.",
+		Failure: LostWork, Invariant: 6, MinimalSteps: 4,
+		OpenApp: openNoBudget,
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "check-then-create",
+		Summary: "the receiver looks the key up and inserts in separate transactions",
+		Doc: "The receiver checks for the key, then inserts in a second transaction, with no unique " +
+			"constraint: correct one request at a time. A duplicate request arriving between the lookup and the " +
+			"insert makes a second task (duplicate task). Invariant 1 catches it in two steps.",
+		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2,
+		OpenApp: openApp,
+		OpenCRM: func(ctx context.Context, path string, d system.Durability) (CRM, error) {
+			c, err := openPlainCRM(ctx, path, d)
+			if err != nil {
+				return nil, err
+			}
+			return checkThenCreate{c}, nil
+		},
+	},
+}

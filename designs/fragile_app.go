@@ -1,0 +1,252 @@
+package designs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/outboxlab/handoff/system"
+)
+
+// The fragile app sides: the real system.Outbox with one method replaced,
+// or wrapped around the receiver it is given. They write the real schema
+// with plain SQL, one statement per step, so each reads as the shortcut it
+// takes.
+
+// twoWrites records the approval and its outbox row in two transactions.
+type twoWrites struct {
+	*system.Outbox
+	hook system.Hook
+}
+
+func (w twoWrites) RecordApproval(ctx context.Context, caseID, title string) (string, error) {
+	a, err := system.NewApproval(caseID, title)
+	if err != nil {
+		return "", err
+	}
+	var held string
+	err = w.DB().QueryRowContext(ctx, `SELECT payload FROM approvals WHERE key = ?`, a.Key).Scan(&held)
+	switch {
+	case err == nil && held == a.Payload:
+		return a.Key, nil
+	case err == nil:
+		return "", fmt.Errorf("%w: %s", system.ErrKeyConflict, a.Key)
+	case !errors.Is(err, sql.ErrNoRows):
+		return "", err
+	}
+	if _, err := w.DB().ExecContext(ctx, `INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`,
+		a.Key, a.CaseID, a.Title, a.Payload); err != nil {
+		return "", err
+	}
+	// The shortcut: the approval is committed on its own.
+	if err := pass(w.hook, system.PointBetweenApprovalInserts); err != nil {
+		return "", err
+	}
+	_, err = w.DB().ExecContext(ctx, `INSERT INTO outbox (key, state, attempts) VALUES (?, 'pending', 0)`, a.Key)
+	return a.Key, err
+}
+
+// overwrite replaces the approved payload when a case is approved again.
+type overwrite struct {
+	*system.Outbox
+	hook system.Hook
+}
+
+func (o overwrite) RecordApproval(ctx context.Context, caseID, title string) (string, error) {
+	a, err := system.NewApproval(caseID, title)
+	if err != nil {
+		return "", err
+	}
+	tx, err := o.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback()
+	var held string
+	err = tx.QueryRowContext(ctx, `SELECT payload FROM approvals WHERE key = ?`, a.Key).Scan(&held)
+	switch {
+	case err == nil && held != a.Payload:
+		// The shortcut: the newest instruction wins.
+		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET title = ?, payload = ? WHERE key = ?`, a.Title, a.Payload, a.Key); err != nil {
+			return "", err
+		}
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`,
+			a.Key, a.CaseID, a.Title, a.Payload); err != nil {
+			return "", err
+		}
+		if err := pass(o.hook, system.PointBetweenApprovalInserts); err != nil {
+			return "", err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (key, state, attempts) VALUES (?, 'pending', 0)`, a.Key); err != nil {
+			return "", err
+		}
+	case err != nil:
+		return "", err
+	}
+	return a.Key, tx.Commit()
+}
+
+// freshKey sends every attempt under a newly made key. The new part is the
+// attempt number, not a random one, so that runs stay deterministic.
+type freshKey struct {
+	*system.Outbox
+}
+
+func (f freshKey) DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error) {
+	return f.Outbox.DeliverOne(ctx, receiverFunc(func(ctx context.Context, key, payload string) (int64, error) {
+		var attempt int
+		if err := f.DB().QueryRowContext(ctx, `SELECT attempts FROM outbox WHERE key = ?`, key).Scan(&attempt); err != nil {
+			return 0, err
+		}
+		return r.CreateTask(ctx, fmt.Sprintf("%s:attempt-%d", key, attempt), payload)
+	}))
+}
+
+// timeoutMeansSent takes a transient failure for success.
+type timeoutMeansSent struct {
+	*system.Outbox
+}
+
+func (t timeoutMeansSent) DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error) {
+	return t.Outbox.DeliverOne(ctx, receiverFunc(func(ctx context.Context, key, payload string) (int64, error) {
+		id, err := r.CreateTask(ctx, key, payload)
+		if errors.Is(err, system.ErrTransient) {
+			return 0, nil // the shortcut: no error means it arrived
+		}
+		return id, err
+	}))
+}
+
+// dropOnError discards an action whose send failed.
+type dropOnError struct {
+	*system.Outbox
+}
+
+func (d dropOnError) DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error) {
+	got, err := d.Outbox.DeliverOne(ctx, r)
+	if err == nil && got.LastError == system.LastErrorTransient {
+		// The shortcut: log it and move on.
+		_, err = d.DB().ExecContext(ctx, `DELETE FROM outbox WHERE key = ?`, got.Key)
+	}
+	return got, err
+}
+
+// openNoBudget is the real worker with a budget that never runs out.
+func openNoBudget(ctx context.Context, path string, opts system.Options) (App, error) {
+	opts.MaxAttempts = math.MaxInt32
+	return system.Open(ctx, path, opts)
+}
+
+// naiveWorker is a worker written without the outbox discipline; exactly one
+// of its flags is set in each design that uses it.
+type naiveWorker struct {
+	*system.Outbox
+	hook system.Hook
+
+	countAfterSend bool // the attempt is counted with the answer, not before the send
+	txAcrossSend   bool // one transaction from the claim to the record
+	sentBeforeSend bool // the row is marked sent before the request goes out
+}
+
+func (w naiveWorker) DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error) {
+	tx, err := w.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return system.Delivery{}, err
+	}
+	defer func() { tx.Rollback() }() // the transaction open when it returns
+	var seq int64
+	var d system.Delivery
+	var payload string
+	err = tx.QueryRowContext(ctx, `SELECT o.seq, o.key, a.payload, o.attempts FROM outbox o
+		JOIN approvals a ON a.key = o.key WHERE o.state = 'pending' ORDER BY o.seq LIMIT 1`).
+		Scan(&seq, &d.Key, &payload, &d.Attempts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return system.Delivery{Result: system.Idle}, nil
+	}
+	if err != nil {
+		return system.Delivery{}, err
+	}
+	if d.Attempts >= w.MaxAttempts() {
+		d.Result, d.LastError = system.ResultBlocked, system.LastErrorBudgetExhausted
+		return d, record(ctx, tx, seq, d)
+	}
+	state, remote := "pending", any(nil)
+	if w.sentBeforeSend {
+		state, remote = "sent", 0
+	}
+	if !w.countAfterSend {
+		d.Attempts++
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET state = ?, attempts = ?, remote_id = ? WHERE seq = ?`,
+		state, d.Attempts, remote, seq); err != nil {
+		return d, err
+	}
+	if !w.txAcrossSend {
+		if err := tx.Commit(); err != nil {
+			return d, err
+		}
+	}
+	if err := pass(w.hook, system.PointBeforeSend); err != nil {
+		return d, err
+	}
+	id, sendErr := r.CreateTask(ctx, d.Key, payload)
+	if err := pass(w.hook, system.PointAfterReply); err != nil {
+		return d, err
+	}
+	if !w.txAcrossSend {
+		if tx, err = w.DB().BeginTx(ctx, nil); err != nil {
+			return d, err
+		}
+	}
+	if w.countAfterSend {
+		d.Attempts++
+	}
+	switch {
+	case sendErr == nil:
+		d.Result, d.RemoteID = system.ResultSent, id
+	case errors.Is(sendErr, system.ErrTransient):
+		d.Result, d.LastError = system.ResultPending, system.LastErrorTransient
+		if d.Attempts >= w.MaxAttempts() {
+			d.Result = system.ResultBlocked
+		}
+	case errors.Is(sendErr, system.ErrKeyConflict):
+		d.Result, d.LastError = system.ResultBlocked, system.LastErrorConflict
+	default:
+		return d, sendErr
+	}
+	return d, record(ctx, tx, seq, d)
+}
+
+// record writes d to the row seq and commits tx.
+func record(ctx context.Context, tx *sql.Tx, seq int64, d system.Delivery) error {
+	state, remote, lastError := string(d.Result), any(nil), any(nil)
+	if d.Result == system.ResultSent {
+		remote = d.RemoteID
+	}
+	if d.LastError != "" {
+		lastError = d.LastError
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET state = ?, attempts = ?, remote_id = ?, last_error = ? WHERE seq = ?`,
+		state, d.Attempts, remote, lastError, seq); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// pass calls hook at p, as system does at its fault points.
+func pass(hook system.Hook, p system.FaultPoint) error {
+	if hook == nil {
+		return nil
+	}
+	return hook(p)
+}
+
+// receiverFunc adapts a function to system.Receiver.
+type receiverFunc func(ctx context.Context, key, payload string) (int64, error)
+
+func (f receiverFunc) CreateTask(ctx context.Context, key, payload string) (int64, error) {
+	return f(ctx, key, payload)
+}

@@ -1,0 +1,96 @@
+package handoff
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/system"
+)
+
+// CrashPoint is one run of a scenario with a crash injected at one pass of
+// a fault point, then a restart, then convergence with faults off.
+type CrashPoint struct {
+	Pass  int               // which pass crashed, 1-based over the scenario
+	Point system.FaultPoint // where that pass is
+	Case  Case              // the scenario step that passed it
+	// Violation is the first invariant broken after the crash, or nil.
+	Violation *Violation
+	// Output is the output of the step that broke it.
+	Output string
+}
+
+// Enumerate re-runs sc on design once per fault-point pass the scenario
+// makes, crashing exactly there: random search can miss a narrow window,
+// enumeration cannot. The scenario's converge steps are left out and one
+// converge ends every run; outputs are not compared, invariants are. dir
+// must exist; every run gets a folder of its own inside it.
+func Enumerate(ctx context.Context, sc Scenario, design designs.Design, dir string) ([]CrashPoint, error) {
+	var cases []Case
+	for _, c := range sc.Cases {
+		if c.Step.Directive == "design" {
+			return nil, fmt.Errorf("%s:%d: %w: enumerate runs the design it is given; remove the design line", sc.Name, c.Line, ErrScenario)
+		}
+		if c.Step.Directive != "converge" {
+			cases = append(cases, c)
+		}
+	}
+	baseline, err := enumerationRun(ctx, sc.Name, cases, design, dir, 0)
+	if err != nil {
+		return nil, err
+	}
+	var points []CrashPoint
+	for pass := 1; pass <= len(baseline.trace); pass++ {
+		run, err := enumerationRun(ctx, sc.Name, cases, design, dir, pass)
+		if err != nil {
+			return nil, err
+		}
+		points = append(points, CrashPoint{
+			Pass: pass, Point: baseline.trace[pass-1], Case: cases[baseline.stepOfPass[pass-1]],
+			Violation: run.violation, Output: run.output,
+		})
+	}
+	return points, nil
+}
+
+// enumerationResult is what one run of Enumerate saw.
+type enumerationResult struct {
+	trace      []system.FaultPoint
+	stepOfPass []int // for every pass, the index of the case that made it
+	violation  *Violation
+	output     string
+}
+
+// enumerationRun runs cases, crashing at pass crashAt (0: never), then
+// converges.
+func enumerationRun(ctx context.Context, name string, cases []Case, design designs.Design, dir string, crashAt int) (enumerationResult, error) {
+	var res enumerationResult
+	runDir, err := os.MkdirTemp(dir, "crash-")
+	if err != nil {
+		return res, fmt.Errorf("handoff: %w", err)
+	}
+	defer os.RemoveAll(runDir)
+	env, err := NewEnv(ctx, Config{Design: design, Dir: runDir, Durability: system.ProcessSafe})
+	if err != nil {
+		return res, err
+	}
+	defer env.Close()
+	env.CrashAtPass(crashAt)
+	for i, c := range append(cases, Case{Line: 0, Text: "converge", Step: NewStep("converge")}) {
+		out, err := env.Apply(c.Step)
+		if err != nil {
+			return res, fmt.Errorf("%s:%d: %w", name, c.Line, err)
+		}
+		for len(res.stepOfPass) < len(env.Trace()) {
+			res.stepOfPass = append(res.stepOfPass, i)
+		}
+		if out.Violation != nil && res.violation == nil {
+			res.violation, res.output = out.Violation, out.Output
+		}
+		if c.Step.Directive != "converge" {
+			res.trace = env.Trace()
+		}
+	}
+	return res, nil
+}
