@@ -3,7 +3,6 @@ package handoff
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/system"
@@ -66,16 +65,11 @@ type enumerationResult struct {
 // converges.
 func enumerationRun(ctx context.Context, name string, cases []Case, design designs.Design, dir string, crashAt int) (enumerationResult, error) {
 	var res enumerationResult
-	runDir, err := os.MkdirTemp(dir, "crash-")
-	if err != nil {
-		return res, fmt.Errorf("handoff: %w", err)
-	}
-	defer os.RemoveAll(runDir)
-	env, err := NewEnv(ctx, Config{Design: design, Dir: runDir, Durability: system.ProcessSafe})
+	env, done, err := newEnvIn(ctx, dir, design)
 	if err != nil {
 		return res, err
 	}
-	defer env.Close()
+	defer done()
 	env.CrashAtPass(crashAt)
 	for i, c := range append(cases, Case{Line: 0, Text: "converge", Step: NewStep("converge")}) {
 		out, err := env.Apply(c.Step)

@@ -69,6 +69,21 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 	return e, nil
 }
 
+// newEnvIn opens design's databases in a new folder inside dir, with the
+// simulation's durability. done closes them and removes the folder.
+func newEnvIn(ctx context.Context, dir string, design designs.Design) (env *Env, done func(), err error) {
+	sub, err := os.MkdirTemp(dir, "env-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("handoff: %w", err)
+	}
+	env, err = NewEnv(ctx, Config{Design: design, Dir: sub, Durability: system.ProcessSafe})
+	if err != nil {
+		os.RemoveAll(sub)
+		return nil, nil, err
+	}
+	return env, func() { env.Close(); os.RemoveAll(sub) }, nil
+}
+
 func (e *Env) open() error {
 	app, err := e.cfg.Design.OpenApp(e.ctx, filepath.Join(e.cfg.Dir, "app.db"),
 		system.Options{Durability: e.cfg.Durability, Hook: e.injector.Hook()})

@@ -234,25 +234,21 @@ func Property(ctx context.Context, design designs.Design, dir string, maxSteps i
 // returns their files, so that each sequence starts from a copy instead of
 // creating the schema again: a third of a short sequence's time.
 func freshDatabases(ctx context.Context, design designs.Design, dir string) (map[string][]byte, error) {
-	tmp, err := os.MkdirTemp(dir, "fresh-")
-	if err != nil {
-		return nil, fmt.Errorf("handoff: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	env, err := NewEnv(ctx, Config{Design: design, Dir: tmp, Durability: system.ProcessSafe})
+	env, done, err := newEnvIn(ctx, dir, design)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	if err := env.Close(); err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(tmp)
+	entries, err := os.ReadDir(env.cfg.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("handoff: %w", err)
 	}
 	files := map[string][]byte{}
 	for _, e := range entries {
-		if files[e.Name()], err = os.ReadFile(filepath.Join(tmp, e.Name())); err != nil {
+		if files[e.Name()], err = os.ReadFile(filepath.Join(env.cfg.Dir, e.Name())); err != nil {
 			return nil, fmt.Errorf("handoff: %w", err)
 		}
 	}

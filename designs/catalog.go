@@ -33,6 +33,14 @@ func wrapApp(wrap func(*system.Outbox, system.Options) App) func(context.Context
 	}
 }
 
+// openNaive opens the real outbox behind a naiveWorker with w's flags.
+func openNaive(w naiveWorker) func(context.Context, string, system.Options) (App, error) {
+	return wrapApp(func(o *system.Outbox, opts system.Options) App {
+		w.Outbox, w.hook = o, opts.Hook
+		return w
+	})
+}
+
 // Fragile is the catalog of fragile designs, each the real handoff with
 // exactly one shortcut that real teams take.
 var Fragile = []Design{
@@ -101,9 +109,7 @@ var Fragile = []Design{
 			"the reply is never counted: the receiver sees more sends than the attempts say, and a worker that " +
 			"keeps crashing never runs out of budget. Invariant 4 catches it in two steps.",
 		Failure: DuplicateTask, Invariant: 4, MinimalSteps: 2,
-		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App {
-			return naiveWorker{Outbox: o, hook: opts.Hook, countAfterSend: true}
-		}),
+		OpenApp: openNaive(naiveWorker{countAfterSend: true}),
 		OpenCRM: openCRM,
 	},
 	{
@@ -113,9 +119,7 @@ var Fragile = []Design{
 			"reply rolls the attempt back although the receiver acted, and the write lock is held for the whole " +
 			"network call. Invariant 4 catches it in two steps: a send the attempts do not cover.",
 		Failure: DuplicateTask, Invariant: 4, MinimalSteps: 2,
-		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App {
-			return naiveWorker{Outbox: o, hook: opts.Hook, txAcrossSend: true}
-		}),
+		OpenApp: openNaive(naiveWorker{txAcrossSend: true}),
 		OpenCRM: openCRM,
 	},
 	{
@@ -153,9 +157,7 @@ var Fragile = []Design{
 			"picks it up. A crash before the send leaves a sent row and no task (lost work). Invariant 3 " +
 			"catches it in two steps.",
 		Failure: LostWork, Invariant: 3, MinimalSteps: 2,
-		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App {
-			return naiveWorker{Outbox: o, hook: opts.Hook, sentBeforeSend: true}
-		}),
+		OpenApp: openNaive(naiveWorker{sentBeforeSend: true}),
 		OpenCRM: openCRM,
 	},
 	{

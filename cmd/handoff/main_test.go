@@ -209,3 +209,61 @@ func TestReplay(t *testing.T) {
 		t.Errorf("replay of a wrong expectation: got exit %d, stderr %q; want 1 and file:line", code, stderr)
 	}
 }
+
+func TestDesigns(t *testing.T) {
+	code, stdout, _ := runCLI(t, "designs")
+	if code != 0 || strings.Count(stdout, "\n") != 13 || !strings.Contains(stdout, "check-then-create") {
+		t.Errorf("designs: exit %d, want 13 lines:\n%s", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, "designs", "two-writes")
+	if code != 0 || !strings.Contains(stdout, "caught by invariant 2 in 1 step") {
+		t.Errorf("designs two-writes: exit %d:\n%s", code, stdout)
+	}
+	if code, _, stderr := runCLI(t, "designs", "three-writes"); code != 1 || !strings.Contains(stderr, "unknown design") {
+		t.Errorf("designs three-writes: got exit %d, %q; want 1", code, stderr)
+	}
+	if code, _, _ := runCLI(t, "designs", "--measure", "-1"); code != 2 {
+		t.Errorf("designs --measure -1: got exit %d, want 2", code)
+	}
+}
+
+func TestExploreFragileDesign(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "explore", "--design", "drop-on-error", "--seed", "1", "--dir", t.TempDir())
+	var lines []string // with runs of spaces folded, so that column widths do not matter
+	for _, l := range strings.Split(stdout, "\n") {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	folded := strings.Join(lines, "\n")
+	for _, want := range []string{
+		"caught: the minimal counterexample of drop-on-error, 2 steps",
+		"# step result outbox attempts tasks for key\n1 approve case=case-1 title=\"Call back\" approved pending 0 0\n2 deliver fault=offline pending none 0 0",
+		"violation: invariant 2",
+		"first disagreed at step 2 (-model +system)",
+	} {
+		if code != 0 || !strings.Contains(folded, want) {
+			t.Fatalf("explore --design drop-on-error: exit %d, no %q in:\n%s%s", code, want, stdout, stderr)
+		}
+	}
+	code, stdout, _ = runCLI(t, "explore", "--design", "two-writes", "--seed", "1", "--json", "--dir", t.TempDir())
+	var s struct {
+		Design    string `json:"design"`
+		Scenario  string `json:"scenario"`
+		Violation struct {
+			Invariant int `json:"invariant"`
+			Steps     int `json:"steps"`
+		} `json:"violation"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil {
+		t.Fatalf("explore --design --json: exit %d, %v", code, err)
+	}
+	if s.Design != "two-writes" || s.Violation.Invariant != 2 || s.Violation.Steps != 1 || !strings.Contains(s.Scenario, "design name=two-writes") {
+		t.Errorf("explore --design two-writes --json: got %+v", s)
+	}
+}
+
+func TestEnumerate(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "enumerate")
+	if code != 0 || !strings.Contains(stdout, " 0 failed") {
+		t.Errorf("enumerate: exit %d:\n%s%s", code, stdout, stderr)
+	}
+}

@@ -1,0 +1,40 @@
+package designs_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/outboxlab/handoff/designs"
+)
+
+func TestCatalogEntriesAreComplete(t *testing.T) {
+	names := map[string]bool{}
+	for _, d := range designs.All() {
+		if names[d.Name] {
+			t.Errorf("%s: name used twice", d.Name)
+		}
+		names[d.Name] = true
+		if d.Name == "" || d.Summary == "" || d.OpenApp == nil || d.OpenCRM == nil {
+			t.Errorf("%q: name, summary and both openers are required", d.Name)
+		}
+		if d.Name == designs.Handoff.Name {
+			continue
+		}
+		if d.Doc == "" || !slices.Contains([]string{designs.DuplicateTask, designs.LostWork, designs.ReplacedInstruction}, d.Failure) ||
+			d.Invariant < 1 || d.Invariant > 7 || d.MinimalSteps < 1 {
+			t.Errorf("%s: a fragile design needs a doc, a failure, an invariant of SPEC and a minimal length", d.Name)
+		}
+	}
+	if len(designs.Fragile) < 12 {
+		t.Errorf("got %d fragile designs, want the 12 of the catalog", len(designs.Fragile))
+	}
+}
+
+func TestLookup(t *testing.T) {
+	if d, err := designs.Lookup("check-then-create"); err != nil || d.Name != "check-then-create" {
+		t.Errorf("got %q, %v", d.Name, err)
+	}
+	if _, err := designs.Lookup("three-writes"); err == nil {
+		t.Error("an unknown design was found")
+	}
+}
