@@ -192,7 +192,7 @@ func (e *Env) Apply(s Step) (Outcome, error) {
 	if r.ifUnchanged != "" && cmp.Equal(obs, e.before) {
 		r.line += r.ifUnchanged
 	}
-	e.cfg.Stats.count(s, r, e.before, obs, v)
+	e.cfg.Stats.count(s, r, e.before, obs)
 	e.before = obs
 	out := append([]string{r.line}, render(obs)...)
 	if v != nil {
@@ -279,7 +279,7 @@ func (e *Env) approve(s Step) (stepResult, error) {
 	switch verdict {
 	case model.Recorded, model.Repeated:
 		r.want = "approved " + key
-	case model.Refused:
+	case model.Conflicting:
 		r.want = "conflict"
 	default:
 		r.want = string(verdict)

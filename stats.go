@@ -11,6 +11,9 @@ import (
 // Transition names a change of one outbox row in one step.
 type Transition string
 
+// The transitions an exploration counts: a row leaving pending for sent,
+// for blocked by a key conflict, for blocked by its spent budget, or
+// staying pending with one more attempt.
 const (
 	PendingToSent            Transition = "pending->sent"
 	PendingToBlockedConflict Transition = "pending->blocked (conflict)"
@@ -27,7 +30,6 @@ type Stats struct {
 	Faults      map[faults.Kind]int
 	Results     map[string]int // worker results: idle, sent, pending, blocked, crashed, error
 	Transitions map[Transition]int
-	Violations  map[int]int // by invariant
 }
 
 // NewStats returns empty Stats.
@@ -36,19 +38,15 @@ func NewStats() *Stats {
 		Faults:      map[faults.Kind]int{},
 		Results:     map[string]int{},
 		Transitions: map[Transition]int{},
-		Violations:  map[int]int{},
 	}
 }
 
 // count records one step. A nil *Stats counts nothing.
-func (st *Stats) count(s Step, r stepResult, before, after model.Observation, v *Violation) {
+func (st *Stats) count(s Step, r stepResult, before, after model.Observation) {
 	if st == nil {
 		return
 	}
 	st.Steps.Add(1)
-	if v != nil {
-		st.Violations[v.Invariant]++
-	}
 	if r.fired != "" {
 		st.Faults[r.fired]++
 	}

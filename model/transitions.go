@@ -4,11 +4,11 @@ package model
 type Verdict string
 
 const (
-	Recorded Verdict = "recorded" // a new approval and its pending row
-	Repeated Verdict = "repeated" // the same approval again: nothing changes
-	Refused  Verdict = "conflict" // the key is approved with another payload
-	Invalid  Verdict = "invalid"  // the input breaks SPEC's rules
-	Crashed  Verdict = "crashed"  // the process died between the two inserts
+	Recorded    Verdict = "recorded" // a new approval and its pending row
+	Repeated    Verdict = "repeated" // the same approval again: nothing changes
+	Conflicting Verdict = "conflict" // the key is approved with another payload
+	Invalid     Verdict = "invalid"  // the input breaks SPEC's rules
+	Crashed     Verdict = "crashed"  // the process died between the two inserts
 )
 
 // Approve predicts recording an approval of caseID with title; crash says a
@@ -22,7 +22,7 @@ func (s State) Approve(caseID, title string, crash bool) (State, Verdict, string
 		if held.Payload == a.Payload {
 			return s, Repeated, a.Key
 		}
-		return s, Refused, a.Key
+		return s, Conflicting, a.Key
 	}
 	if crash {
 		return s, Crashed, a.Key
