@@ -65,7 +65,7 @@ type enumerationResult struct {
 // converges.
 func enumerationRun(ctx context.Context, name string, cases []Case, design designs.Design, dir string, crashAt int) (enumerationResult, error) {
 	var res enumerationResult
-	env, done, err := newEnvIn(ctx, dir, design)
+	env, done, err := newEnvIn(ctx, dir, design, nil, nil)
 	if err != nil {
 		return res, err
 	}
@@ -76,14 +76,15 @@ func enumerationRun(ctx context.Context, name string, cases []Case, design desig
 		if err != nil {
 			return res, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 		}
-		for len(res.stepOfPass) < len(env.Trace()) {
+		trace := env.Trace()
+		for len(res.stepOfPass) < len(trace) {
 			res.stepOfPass = append(res.stepOfPass, i)
 		}
 		if out.Violation != nil && res.violation == nil {
 			res.violation, res.output = out.Violation, out.Output
 		}
 		if c.Step.Directive != "converge" {
-			res.trace = env.Trace()
+			res.trace = trace
 		}
 	}
 	return res, nil

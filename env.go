@@ -70,13 +70,21 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 }
 
 // newEnvIn opens design's databases in a new folder inside dir, with the
-// simulation's durability. done closes them and removes the folder.
-func newEnvIn(ctx context.Context, dir string, design designs.Design) (env *Env, done func(), err error) {
+// simulation's durability, counting into stats (may be nil). The folder
+// starts with files (name to content), or empty when files is nil. done
+// closes the databases and removes the folder.
+func newEnvIn(ctx context.Context, dir string, design designs.Design, files map[string][]byte, stats *Stats) (env *Env, done func(), err error) {
 	sub, err := os.MkdirTemp(dir, "env-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("handoff: %w", err)
 	}
-	env, err = NewEnv(ctx, Config{Design: design, Dir: sub, Durability: system.ProcessSafe})
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(sub, name), b, 0o644); err != nil {
+			os.RemoveAll(sub)
+			return nil, nil, fmt.Errorf("handoff: %w", err)
+		}
+	}
+	env, err = NewEnv(ctx, Config{Design: design, Dir: sub, Durability: system.ProcessSafe, Stats: stats})
 	if err != nil {
 		os.RemoveAll(sub)
 		return nil, nil, err
@@ -182,11 +190,12 @@ func (e *Env) Apply(s Step) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	agrees := cmp.Equal(e.model.Observation, obs)
 	v := r.violation
 	if v == nil {
-		v = e.check(obs, r)
+		v = e.check(obs, r, agrees)
 	}
-	if e.Disagreement == "" && !cmp.Equal(e.model.Observation, obs) {
+	if !agrees && e.Disagreement == "" {
 		e.Disagreement, e.DisagreementStep = cmp.Diff(e.model.Observation, obs), e.applied
 	}
 	if r.ifUnchanged != "" && cmp.Equal(obs, e.before) {

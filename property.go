@@ -11,7 +11,6 @@ import (
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
-	"github.com/outboxlab/handoff/system"
 	"pgregory.net/rapid"
 )
 
@@ -120,14 +119,18 @@ type Run struct {
 	Outcomes []Outcome
 }
 
+// designLines is 1 when the run starts with a design line, else 0: steps
+// are numbered, and counted, without it.
+func (r Run) designLines() int {
+	if len(r.Steps) > 0 && r.Steps[0].Directive == "design" {
+		return 1
+	}
+	return 0
+}
+
 // Length is the number of steps of the run, not counting a leading design
 // line.
-func (r Run) Length() int {
-	if len(r.Steps) > 0 && r.Steps[0].Directive == "design" {
-		return len(r.Steps) - 1
-	}
-	return len(r.Steps)
-}
+func (r Run) Length() int { return len(r.Steps) - r.designLines() }
 
 // Failure is a sequence that broke an invariant.
 type Failure struct {
@@ -151,8 +154,8 @@ type Recorder struct {
 }
 
 // Property is the rapid property of the harness: a fresh pair of databases
-// in its own folder under dir, random steps (25 on average, maxSteps at
-// most) applied to design and model with every invariant checked after
+// in its own folder under dir, random steps (about 19 on average,
+// maxSteps at most) applied to design and model with every invariant checked after
 // each, then faults off and converge. It counts into stats (may be nil)
 // and records failures into rec.
 //
@@ -168,21 +171,11 @@ func Property(ctx context.Context, design designs.Design, dir string, maxSteps i
 				t.Fatalf("%v", err)
 			}
 		}
-		seqDir, err := os.MkdirTemp(dir, "seq-")
-		if err != nil {
-			t.Fatalf("handoff: %v", err)
-		}
-		defer os.RemoveAll(seqDir)
-		for name, b := range fresh {
-			if err := os.WriteFile(filepath.Join(seqDir, name), b, 0o644); err != nil {
-				t.Fatalf("handoff: %v", err)
-			}
-		}
-		env, err := NewEnv(ctx, Config{Design: design, Dir: seqDir, Durability: system.ProcessSafe, Stats: stats})
+		env, done, err := newEnvIn(ctx, dir, design, fresh, stats)
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
-		defer env.Close()
+		defer done()
 		if stats != nil {
 			stats.Sequences.Add(1)
 		}
@@ -198,7 +191,7 @@ func Property(ctx context.Context, design designs.Design, dir string, maxSteps i
 			run.Outcomes = append(run.Outcomes, out)
 			if out.Violation != nil {
 				failure = &Failure{Run: run, Violation: *out.Violation, Disagreement: env.Disagreement,
-					DisagreementStep: env.DisagreementStep - (len(run.Steps) - run.Length())}
+					DisagreementStep: env.DisagreementStep - run.designLines()}
 			}
 			return failure == nil
 		}
@@ -234,7 +227,7 @@ func Property(ctx context.Context, design designs.Design, dir string, maxSteps i
 // returns their files, so that each sequence starts from a copy instead of
 // creating the schema again: a third of a short sequence's time.
 func freshDatabases(ctx context.Context, design designs.Design, dir string) (map[string][]byte, error) {
-	env, done, err := newEnvIn(ctx, dir, design)
+	env, done, err := newEnvIn(ctx, dir, design, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -281,11 +274,17 @@ func (f *Failure) Report(reproduce string) string {
 	if reproduce != "" {
 		fmt.Fprintf(&b, "reproduce and save: %s\n", reproduce)
 	}
-	fmt.Fprintf(&b, "\nminimal scenario (%d steps):\n\n%s", f.Length(), f.Scenario(f.Header()...))
-	if f.Disagreement != "" {
-		fmt.Fprintf(&b, "\nthe model and the system first disagreed at step %d (-model +system):\n%s", f.DisagreementStep, f.Disagreement)
-	}
+	fmt.Fprintf(&b, "\nminimal scenario (%d steps):\n\n%s%s", f.Length(), f.Scenario(f.Header()...), f.Diverged())
 	return b.String()
+}
+
+// Diverged says where the model and the system first disagreed, as a
+// go-cmp diff; empty when they never did.
+func (f *Failure) Diverged() string {
+	if f.Disagreement == "" {
+		return ""
+	}
+	return fmt.Sprintf("\nthe model and the system first disagreed at step %d (-model +system):\n%s", f.DisagreementStep, f.Disagreement)
 }
 
 // Table prints the failing run as a table: every step with the system's
@@ -296,11 +295,8 @@ func (f *Failure) Table() string {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tstep\tresult\toutbox\tattempts\ttasks for key")
 	key := ""
-	for i, s := range f.Steps {
-		if s.Directive == "design" {
-			continue
-		}
-		out := f.Outcomes[i]
+	for i, s := range f.Steps[f.designLines():] {
+		out := f.Outcomes[i+f.designLines()]
 		if out.Key != "" {
 			key = out.Key
 		}
@@ -316,7 +312,7 @@ func (f *Failure) Table() string {
 				tasks++
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\n", i+1-len(f.Steps)+f.Length(), s, result, state, attempts, tasks)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\n", i+1, s, result, state, attempts, tasks)
 	}
 	tw.Flush()
 	fmt.Fprintf(&b, "%s\n", f.Violation)

@@ -15,6 +15,37 @@ import (
 // with plain SQL, one statement per step, so each reads as the shortcut it
 // takes.
 
+// querier is what *sql.DB and *sql.Tx both offer: on a *sql.DB every
+// statement commits on its own.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// heldPayload returns the payload approved for key, and whether there is one.
+func heldPayload(ctx context.Context, q querier, key string) (string, bool, error) {
+	var held string
+	err := q.QueryRowContext(ctx, `SELECT payload FROM approvals WHERE key = ?`, key).Scan(&held)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return held, err == nil, err
+}
+
+// insertApproval inserts a's approval, passes the fault point between the
+// two inserts, then inserts its pending outbox row.
+func insertApproval(ctx context.Context, q querier, hook system.Hook, a system.Approval) error {
+	if _, err := q.ExecContext(ctx, `INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`,
+		a.Key, a.CaseID, a.Title, a.Payload); err != nil {
+		return err
+	}
+	if err := pass(hook, system.PointBetweenApprovalInserts); err != nil {
+		return err
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO outbox (key, state, attempts) VALUES (?, 'pending', 0)`, a.Key)
+	return err
+}
+
 // twoWrites records the approval and its outbox row in two transactions.
 type twoWrites struct {
 	*system.Outbox
@@ -26,26 +57,16 @@ func (w twoWrites) RecordApproval(ctx context.Context, caseID, title string) (st
 	if err != nil {
 		return "", err
 	}
-	var held string
-	err = w.DB().QueryRowContext(ctx, `SELECT payload FROM approvals WHERE key = ?`, a.Key).Scan(&held)
-	switch {
-	case err == nil && held == a.Payload:
+	switch held, ok, err := heldPayload(ctx, w.DB(), a.Key); {
+	case err != nil:
+		return "", err
+	case ok && held == a.Payload:
 		return a.Key, nil
-	case err == nil:
+	case ok:
 		return "", fmt.Errorf("%w: %s", system.ErrKeyConflict, a.Key)
-	case !errors.Is(err, sql.ErrNoRows):
-		return "", err
 	}
-	if _, err := w.DB().ExecContext(ctx, `INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`,
-		a.Key, a.CaseID, a.Title, a.Payload); err != nil {
-		return "", err
-	}
-	// The shortcut: the approval is committed on its own.
-	if err := pass(w.hook, system.PointBetweenApprovalInserts); err != nil {
-		return "", err
-	}
-	_, err = w.DB().ExecContext(ctx, `INSERT INTO outbox (key, state, attempts) VALUES (?, 'pending', 0)`, a.Key)
-	return a.Key, err
+	// The shortcut: no transaction, so the approval commits on its own.
+	return a.Key, insertApproval(ctx, w.DB(), w.hook, a)
 }
 
 // overwrite replaces the approved payload when a case is approved again.
@@ -64,27 +85,18 @@ func (o overwrite) RecordApproval(ctx context.Context, caseID, title string) (st
 		return "", err
 	}
 	defer tx.Rollback()
-	var held string
-	err = tx.QueryRowContext(ctx, `SELECT payload FROM approvals WHERE key = ?`, a.Key).Scan(&held)
-	switch {
-	case err == nil && held != a.Payload:
+	switch held, ok, err := heldPayload(ctx, tx, a.Key); {
+	case err != nil:
+		return "", err
+	case ok && held != a.Payload:
 		// The shortcut: the newest instruction wins.
 		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET title = ?, payload = ? WHERE key = ?`, a.Title, a.Payload, a.Key); err != nil {
 			return "", err
 		}
-	case errors.Is(err, sql.ErrNoRows):
-		if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`,
-			a.Key, a.CaseID, a.Title, a.Payload); err != nil {
+	case !ok:
+		if err := insertApproval(ctx, tx, o.hook, a); err != nil {
 			return "", err
 		}
-		if err := pass(o.hook, system.PointBetweenApprovalInserts); err != nil {
-			return "", err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (key, state, attempts) VALUES (?, 'pending', 0)`, a.Key); err != nil {
-			return "", err
-		}
-	case err != nil:
-		return "", err
 	}
 	return a.Key, tx.Commit()
 }

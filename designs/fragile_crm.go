@@ -16,9 +16,9 @@ type plainCRM struct {
 }
 
 func openPlainCRM(ctx context.Context, path string, d system.Durability) (*plainCRM, error) {
-	sync := "FULL"
-	if d == system.ProcessSafe {
-		sync = "OFF"
+	sync, err := d.Synchronous()
+	if err != nil {
+		return nil, err
 	}
 	db, err := sql.Open("sqlite", path+"?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous("+sync+")")
 	if err != nil {

@@ -3,6 +3,7 @@ package faults_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/outboxlab/handoff/faults"
@@ -28,15 +29,17 @@ func TestInjector(t *testing.T) {
 	if err := hook(system.PointAfterReply); err != nil {
 		t.Errorf("a crash disarms: got %v, want nil", err)
 	}
-	in.CrashAtPass(in.Passes() + 2)
+	in.CrashAtPass(len(in.Trace()) + 2)
 	if err := hook(system.PointBeforeSend); err != nil {
 		t.Errorf("pass before the chosen one: got %v, want nil", err)
 	}
 	if err := hook(system.PointBetweenApprovalInserts); !errors.Is(err, faults.ErrCrash) {
 		t.Errorf("chosen pass: got %v, want ErrCrash", err)
 	}
-	if in.Passes() != 6 {
-		t.Errorf("got %d passes, want 6", in.Passes())
+	want := []system.FaultPoint{system.PointBeforeSend, system.PointBeforeSend, system.PointAfterReply,
+		system.PointAfterReply, system.PointBeforeSend, system.PointBetweenApprovalInserts}
+	if got := in.Trace(); !slices.Equal(got, want) {
+		t.Errorf("got trace %v, want %v", got, want)
 	}
 }
 

@@ -37,9 +37,6 @@ func (in *Injector) Arm(p system.FaultPoint) { in.armed = p }
 // based) crash, whatever its point.
 func (in *Injector) CrashAtPass(n int) { in.crashAt = n }
 
-// Passes is how many fault points have been passed so far.
-func (in *Injector) Passes() int { return len(in.trace) }
-
 // Trace returns the fault points passed so far, in order.
 func (in *Injector) Trace() []system.FaultPoint { return append([]system.FaultPoint(nil), in.trace...) }
 

@@ -11,109 +11,100 @@ import (
 	"github.com/outboxlab/handoff/system"
 )
 
+// approvedPair opens an app and a CRM database with d and approves n cases,
+// ready for n deliveries.
+func approvedPair(b *testing.B, d system.Durability, n int) (*system.Outbox, *system.CRM) {
+	b.Helper()
+	app, crm, _ := openPair(b, system.Options{Durability: d})
+	for i := range n {
+		if _, err := app.RecordApproval(context.Background(), fmt.Sprint("case-", i), "Call back"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return app, crm
+}
+
+// deliver makes one delivery and fails the benchmark unless it is sent.
+func deliver(b *testing.B, app *system.Outbox, crm *system.CRM) {
+	if d, err := app.DeliverOne(context.Background(), crm); err != nil || d.Result != system.ResultSent {
+		b.Fatalf("got %+v, %v; want sent", d, err)
+	}
+}
+
+// syncer makes small write+fsync pairs in one file, as a commit does.
+type syncer struct {
+	f   *os.File
+	buf []byte
+	n   int
+}
+
+func newSyncer(b *testing.B) *syncer {
+	f, err := os.Create(filepath.Join(b.TempDir(), "fsync"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return &syncer{f: f, buf: make([]byte, 4096)}
+}
+
+// sync writes one page, among 16, and syncs the file.
+func (s *syncer) sync(b *testing.B) {
+	if _, err := s.f.WriteAt(s.buf, int64(s.n%16)*4096); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	s.n++
+}
+
 // BenchmarkDeliverOne measures deliveries per second against the local
 // durable receiver. A delivery commits three times (the claim, the task,
 // the record) and each commit syncs once: compare with BenchmarkFsync run
-// in the same go test invocation.
+// in the same go test invocation, or use BenchmarkDurableShare.
 func BenchmarkDeliverOne(b *testing.B) {
 	for _, d := range []struct {
 		name       string
 		durability system.Durability
 	}{{"durable", system.Durable}, {"process-safe", system.ProcessSafe}} {
 		b.Run(d.name, func(b *testing.B) {
-			ctx := context.Background()
-			dir := b.TempDir()
-			app, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{Durability: d.durability})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer app.Close()
-			crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), d.durability)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer crm.Close()
-			for i := range b.N {
-				if _, err := app.RecordApproval(ctx, fmt.Sprint("case-", i), "Call back"); err != nil {
-					b.Fatal(err)
-				}
-			}
+			app, crm := approvedPair(b, d.durability, b.N)
 			b.ResetTimer()
 			for range b.N {
-				if d, err := app.DeliverOne(ctx, crm); err != nil || d.Result != system.ResultSent {
-					b.Fatalf("got %+v, %v; want sent", d, err)
-				}
+				deliver(b, app, crm)
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
 		})
 	}
 }
 
-// BenchmarkFsync measures this machine's rate of small write+fsync pairs
-// in the folder the other benchmarks use: the limit durable commits meet.
+// BenchmarkFsync measures this machine's rate of small write+fsync pairs:
+// the limit durable commits meet.
 func BenchmarkFsync(b *testing.B) {
-	f, err := os.Create(filepath.Join(b.TempDir(), "fsync"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for i := 0; b.Loop(); i++ {
-		if _, err := f.WriteAt(buf, int64(i%16)*4096); err != nil {
-			b.Fatal(err)
-		}
-		if err := f.Sync(); err != nil {
-			b.Fatal(err)
-		}
+	s := newSyncer(b)
+	for b.Loop() {
+		s.sync(b)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "fsyncs/s")
 }
 
 // BenchmarkDurableShare interleaves one durable delivery with the three
-// bare write+fsync pairs its three commits need, in the same folder, and
-// reports which share of the fsync limit the deliveries reach: the time of
-// three bare syncs over the time of one delivery. Interleaving keeps the
-// comparison fair on a machine whose disk speed drifts.
+// bare write+fsync pairs its three commits need, and reports which share of
+// the fsync limit the deliveries reach: the time of three bare syncs over
+// the time of one delivery. Interleaving keeps the comparison fair on a
+// machine whose disk speed drifts.
 func BenchmarkDurableShare(b *testing.B) {
-	ctx := context.Background()
-	dir := b.TempDir()
-	app, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer app.Close()
-	crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer crm.Close()
-	f, err := os.Create(filepath.Join(dir, "fsync"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	for i := range b.N {
-		if _, err := app.RecordApproval(ctx, fmt.Sprint("case-", i), "Call back"); err != nil {
-			b.Fatal(err)
-		}
-	}
-	buf := make([]byte, 4096)
+	app, crm := approvedPair(b, system.Durable, b.N)
+	s := newSyncer(b)
 	var delivering, syncing time.Duration
 	b.ResetTimer()
-	for i := range b.N {
+	for range b.N {
 		start := time.Now()
-		if d, err := app.DeliverOne(ctx, crm); err != nil || d.Result != system.ResultSent {
-			b.Fatalf("got %+v, %v; want sent", d, err)
-		}
+		deliver(b, app, crm)
 		delivering += time.Since(start)
 		start = time.Now()
-		for j := range 3 {
-			if _, err := f.WriteAt(buf, int64((3*i+j)%16)*4096); err != nil {
-				b.Fatal(err)
-			}
-			if err := f.Sync(); err != nil {
-				b.Fatal(err)
-			}
+		for range 3 {
+			s.sync(b)
 		}
 		syncing += time.Since(start)
 	}

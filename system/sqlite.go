@@ -24,8 +24,9 @@ const (
 	ProcessSafe
 )
 
-// synchronous is the SQLite setting for d.
-func (d Durability) synchronous() (string, error) {
+// Synchronous is the value of SQLite's synchronous pragma for d, or an
+// ErrInvalidInput error for an unknown Durability.
+func (d Durability) Synchronous() (string, error) {
 	switch d {
 	case Durable:
 		return "FULL", nil
@@ -52,7 +53,7 @@ func openDB(ctx context.Context, path string, appID int32, schema string, d Dura
 	if strings.ContainsAny(path, "?#") {
 		return nil, invalid("database path %q contains '?' or '#'", path)
 	}
-	sync, err := d.synchronous()
+	sync, err := d.Synchronous()
 	if err != nil {
 		return nil, err
 	}

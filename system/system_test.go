@@ -22,8 +22,8 @@ const (
 var errCrash = errors.New("crash")
 
 // openPair opens an app and a CRM database in a fresh folder and closes
-// them when the test ends.
-func openPair(t *testing.T, opts system.Options) (*system.Outbox, *system.CRM, string) {
+// them when the test or benchmark ends.
+func openPair(t testing.TB, opts system.Options) (*system.Outbox, *system.CRM, string) {
 	t.Helper()
 	dir := t.TempDir()
 	app, err := system.Open(context.Background(), filepath.Join(dir, "app.db"), opts)

@@ -118,11 +118,8 @@ func printSummary(w io.Writer, r handoff.Report, reproduce string) {
 	fmt.Fprintf(w, "  failures:        1 (seed %d)\n\n", r.FailureSeed)
 	f := r.Failure
 	if f.Design != designs.Handoff.Name {
-		fmt.Fprintf(w, "caught: the minimal counterexample of %s, %d steps\n(reproduce: %s; add --save DIR for a scenario file)\n\n%s",
-			f.Design, f.Length(), reproduce, f.Table())
-		if f.Disagreement != "" {
-			fmt.Fprintf(w, "\nthe model and the system first disagreed at step %d (-model +system):\n%s", f.DisagreementStep, f.Disagreement)
-		}
+		fmt.Fprintf(w, "caught: the minimal counterexample of %s, %d steps\n(reproduce: %s; add --save DIR for a scenario file)\n\n%s%s",
+			f.Design, f.Length(), reproduce, f.Table(), f.Diverged())
 		return
 	}
 	fmt.Fprintf(w, "%s\n%s", f.Table(), f.Report(reproduce))
