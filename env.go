@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/outboxlab/handoff/designs"
@@ -28,6 +29,11 @@ type Config struct {
 	// Stats, if not nil, counts what the steps did.
 	Stats *Stats
 }
+
+// simulationClock is the clock of every simulated system: time stands
+// still at one instant, so that nothing a step does depends on when it
+// runs.
+func simulationClock() time.Time { return time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC) }
 
 // Env applies scenario steps to the reference model and to the real
 // databases of a design, side by side, and checks the invariants of SPEC
@@ -94,7 +100,7 @@ func newEnvIn(ctx context.Context, dir string, design designs.Design, files map[
 
 func (e *Env) open() error {
 	app, err := e.cfg.Design.OpenApp(e.ctx, filepath.Join(e.cfg.Dir, "app.db"),
-		system.Options{Durability: e.cfg.Durability, Hook: e.injector.Hook()})
+		system.Options{Durability: e.cfg.Durability, Hook: e.injector.Hook(), Now: simulationClock})
 	if err != nil {
 		return fmt.Errorf("handoff: opening the app database: %w", err)
 	}
@@ -220,17 +226,7 @@ func (e *Env) observe() (model.Observation, error) {
 	if err != nil {
 		return model.Observation{}, fmt.Errorf("handoff: reading the receiver database: %w", err)
 	}
-	var o model.Observation
-	for _, a := range snap.Approvals {
-		o.Approvals = append(o.Approvals, model.Approval{Key: a.Key, Payload: a.Payload})
-	}
-	for _, r := range snap.Outbox {
-		o.Outbox = append(o.Outbox, model.Row{Key: r.Key, State: string(r.State), Attempts: r.Attempts, RemoteID: r.RemoteID, LastError: r.LastError})
-	}
-	for _, t := range tasks {
-		o.Tasks = append(o.Tasks, model.Task{ID: t.ID, Key: t.Key, Payload: t.Payload})
-	}
-	return o, nil
+	return observation(snap, tasks), nil
 }
 
 // faultArg reads the step's fault= argument, one of allowed, or "".

@@ -120,12 +120,12 @@ func sentRowsNameTheirTask(o model.Observation) string {
 
 // attemptsCoverSends is invariant 4.
 func (e *Env) attemptsCoverSends(o model.Observation) string {
+	if detail := attemptsWithin(o, e.model.MaxAttempts); detail != "" {
+		return detail
+	}
 	attempts := map[string]int{}
 	for _, r := range o.Outbox {
 		attempts[r.Key] = r.Attempts
-		if r.Attempts > e.model.MaxAttempts {
-			return fmt.Sprintf("%s has %d attempts, the budget is %d", r.Key, r.Attempts, e.model.MaxAttempts)
-		}
 	}
 	keys := make([]string, 0, len(e.sends))
 	for k := range e.sends {

@@ -12,7 +12,7 @@ import (
 // The queries of an approval.
 const (
 	sqlFindApproval   = `SELECT payload FROM approvals WHERE key = ?`
-	sqlInsertApproval = `INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`
+	sqlInsertApproval = `INSERT INTO approvals (key, case_id, title, payload, approved_at) VALUES (?, ?, ?, ?, ?)`
 	sqlInsertRow      = `INSERT INTO outbox (key, state, attempts) VALUES (?, 'pending', 0)`
 )
 
@@ -179,7 +179,7 @@ func (o *Outbox) record(ctx context.Context, tx *sql.Tx, a Approval) error {
 	case !errors.Is(err, sql.ErrNoRows):
 		return driverError("looking up "+a.Key, err)
 	}
-	if err := o.q.exec(ctx, tx, sqlInsertApproval, a.Key, a.CaseID, a.Title, a.Payload); err != nil {
+	if err := o.q.exec(ctx, tx, sqlInsertApproval, a.Key, a.CaseID, a.Title, a.Payload, millis(o.now())); err != nil {
 		return driverError("inserting the approval", err)
 	}
 	if err := o.hook.pass(PointBetweenApprovalInserts); err != nil {

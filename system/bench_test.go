@@ -112,3 +112,38 @@ func BenchmarkDurableShare(b *testing.B) {
 	b.ReportMetric(float64(3*b.N)/syncing.Seconds(), "fsyncs/s")
 	b.ReportMetric(100*syncing.Seconds()/delivering.Seconds(), "%-of-fsync-limit")
 }
+
+// BenchmarkApprove measures what the approve command does, recording an
+// approval and reading its row back, in an outbox that already holds 1,000
+// or 100,000 rows: the cost must not grow with the rows.
+func BenchmarkApprove(b *testing.B) {
+	for _, rows := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprint("rows=", rows), func(b *testing.B) {
+			ctx := context.Background()
+			app, _, _ := openPair(b, system.Options{Durability: system.ProcessSafe})
+			tx, err := app.DB().BeginTx(ctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range rows {
+				if _, err := app.RecordApprovalTx(ctx, tx, fmt.Sprint("old-", i), "Call back"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+			i := 0
+			for b.Loop() {
+				key, err := app.RecordApproval(ctx, fmt.Sprint("case-", i), "Call back")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := app.Row(ctx, key); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}

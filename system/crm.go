@@ -7,22 +7,31 @@ import (
 	"fmt"
 )
 
-// crmDatabaseID marks a receiver database: "CRM1" in its application_id.
-const crmDatabaseID = 0x43524d31
-
-const crmSchema = `
-CREATE TABLE IF NOT EXISTS tasks (
-	id      INTEGER PRIMARY KEY,
-	key     TEXT NOT NULL UNIQUE,
-	payload TEXT NOT NULL
-) STRICT;
-`
+// crmDatabase is the receiver database: tasks by key, and the identity
+// that app databases remember it by. Its mark is "CRM1" in SQLite's
+// application_id.
+var crmDatabase = kind{name: "a handoff CRM database", appID: 0x43524d31, migrations: []string{
+	// Version 1: the first schema.
+	`CREATE TABLE tasks (
+		id      INTEGER PRIMARY KEY,
+		key     TEXT NOT NULL UNIQUE,
+		payload TEXT NOT NULL
+	) STRICT;`,
+	// Version 2: an identity, made once, so that an app database can tell
+	// this CRM from another file.
+	`CREATE TABLE meta (
+		name  TEXT PRIMARY KEY,
+		value TEXT NOT NULL
+	) STRICT;
+	INSERT INTO meta (name, value) VALUES ('identity', lower(hex(randomblob(16))));`,
+}}
 
 // The queries of the receiver.
 const (
 	sqlFindTask   = `SELECT id, payload FROM tasks WHERE key = ?`
 	sqlInsertTask = `INSERT INTO tasks (key, payload) VALUES (?, ?) RETURNING id`
 	sqlTasks      = `SELECT id, key, payload FROM tasks ORDER BY id`
+	sqlIdentity   = `SELECT value FROM meta WHERE name = 'identity'`
 )
 
 // Task is one task at the receiver.
@@ -36,23 +45,54 @@ type Task struct {
 // stores each action key with its task in one transaction, so that a
 // replayed request finds the task its first copy created.
 type CRM struct {
-	db *sql.DB
-	q  *statements
+	db   *sql.DB
+	q    *statements
+	path string
 }
 
-// OpenCRM opens (creating if needed) the receiver database at path. It
-// refuses a file that is another kind of SQLite database with
-// ErrWrongDatabase.
+// OpenCRM opens (creating if needed) the receiver database at path,
+// upgrading a file an older handoff wrote. It refuses, changing nothing, a
+// path that is not a plain file, a file that is not a handoff CRM database
+// (ErrWrongDatabase) and a read-only one (ErrReadOnly).
 func OpenCRM(ctx context.Context, path string, d Durability) (*CRM, error) {
-	db, err := openDB(ctx, path, crmDatabaseID, crmSchema, d)
+	db, err := openDB(ctx, path, crmDatabase, d)
 	if err != nil {
 		return nil, err
 	}
-	q, err := prepareAll(ctx, db, sqlFindTask, sqlInsertTask, sqlTasks)
+	return newCRM(ctx, db, path)
+}
+
+// OpenCRMReadOnly opens the existing receiver database at path for
+// reading: it writes nothing, creates no file and leaves none behind.
+// Only Tasks, Identity and Check work on it.
+func OpenCRMReadOnly(ctx context.Context, path string) (*CRM, error) {
+	db, err := openReadOnly(ctx, path, crmDatabase)
 	if err != nil {
 		return nil, err
 	}
-	return &CRM{db: db, q: q}, nil
+	return newCRM(ctx, db, path)
+}
+
+func newCRM(ctx context.Context, db *sql.DB, path string) (*CRM, error) {
+	q, err := prepareAll(ctx, db, sqlFindTask, sqlInsertTask, sqlTasks, sqlIdentity)
+	if err != nil {
+		return nil, err
+	}
+	return &CRM{db: db, q: q, path: path}, nil
+}
+
+// Identity is the CRM's identity, made when its file was created: an app
+// database remembers it (Outbox.BindReceiver) to refuse another CRM file.
+func (c *CRM) Identity(ctx context.Context) (string, error) {
+	var id string
+	err := c.q.prepared[sqlIdentity].QueryRowContext(ctx).Scan(&id)
+	return id, driverError("reading the identity of "+c.path, err)
+}
+
+// Check runs SQLite's integrity check on the receiver database and
+// returns what it reports wrong; nothing when the file is sound.
+func (c *CRM) Check(ctx context.Context) ([]string, error) {
+	return integrityCheck(ctx, c.db, c.path)
 }
 
 // Close closes the database handle.

@@ -33,6 +33,36 @@ var (
 	// ErrBusy is returned when another process holds the database's write
 	// lock for longer than the busy timeout.
 	ErrBusy = errors.New("system: database is busy")
+
+	// ErrCorrupt is returned when SQLite finds a database file damaged. Stop
+	// writing to it; handoff check says what is wrong.
+	ErrCorrupt = errors.New("system: database is corrupt")
+
+	// ErrFull is returned when a write does not fit: the disk is full.
+	ErrFull = errors.New("system: database or disk is full")
+
+	// ErrReadOnly is returned when a database that must be written is
+	// read-only: the file, its -wal or -shm file, or its folder. It is
+	// returned before SQLite has created or changed anything.
+	ErrReadOnly = errors.New("system: database is read-only")
+
+	// ErrNotFound is returned when a database that must exist does not,
+	// and by operations on an action key that has no outbox row.
+	ErrNotFound = errors.New("system: not found")
+
+	// ErrOldSchema is returned by the read-only opens for a database that an
+	// older handoff wrote: opening it for writing (Open, OpenCRM) upgrades
+	// it in place first.
+	ErrOldSchema = errors.New("system: database has an older schema")
+
+	// ErrNewerSchema is returned for a database that a newer handoff wrote;
+	// this one leaves it as it is.
+	ErrNewerSchema = errors.New("system: database has a newer schema")
+
+	// ErrWrongReceiver is returned by BindReceiver when the app database
+	// delivers to another receiver than the one given: a CRM file mixed up
+	// with another, whose task ids would name other tasks.
+	ErrWrongReceiver = errors.New("system: app database delivers to another CRM")
 )
 
 // invalid returns an ErrInvalidInput error that says what is wrong.
@@ -52,9 +82,51 @@ func driverError(doing string, err error) error {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return fmt.Errorf("%w: %s: %v", ErrBusy, doing, err)
-		case sqlite3.SQLITE_NOTADB:
-			return fmt.Errorf("%w: %s: %v", ErrWrongDatabase, doing, err)
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, doing, err)
+		case sqlite3.SQLITE_FULL:
+			return fmt.Errorf("%w: %s: %v", ErrFull, doing, err)
+		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM:
+			return fmt.Errorf("%w: %s: %v", ErrReadOnly, doing, err)
 		}
 	}
 	return fmt.Errorf("system: %s: %w", doing, err)
 }
+
+// localCause names, for a row's last error, a failure on this side that
+// made the outcome of an attempt unknown: "local: " and a short cause.
+func localCause(err error) string {
+	for _, c := range []struct {
+		err  error
+		says string
+	}{
+		{ErrBusy, "database is busy"},
+		{ErrFull, "disk is full"},
+		{ErrReadOnly, "database is read-only"},
+		{ErrCorrupt, "database is corrupt"},
+	} {
+		if errors.Is(err, c.err) {
+			return LastErrorLocalPrefix + c.says
+		}
+	}
+	return LastErrorLocalPrefix + "unexpected error"
+}
+
+// AttemptError is returned by DeliverOne for a failure after the attempt
+// was counted and committed: the budget is spent by one, and the row stays
+// pending (SPEC's budget rules apply to it as to any attempt). The request
+// was sent, so the CRM may have created the task; the retry with the same
+// key finds it.
+type AttemptError struct {
+	Key         string
+	Attempt     int
+	MaxAttempts int
+	Err         error
+}
+
+func (e *AttemptError) Error() string {
+	return fmt.Sprintf("%s: attempt %d of %d counted; the CRM may have acted: %v", e.Key, e.Attempt, e.MaxAttempts, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *AttemptError) Unwrap() error { return e.Err }

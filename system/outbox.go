@@ -3,6 +3,9 @@ package system
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"time"
 )
 
 // State is where an outbox row stands. The schema enforces the three values.
@@ -28,31 +31,57 @@ const (
 	LastErrorTransient       = "transient"
 	LastErrorConflict        = "conflict"
 	LastErrorBudgetExhausted = "budget-exhausted"
+	// LastErrorLocalPrefix starts the last error of an attempt whose
+	// outcome a failure on this side made unknown ("local: database is
+	// busy"): the attempt is counted, the row stays pending.
+	LastErrorLocalPrefix = "local: "
 )
 
 // DefaultMaxAttempts is the attempt budget of a row when Options leaves it 0.
 const DefaultMaxAttempts = 3
 
-// appDatabaseID marks an app database: "HOFF" in its application_id field.
-const appDatabaseID = 0x484f4646
-
-const appSchema = `
-CREATE TABLE IF NOT EXISTS approvals (
-	key     TEXT PRIMARY KEY,
-	case_id TEXT NOT NULL,
-	title   TEXT NOT NULL,
-	payload TEXT NOT NULL
-) STRICT;
-CREATE TABLE IF NOT EXISTS outbox (
-	seq        INTEGER PRIMARY KEY,
-	key        TEXT NOT NULL UNIQUE REFERENCES approvals (key),
-	state      TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'blocked')),
-	attempts   INTEGER NOT NULL CHECK (attempts >= 0),
-	remote_id  INTEGER CHECK ((state = 'sent') = (remote_id IS NOT NULL)),
-	last_error TEXT CHECK (last_error IN ('transient', 'conflict', 'budget-exhausted'))
-) STRICT;
-CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (seq) WHERE state = 'pending';
-`
+// appDatabase is the app database: approvals, outbox rows, and which CRM
+// they are delivered to. Its mark is "HOFF" in SQLite's application_id.
+// Times are integer milliseconds since the Unix epoch, 0 where unknown.
+var appDatabase = kind{name: "a handoff app database", appID: 0x484f4646, migrations: []string{
+	// Version 1: the first schema.
+	`CREATE TABLE approvals (
+		key     TEXT PRIMARY KEY,
+		case_id TEXT NOT NULL,
+		title   TEXT NOT NULL,
+		payload TEXT NOT NULL
+	) STRICT;
+	CREATE TABLE outbox (
+		seq        INTEGER PRIMARY KEY,
+		key        TEXT NOT NULL UNIQUE REFERENCES approvals (key),
+		state      TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'blocked')),
+		attempts   INTEGER NOT NULL CHECK (attempts >= 0),
+		remote_id  INTEGER CHECK ((state = 'sent') = (remote_id IS NOT NULL)),
+		last_error TEXT CHECK (last_error IN ('transient', 'conflict', 'budget-exhausted'))
+	) STRICT;
+	CREATE INDEX outbox_pending ON outbox (seq) WHERE state = 'pending';`,
+	// Version 2: timestamps, causes of local failures, the bound CRM.
+	`ALTER TABLE approvals ADD COLUMN approved_at INTEGER NOT NULL DEFAULT 0;
+	CREATE TABLE outbox_v2 (
+		seq             INTEGER PRIMARY KEY,
+		key             TEXT NOT NULL UNIQUE REFERENCES approvals (key),
+		state           TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'blocked')),
+		attempts        INTEGER NOT NULL CHECK (attempts >= 0),
+		remote_id       INTEGER CHECK ((state = 'sent') = (remote_id IS NOT NULL)),
+		last_error      TEXT CHECK (last_error IN ('transient', 'conflict', 'budget-exhausted') OR last_error GLOB 'local: ?*'),
+		last_attempt_at INTEGER NOT NULL DEFAULT 0,
+		sent_at         INTEGER NOT NULL DEFAULT 0
+	) STRICT;
+	INSERT INTO outbox_v2 (seq, key, state, attempts, remote_id, last_error)
+		SELECT seq, key, state, attempts, remote_id, last_error FROM outbox;
+	DROP TABLE outbox;
+	ALTER TABLE outbox_v2 RENAME TO outbox;
+	CREATE INDEX outbox_pending ON outbox (seq) WHERE state = 'pending';
+	CREATE TABLE meta (
+		name  TEXT PRIMARY KEY,
+		value TEXT NOT NULL
+	) STRICT;`,
+}}
 
 // Options configure an Outbox. The zero value is the durable default.
 type Options struct {
@@ -65,6 +94,10 @@ type Options struct {
 
 	// Hook is called at every FaultPoint; nil lets everything pass.
 	Hook Hook
+
+	// Now is the clock that stamps approvals and attempts; nil means
+	// time.Now. The simulation passes a clock of its own.
+	Now func() time.Time
 }
 
 // Outbox is the app's side of the handoff: approvals, their outbox rows and
@@ -75,11 +108,19 @@ type Outbox struct {
 	q           *statements
 	maxAttempts int
 	hook        Hook
+	now         func() time.Time
+	path        string
 }
 
-// Open opens (creating if needed) the app database at path. It refuses a
-// file that is another kind of SQLite database with ErrWrongDatabase and bad
-// options with ErrInvalidInput.
+// appQueries are the statements an Outbox prepares.
+var appQueries = []string{sqlFindApproval, sqlInsertApproval, sqlInsertRow,
+	sqlClaim, sqlCountAttempt, sqlSettle, sqlLocalError, sqlApprovals, sqlRows, sqlRow, sqlGetMeta, sqlPutMeta}
+
+// Open opens (creating if needed) the app database at path, upgrading a
+// file an older handoff wrote. It refuses, changing nothing, a path that
+// is not a plain file, a file that is not a handoff app database
+// (ErrWrongDatabase), a read-only one (ErrReadOnly) and bad options
+// (ErrInvalidInput).
 func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 	switch {
 	case opts.MaxAttempts < 0:
@@ -87,16 +128,33 @@ func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 	case opts.MaxAttempts == 0:
 		opts.MaxAttempts = DefaultMaxAttempts
 	}
-	db, err := openDB(ctx, path, appDatabaseID, appSchema, opts.Durability)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	db, err := openDB(ctx, path, appDatabase, opts.Durability)
 	if err != nil {
 		return nil, err
 	}
-	q, err := prepareAll(ctx, db, sqlFindApproval, sqlInsertApproval, sqlInsertRow,
-		sqlClaim, sqlCountAttempt, sqlSettle, sqlApprovals, sqlRows)
+	return newOutbox(ctx, db, path, opts)
+}
+
+// OpenReadOnly opens the existing app database at path for reading: it
+// writes nothing, creates no file and leaves none behind. Only the reading
+// methods work on it (Snapshot, Row, Check, Receiver).
+func OpenReadOnly(ctx context.Context, path string) (*Outbox, error) {
+	db, err := openReadOnly(ctx, path, appDatabase)
 	if err != nil {
 		return nil, err
 	}
-	return &Outbox{db: db, q: q, maxAttempts: opts.MaxAttempts, hook: opts.Hook}, nil
+	return newOutbox(ctx, db, path, Options{MaxAttempts: DefaultMaxAttempts, Now: time.Now})
+}
+
+func newOutbox(ctx context.Context, db *sql.DB, path string, opts Options) (*Outbox, error) {
+	q, err := prepareAll(ctx, db, appQueries...)
+	if err != nil {
+		return nil, err
+	}
+	return &Outbox{db: db, q: q, maxAttempts: opts.MaxAttempts, hook: opts.Hook, now: opts.Now, path: path}, nil
 }
 
 // DB is the outbox's database, for a caller that wants its own business
@@ -110,13 +168,17 @@ func (o *Outbox) MaxAttempts() int { return o.maxAttempts }
 // Close closes the database handle; nothing in memory needs saving.
 func (o *Outbox) Close() error { return o.q.close() }
 
-// Row is one outbox row as the worker sees it.
+// Row is one outbox row as the worker and a person see it. Times are in
+// UTC, zero where unknown.
 type Row struct {
-	Key       string
-	State     State
-	Attempts  int
-	RemoteID  int64  // the receiver's task id; 0 when none is recorded
-	LastError string // one of the LastError constants, or empty
+	Key           string
+	State         State
+	Attempts      int
+	RemoteID      int64     // the receiver's task id; 0 when none is recorded
+	LastError     string    // one of the LastError constants, a local cause, or empty
+	ApprovedAt    time.Time // zero for approvals an older handoff recorded
+	LastAttemptAt time.Time // zero before the first attempt
+	SentAt        time.Time // zero unless the row is sent
 }
 
 // Snapshot is everything observable in the app database, in insertion order.
@@ -125,11 +187,40 @@ type Snapshot struct {
 	Outbox    []Row
 }
 
-// The queries of a snapshot.
+// rowColumns are the columns a Row is scanned from, in scanRow's order. A
+// row without an approval (which invariant 2 forbids) still shows.
+const rowColumns = `o.key, o.state, o.attempts, coalesce(o.remote_id, 0), coalesce(o.last_error, ''),
+	coalesce(a.approved_at, 0), o.last_attempt_at, o.sent_at
+	FROM outbox o LEFT JOIN approvals a ON a.key = o.key`
+
+// The queries of the reading methods.
 const (
 	sqlApprovals = `SELECT key, case_id, title, payload FROM approvals ORDER BY rowid`
-	sqlRows      = `SELECT key, state, attempts, coalesce(remote_id, 0), coalesce(last_error, '') FROM outbox ORDER BY seq`
+	sqlRows      = `SELECT ` + rowColumns + ` ORDER BY o.seq`
+	sqlRow       = `SELECT ` + rowColumns + ` WHERE o.key = ?`
+	sqlGetMeta   = `SELECT value FROM meta WHERE name = ?`
+	sqlPutMeta   = `INSERT INTO meta (name, value) VALUES (?, ?)`
 )
+
+// scanRow scans one row of rowColumns.
+func scanRow(sc interface{ Scan(...any) error }) (Row, error) {
+	var r Row
+	var approved, attempted, sent int64
+	err := sc.Scan(&r.Key, &r.State, &r.Attempts, &r.RemoteID, &r.LastError, &approved, &attempted, &sent)
+	r.ApprovedAt, r.LastAttemptAt, r.SentAt = fromMillis(approved), fromMillis(attempted), fromMillis(sent)
+	return r, err
+}
+
+// millis is t as the databases store it: milliseconds since the Unix epoch.
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMillis is the time ms stands for in UTC; zero for 0.
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
 
 // Snapshot reads every approval and outbox row in one read transaction.
 func (o *Outbox) Snapshot(ctx context.Context) (Snapshot, error) {
@@ -154,17 +245,86 @@ func (o *Outbox) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err := rows.Close(); err != nil {
 		return s, driverError("reading approvals", err)
 	}
-	rows, err = o.q.query(ctx, tx, sqlRows)
+	if s.Outbox, err = o.rows(ctx, tx, sqlRows); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// rows runs a query of rowColumns in tx.
+func (o *Outbox) rows(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]Row, error) {
+	rows, err := o.q.query(ctx, tx, query, args...)
 	if err != nil {
-		return s, driverError("reading the outbox", err)
+		return nil, driverError("reading the outbox", err)
 	}
 	defer rows.Close()
+	var out []Row
 	for rows.Next() {
-		var r Row
-		if err := rows.Scan(&r.Key, &r.State, &r.Attempts, &r.RemoteID, &r.LastError); err != nil {
-			return s, driverError("reading the outbox", err)
+		r, err := scanRow(rows)
+		if err != nil {
+			return nil, driverError("reading the outbox", err)
 		}
-		s.Outbox = append(s.Outbox, r)
+		out = append(out, r)
 	}
-	return s, driverError("reading the outbox", rows.Err())
+	return out, driverError("reading the outbox", rows.Err())
+}
+
+// Row reads the outbox row of key, or returns ErrNotFound. It costs the
+// same however many rows there are.
+func (o *Outbox) Row(ctx context.Context, key string) (Row, error) {
+	r, err := scanRow(o.q.prepared[sqlRow].QueryRowContext(ctx, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Row{}, fmt.Errorf("%w: no outbox row for %s", ErrNotFound, key)
+	}
+	return r, driverError("reading the row of "+key, err)
+}
+
+// metaReceiver names the receiver an app database delivers to.
+const metaReceiver = "receiver"
+
+// Receiver returns the identity of the receiver this app database
+// delivers to, or "" before its first delivery.
+func (o *Outbox) Receiver(ctx context.Context) (string, error) {
+	var id string
+	err := o.q.prepared[sqlGetMeta].QueryRowContext(ctx, metaReceiver).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, driverError("reading the receiver", err)
+}
+
+// BindReceiver records, on the first call, that this app database
+// delivers to the receiver with identity id (see CRM.Identity), and on
+// every later call refuses another identity with ErrWrongReceiver. Call it
+// before delivering: the remote ids an outbox records name tasks of one
+// receiver only.
+func (o *Outbox) BindReceiver(ctx context.Context, id string) error {
+	if id == "" {
+		return invalid("receiver identity is empty")
+	}
+	tx, err := o.db.BeginTx(ctx, nil)
+	if err != nil {
+		return driverError("beginning the binding", err)
+	}
+	defer tx.Rollback()
+	var held string
+	err = o.q.queryRow(ctx, tx, sqlGetMeta, []any{metaReceiver}, &held)
+	switch {
+	case err == nil && held == id:
+		return nil
+	case err == nil:
+		return fmt.Errorf("%w: %s delivers to CRM %s, this CRM is %s; is it the right file?", ErrWrongReceiver, o.path, held, id)
+	case !errors.Is(err, sql.ErrNoRows):
+		return driverError("reading the receiver", err)
+	}
+	if err := o.q.exec(ctx, tx, sqlPutMeta, metaReceiver, id); err != nil {
+		return driverError("recording the receiver", err)
+	}
+	return driverError("committing the receiver", tx.Commit())
+}
+
+// Check runs SQLite's integrity check on the app database and returns what
+// it reports wrong; nothing when the file is sound.
+func (o *Outbox) Check(ctx context.Context) ([]string, error) {
+	return integrityCheck(ctx, o.db, o.path)
 }

@@ -1,10 +1,18 @@
 package system
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 )
@@ -40,24 +48,177 @@ func (d Durability) Synchronous() (string, error) {
 // lock before it fails with ErrBusy.
 const busyTimeoutMillis = 5000
 
-// openDB opens the SQLite file at path for one kind of handoff database,
-// identified by appID (SQLite's application_id header field). A new or empty
-// file gets schema and appID; a file with another application id is refused
-// with ErrWrongDatabase before anything in it is changed. The database runs
-// in WAL mode: a commit appends to the log and syncs once, and readers never
-// block the single writer.
-func openDB(ctx context.Context, path string, appID int32, schema string, d Durability) (*sql.DB, error) {
-	if path == "" {
-		return nil, invalid("database path is empty")
+// kind describes one kind of handoff database: its name in messages, its
+// mark in SQLite's application_id header field, and its schema as a list
+// of migrations, where migrations[v] takes a file from schema version v to
+// v+1. A new file runs every migration in one transaction.
+type kind struct {
+	name       string
+	appID      int32
+	migrations []string
+}
+
+// version is the schema version this code reads and writes.
+func (k kind) version() int32 { return int32(len(k.migrations)) }
+
+// versionOf is the schema version of a file marked appID whose
+// user_version is userVersion. The first release marked its files without
+// setting user_version: a marked file at 0 has the first schema.
+func (k kind) versionOf(appID, userVersion int32) int32 {
+	if appID == k.appID && userVersion == 0 {
+		return 1
 	}
-	if strings.ContainsAny(path, "?#") {
-		return nil, invalid("database path %q contains '?' or '#'", path)
+	return userVersion
+}
+
+// header is what a database file says about itself.
+type header struct {
+	empty   bool  // the file is missing or has no bytes: a new database
+	appID   int32 // SQLite's application_id field
+	version int32 // the schema version (see kind.versionOf)
+}
+
+// sqliteMagic starts every SQLite database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// CheckPath refuses, with ErrInvalidInput, what SQLite would take for
+// something other than a plain file: an in-memory database, a URI, a path
+// with a query or fragment, a folder. Every open calls it first.
+func CheckPath(path string) error {
+	switch {
+	case path == "":
+		return invalid("database path is empty; give a plain file path")
+	case strings.HasPrefix(path, ":memory:"):
+		return invalid("database path %q is SQLite's in-memory database; give a plain file path", path)
+	case strings.HasPrefix(strings.ToLower(path), "file:"):
+		return invalid("database path %q is a URI; give a plain file path", path)
+	case strings.ContainsAny(path, "?#"):
+		return invalid("database path %q contains '?' or '#'; give a plain file path", path)
+	case strings.ContainsRune(path, 0):
+		return invalid("database path %q contains a NUL byte; give a plain file path", path)
+	}
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return invalid("database path %s is a folder; give a plain file path", path)
+	}
+	return nil
+}
+
+// readHeader reads what the database file at path says about itself
+// without writing anything. A file that is not a SQLite database, or one
+// that belongs to something else, is refused with ErrWrongDatabase; one
+// that a newer handoff wrote, with ErrNewerSchema.
+//
+// The header bytes of the file are read directly when no -wal or -shm file
+// is there; otherwise a writer may hold a newer header in its WAL, and
+// SQLite reads it, read-only.
+func readHeader(ctx context.Context, path string, k kind) (header, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return header{empty: true}, nil
+	}
+	if err != nil {
+		return header{}, fmt.Errorf("system: opening %s: %w", path, err)
+	}
+	defer f.Close()
+	b := make([]byte, 100)
+	n, err := io.ReadFull(f, b)
+	switch {
+	case n == 0:
+		return header{empty: true}, nil
+	case err != nil && !errors.Is(err, io.ErrUnexpectedEOF):
+		return header{}, fmt.Errorf("system: reading %s: %w", path, err)
+	case n < len(b) || !bytes.HasPrefix(b, []byte(sqliteMagic)):
+		return header{}, fmt.Errorf("%w: %s is not a SQLite database", ErrWrongDatabase, path)
+	}
+	appID, userVersion := int32(binary.BigEndian.Uint32(b[68:72])), int32(binary.BigEndian.Uint32(b[60:64]))
+	var db *sql.DB
+	if exists(path+"-wal") || exists(path+"-shm") || appID == 0 {
+		if db, err = openReader(path); err != nil {
+			return header{}, err
+		}
+		defer db.Close()
+		if err := db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+			return header{}, driverError("reading "+path, err)
+		}
+		if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion); err != nil {
+			return header{}, driverError("reading "+path, err)
+		}
+	}
+	h := header{appID: appID, version: k.versionOf(appID, userVersion)}
+	switch {
+	case h.appID != 0 && h.appID != k.appID:
+		return header{}, fmt.Errorf("%w: %s is not %s (its application id is %#x, want %#x)", ErrWrongDatabase, path, k.name, h.appID, k.appID)
+	case h.appID == k.appID && h.version > k.version():
+		return header{}, fmt.Errorf("%w: %s has schema version %d; this handoff knows up to %d", ErrNewerSchema, path, h.version, k.version())
+	case h.appID == 0:
+		var objects int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
+			return header{}, driverError("reading "+path, err)
+		}
+		if objects > 0 {
+			return header{}, fmt.Errorf("%w: %s is a SQLite database of something else (%d schema objects and no handoff mark); it is not %s", ErrWrongDatabase, path, objects, k.name)
+		}
+	}
+	return h, nil
+}
+
+// checkWritable refuses, before SQLite creates anything next to it, a
+// database that this process could read but not write: the file, its
+// folder (where the -wal and -shm files live) and any -wal or -shm file
+// that is already there. SQLite would otherwise fail later, after leaving
+// a -shm file with the database's read-only mode that breaks every
+// command until it is removed by hand.
+func checkWritable(path string) error {
+	dir := filepath.Dir(path)
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: the folder %s does not exist", ErrInvalidInput, dir)
+	case err != nil:
+		return fmt.Errorf("system: %w", err)
+	case !info.IsDir():
+		return fmt.Errorf("%w: %s is not a folder", ErrInvalidInput, dir)
+	}
+	if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
+		return fmt.Errorf("%w: cannot write in the folder %s (SQLite keeps its -wal and -shm files there): %v", ErrReadOnly, dir, err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return fmt.Errorf("%w: cannot write %s: %v", ErrReadOnly, p, err)
+		default:
+			f.Close()
+		}
+	}
+	return nil
+}
+
+// openDB opens the SQLite file at path for writing as a database of kind
+// k, creating it when it is missing or empty and upgrading its schema when
+// an older handoff wrote it, in one transaction. A file that is not a
+// SQLite database, a SQLite database of something else (another
+// application id, or tables without one), a read-only file and a path
+// that is not a plain file are refused before anything is written. The
+// database runs in WAL mode: a commit appends to the log and syncs once,
+// and readers never block the single writer.
+func openDB(ctx context.Context, path string, k kind, d Durability) (*sql.DB, error) {
+	if err := CheckPath(path); err != nil {
+		return nil, err
 	}
 	sync, err := d.Synchronous()
 	if err != nil {
 		return nil, err
 	}
-	dsn := fmt.Sprintf("%s?_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(%s)",
+	h, err := readHeader(ctx, path, k)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkWritable(path); err != nil {
+		return nil, err
+	}
+	dsn := fmt.Sprintf("%s?_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(%s)&_pragma=cell_size_check(1)",
 		path, busyTimeoutMillis, sync)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -66,38 +227,143 @@ func openDB(ctx context.Context, path string, appID int32, schema string, d Dura
 	// One connection: SQLite serialises writers anyway, and a single
 	// connection keeps every statement of a transaction on it.
 	db.SetMaxOpenConns(1)
-	if err := prepare(ctx, db, path, appID, schema); err != nil {
-		db.Close()
-		return nil, err
+	if h.empty || h.version < k.version() {
+		if err := migrate(ctx, db, path, k); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	return db, nil
 }
 
-// prepare checks the application id of the file and creates the schema.
-func prepare(ctx context.Context, db *sql.DB, path string, appID int32, schema string) error {
-	var found int32
-	if err := db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&found); err != nil {
-		return driverError("reading "+path, err)
-	}
-	if found != 0 && found != appID {
-		return fmt.Errorf("%w: %s has application id %#x, want %#x", ErrWrongDatabase, path, found, appID)
-	}
+// migrate sets WAL mode and brings the schema of the database at path up
+// to k's version in one transaction, marking the file as k. openDB calls
+// it only for a new file or an older schema, so that opening a database
+// that is up to date takes no write lock.
+func migrate(ctx context.Context, db *sql.DB, path string, k kind) error {
 	if _, err := db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
 		return driverError("setting WAL mode on "+path, err)
 	}
-	if found == appID {
-		return nil
-	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return driverError("creating the schema of "+path, err)
+		return driverError("opening "+path, err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, schema); err != nil {
-		return driverError("creating the schema of "+path, err)
+	// Read inside the write transaction: another process may have created
+	// or upgraded the schema since the header was read.
+	var appID, version int32
+	if err := tx.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return driverError("reading "+path, err)
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id=%d", appID)); err != nil {
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return driverError("reading "+path, err)
+	}
+	version = k.versionOf(appID, version)
+	switch {
+	case appID != 0 && appID != k.appID:
+		return fmt.Errorf("%w: %s is not %s (its application id is %#x)", ErrWrongDatabase, path, k.name, appID)
+	case version > k.version():
+		return fmt.Errorf("%w: %s has schema version %d; this handoff knows up to %d", ErrNewerSchema, path, version, k.version())
+	case appID == k.appID && version == k.version():
+		return nil
+	}
+	for v := version; v < k.version(); v++ {
+		if _, err := tx.ExecContext(ctx, k.migrations[v]); err != nil {
+			return driverError(fmt.Sprintf("upgrading the schema of %s to version %d", path, v+1), err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id=%d; PRAGMA user_version=%d", k.appID, k.version())); err != nil {
 		return driverError("marking "+path, err)
 	}
-	return driverError("creating the schema of "+path, tx.Commit())
+	return driverError("committing the schema of "+path, tx.Commit())
+}
+
+// openReadOnly opens the existing database at path, of kind k and at k's
+// schema version, for reading only. It writes nothing and leaves nothing
+// behind: see openReader.
+func openReadOnly(ctx context.Context, path string, k kind) (*sql.DB, error) {
+	if err := CheckPath(path); err != nil {
+		return nil, err
+	}
+	h, err := readHeader(ctx, path, k)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case h.empty:
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s does not exist", ErrNotFound, path)
+		}
+		return nil, fmt.Errorf("%w: %s is empty, not %s", ErrWrongDatabase, path, k.name)
+	case h.appID != k.appID:
+		return nil, fmt.Errorf("%w: %s is not %s (it has no handoff mark)", ErrWrongDatabase, path, k.name)
+	case h.version < k.version():
+		return nil, fmt.Errorf("%w: %s has schema version %d, this handoff reads %d; opening it for writing upgrades it in place (handoff upgrade)", ErrOldSchema, path, h.version, k.version())
+	}
+	db, err := openReader(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, driverError("opening "+path, err)
+	}
+	return db, nil
+}
+
+// openReader opens path read-only. When no -wal or -shm file is there, no
+// process has the database open, and it is opened immutable: SQLite then
+// creates neither file (a read-only WAL connection would create both and
+// leave them, with the database's mode). Otherwise it joins the writer's
+// WAL read-only, and the files it finds stay theirs.
+func openReader(path string) (*sql.DB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("system: %w", err)
+	}
+	uri := "file:" + strings.ReplaceAll(abs, "%", "%25") + "?mode=ro&_pragma=busy_timeout(5000)"
+	if !exists(path+"-wal") && !exists(path+"-shm") {
+		uri += "&immutable=1"
+	}
+	db, err := sql.Open("sqlite", uri)
+	if err != nil {
+		return nil, driverError("opening "+path, err)
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// integrityCheck runs SQLite's integrity_check on db and returns what it
+// reports wrong, nothing when the file is sound.
+func integrityCheck(ctx context.Context, db *sql.DB, path string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		if errors.Is(driverError("", err), ErrCorrupt) {
+			return []string{err.Error()}, nil
+		}
+		return nil, driverError("checking "+path, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, driverError("checking "+path, err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		if errors.Is(driverError("", err), ErrCorrupt) {
+			return append(problems, err.Error()), nil
+		}
+		return nil, driverError("checking "+path, err)
+	}
+	return problems, nil
 }

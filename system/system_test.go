@@ -21,6 +21,9 @@ const (
 
 var errCrash = errors.New("crash")
 
+// approvedAt is the fixed clock of tests that look at times.
+var approvedAt = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
 // openPair opens an app and a CRM database in a fresh folder and closes
 // them when the test or benchmark ends.
 func openPair(t testing.TB, opts system.Options) (*system.Outbox, *system.CRM, string) {
@@ -50,7 +53,7 @@ func snapshot(t *testing.T, app *system.Outbox) system.Snapshot {
 
 func TestRecordApproval(t *testing.T) {
 	ctx := context.Background()
-	app, _, _ := openPair(t, system.Options{})
+	app, _, _ := openPair(t, system.Options{Now: func() time.Time { return approvedAt }})
 	got, err := app.RecordApproval(ctx, caseID, "  "+title+" ")
 	if err != nil || got != key {
 		t.Fatalf("got %q, %v; want %q, nil", got, err, key)
@@ -59,8 +62,14 @@ func TestRecordApproval(t *testing.T) {
 	if len(want.Approvals) != 1 || want.Approvals[0].Title != title {
 		t.Fatalf("got approvals %+v, want one with the trimmed title", want.Approvals)
 	}
-	if r := want.Outbox[0]; r != (system.Row{Key: key, State: system.Pending}) {
-		t.Fatalf("got row %+v, want pending with 0 attempts", r)
+	if r := want.Outbox[0]; r != (system.Row{Key: key, State: system.Pending, ApprovedAt: approvedAt}) {
+		t.Fatalf("got row %+v, want pending with 0 attempts, approved at %v", r, approvedAt)
+	}
+	if r, err := app.Row(ctx, key); err != nil || r != want.Outbox[0] {
+		t.Fatalf("Row(%s): got %+v, %v; want %+v", key, r, err, want.Outbox[0])
+	}
+	if _, err := app.Row(ctx, key+"x"); !errors.Is(err, system.ErrNotFound) {
+		t.Fatalf("Row of an unknown key: got %v, want ErrNotFound", err)
 	}
 
 	if got, err := app.RecordApproval(ctx, caseID, title); err != nil || got != key {
@@ -172,7 +181,7 @@ func TestDeliverOne(t *testing.T) {
 		{"conflict blocks", 0, nil, receiverFunc(func(context.Context, string, string) (int64, error) {
 			return 0, fmt.Errorf("%w: other content", system.ErrKeyConflict)
 		}), system.Delivery{Result: system.ResultBlocked, Key: key, Attempts: 1, LastError: "conflict"}, nil, 1},
-		{"other errors come back unchanged", 0, nil, unrecorded, system.Delivery{Result: system.ResultPending, Key: key, Attempts: 1}, errOther, 1},
+		{"other errors come back, the attempt counted", 0, nil, unrecorded, system.Delivery{Result: system.ResultPending, Key: key, Attempts: 1}, errOther, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,7 +203,7 @@ func TestDeliverOne(t *testing.T) {
 				return inner.CreateTask(ctx, k, p)
 			})
 			got, err := app.DeliverOne(ctx, counted)
-			if err != tt.wantErr {
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
 				t.Fatalf("got error %v, want %v", err, tt.wantErr)
 			}
 			if got != tt.want {

@@ -45,8 +45,9 @@ const (
 	sqlClaim = `SELECT o.seq, o.key, a.payload, o.attempts, coalesce(o.last_error, '')
 		FROM outbox o JOIN approvals a ON a.key = o.key
 		WHERE o.state = 'pending' ORDER BY o.seq LIMIT 1`
-	sqlCountAttempt = `UPDATE outbox SET attempts = ? WHERE seq = ?`
-	sqlSettle       = `UPDATE outbox SET state = ?, remote_id = ?, last_error = ? WHERE seq = ?`
+	sqlCountAttempt = `UPDATE outbox SET attempts = ?, last_attempt_at = ? WHERE seq = ?`
+	sqlSettle       = `UPDATE outbox SET state = ?, remote_id = ?, last_error = ?, sent_at = ? WHERE seq = ?`
+	sqlLocalError   = `UPDATE outbox SET last_error = ? WHERE seq = ? AND state = 'pending' AND attempts = ?`
 )
 
 // claimed is the row a delivery works on.
@@ -60,9 +61,15 @@ type claimed struct {
 // DeliverOne makes one delivery attempt for the oldest pending row, as SPEC
 // says: it counts the attempt and commits before sending, sends outside any
 // local transaction, and records the answer in a new transaction. A row that
-// has used its budget is blocked without a send. An error from r that is
-// neither ErrTransient nor ErrKeyConflict is returned unchanged and the row
-// stays pending with the attempt counted; so does an error from the Hook.
+// has used its budget is blocked without a send.
+//
+// A failure after the attempt is committed (an error from r that is
+// neither ErrTransient nor ErrKeyConflict, or a failure to record the
+// answer) is returned as an *AttemptError wrapping the cause: the row
+// stays pending with the attempt counted, and its last error names the
+// cause ("local: database is busy") where the app database takes the
+// write. An error from the Hook, a simulated crash, is returned unchanged
+// and nothing more is written, as after a real crash.
 func (o *Outbox) DeliverOne(ctx context.Context, r Receiver) (Delivery, error) {
 	if r == nil {
 		return Delivery{}, invalid("receiver is nil")
@@ -89,9 +96,24 @@ func (o *Outbox) DeliverOne(ctx context.Context, r Receiver) (Delivery, error) {
 	case errors.Is(sendErr, ErrKeyConflict):
 		d.Result, d.LastError = ResultBlocked, LastErrorConflict
 	default:
-		return d, sendErr
+		return d, o.attemptFailed(ctx, c, sendErr)
 	}
-	return d, o.settle(ctx, c.seq, d)
+	if err := o.settle(ctx, c.seq, d); err != nil {
+		return d, o.attemptFailed(ctx, c, err)
+	}
+	return d, nil
+}
+
+// attemptFailed records, if the database takes it, the cause of a failure
+// after c's attempt was counted as the row's last error, and returns the
+// error that says the attempt is spent.
+func (o *Outbox) attemptFailed(ctx context.Context, c claimed, cause error) error {
+	// Best effort: when the app database itself failed, this fails too,
+	// and the returned error still says what happened.
+	_ = o.write(ctx, "recording the cause", func(tx *sql.Tx) error {
+		return o.q.exec(ctx, tx, sqlLocalError, localCause(cause), c.seq, c.attempts)
+	})
+	return &AttemptError{Key: c.key, Attempt: c.attempts, MaxAttempts: o.maxAttempts, Err: cause}
 }
 
 // claim takes the oldest pending row in one transaction: it blocks the row
@@ -121,7 +143,7 @@ func (o *Outbox) claim(ctx context.Context) (claimed, Delivery, error) {
 	} else {
 		c.attempts++
 		d.Attempts = c.attempts
-		if err := o.q.exec(ctx, tx, sqlCountAttempt, c.attempts, c.seq); err != nil {
+		if err := o.q.exec(ctx, tx, sqlCountAttempt, c.attempts, millis(o.now()), c.seq); err != nil {
 			return c, Delivery{}, driverError("counting the attempt", err)
 		}
 	}
@@ -133,27 +155,33 @@ func (o *Outbox) claim(ctx context.Context) (claimed, Delivery, error) {
 
 // settle records d for the row seq in a new transaction.
 func (o *Outbox) settle(ctx context.Context, seq int64, d Delivery) error {
+	return o.write(ctx, "recording the delivery", func(tx *sql.Tx) error { return o.settleTx(ctx, tx, seq, d) })
+}
+
+// write runs fn in a new write transaction and commits it.
+func (o *Outbox) write(ctx context.Context, doing string, fn func(*sql.Tx) error) error {
 	tx, err := o.db.BeginTx(ctx, nil)
 	if err != nil {
-		return driverError("beginning the record", err)
+		return driverError(doing, err)
 	}
 	defer tx.Rollback()
-	if err := o.settleTx(ctx, tx, seq, d); err != nil {
+	if err := fn(tx); err != nil {
 		return err
 	}
-	return driverError("committing the record", tx.Commit())
+	return driverError(doing, tx.Commit())
 }
 
 // settleTx writes d's state, remote id and last error to the row seq.
 func (o *Outbox) settleTx(ctx context.Context, tx *sql.Tx, seq int64, d Delivery) error {
 	var remoteID, lastError any
+	var sentAt int64
 	if d.Result == ResultSent {
-		remoteID = d.RemoteID
+		remoteID, sentAt = d.RemoteID, millis(o.now())
 	}
 	if d.LastError != "" {
 		lastError = d.LastError
 	}
-	err := o.q.exec(ctx, tx, sqlSettle, string(d.state()), remoteID, lastError, seq)
+	err := o.q.exec(ctx, tx, sqlSettle, string(d.state()), remoteID, lastError, sentAt, seq)
 	return driverError("recording the delivery", err)
 }
 

@@ -7,8 +7,11 @@
 //	handoff replay [--quiet] [FILE...]
 //	handoff demo [--dir DIR] [--json]
 //	handoff approve --app PATH --case ID --title TEXT
-//	handoff deliver --app PATH --crm PATH [--fault KIND]
-//	handoff inspect --app PATH [--crm PATH] [--json]
+//	handoff deliver --app PATH --crm PATH [--create-crm] [--fault KIND]
+//	handoff inspect --app PATH [--crm PATH] [--state S] [--limit N] [--json]
+//	handoff check --app PATH [--crm PATH] [--json]
+//	handoff crm init --crm PATH
+//	handoff upgrade [--app PATH] [--crm PATH]
 //
 // Exit status: 0 done; 1 refused or failed, with one line on stderr; 2
 // usage error.
@@ -21,8 +24,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 const usage = `usage: handoff <command> [flags]
@@ -35,7 +40,10 @@ commands:
   demo      run the lost-reply demonstration on real files
   approve   record an approval in an app database
   deliver   make one delivery attempt from an app database to a CRM database
-  inspect   show the outbox (and CRM) of real database files
+  inspect   show the outbox (and CRM) of real database files, read only
+  check     check real database files: integrity, schema, CRM identity, invariants 1-5
+  crm       crm init: create a CRM database
+  upgrade   upgrade databases an older handoff wrote, in place
 
 Run handoff <command> --help for its flags.
 `
@@ -55,10 +63,18 @@ var commands = map[string]command{
 	"approve":   approve,
 	"deliver":   deliver,
 	"inspect":   inspect,
+	"check":     check,
+	"crm":       crmCmd,
+	"upgrade":   upgrade,
 }
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	// An interrupt cancels the context: long commands stop cleanly and say
+	// how far they got; a second interrupt kills the process.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // run is main without the process: it returns the exit status.

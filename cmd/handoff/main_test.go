@@ -52,7 +52,7 @@ func TestApproveDeliverInspect(t *testing.T) {
 		stdout string // a part of stdout that must appear
 	}{
 		{[]string{"approve", "--app", app, "--case", "case-104", "--title", "Call back"}, 0, "approved harbor:create-followup:v1:case-104: outbox row pending, 0 of 3 attempts"},
-		{[]string{"deliver", "--app", app, "--crm", crm, "--fault", "lost-reply"}, 0, "pending harbor:create-followup:v1:case-104: transient failure (attempt 1 of 3)"},
+		{[]string{"deliver", "--app", app, "--crm", crm, "--fault", "lost-reply", "--create-crm"}, 0, "pending harbor:create-followup:v1:case-104: transient failure (attempt 1 of 3)"},
 		{[]string{"deliver", "--app", app, "--crm", crm, "--fault", "crash-after-reply"}, 1, ""},
 		{[]string{"deliver", "--app", app, "--crm", crm}, 0, "sent harbor:create-followup:v1:case-104: CRM task 1 (attempt 3 of 3)"},
 		{[]string{"deliver", "--app", app, "--crm", crm}, 0, "idle: nothing pending"},
@@ -98,7 +98,7 @@ func TestRefusedInputLeavesDatabasesAsTheyWere(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"approve", "--app", app, "--case", "case-104", "--title", "Call back"},
-		{"deliver", "--app", app, "--crm", crm, "--fault", "offline"},
+		{"deliver", "--app", app, "--crm", crm, "--fault", "offline", "--create-crm"},
 	} {
 		if code, _, stderr := runCLI(t, args...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)

@@ -8,7 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
+	"time"
 
+	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/system"
 )
@@ -38,7 +42,7 @@ func approve(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	row, err := findRow(ctx, app, key)
+	row, err := app.Row(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -50,7 +54,8 @@ func approve(ctx context.Context, args []string, stdout, stderr io.Writer) error
 func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("deliver", flag.ContinueOnError)
 	appPath := fs.String("app", "", "app database (must exist)")
-	crmPath := fs.String("crm", "", "CRM database (created if missing)")
+	crmPath := fs.String("crm", "", "CRM database (must exist, unless --create-crm)")
+	createCRM := fs.Bool("create-crm", false, "create the CRM database if it does not exist")
 	fault := fs.String("fault", "", "inject one fault: offline, lost-reply, crash-before-send, crash-after-reply or duplicate-request")
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
@@ -69,37 +74,51 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := mustExist("app", *appPath); err != nil {
 		return err
 	}
+	creating := false
+	if err := mustExist("CRM", *crmPath); err != nil {
+		if !*createCRM || !errors.Is(err, errMissing) {
+			return fmt.Errorf("%w; create it with handoff crm init --crm %s, or pass --create-crm", err, *crmPath)
+		}
+		creating = true
+	}
 	var injector faults.Injector
 	app, err := system.Open(ctx, *appPath, system.Options{Hook: injector.Hook()})
 	if err != nil {
 		return err
 	}
 	defer app.Close()
-	if _, err := os.Stat(*crmPath); errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(stderr, "creating the CRM database %s\n", *crmPath)
-	}
 	crm, err := system.OpenCRM(ctx, *crmPath, system.Durable)
 	if err != nil {
 		return err
 	}
 	defer crm.Close()
+	identity, err := crm.Identity(ctx)
+	if err != nil {
+		return err
+	}
+	if creating {
+		fmt.Fprintf(stderr, "created the CRM database %s (identity %s)\n", *crmPath, identity)
+	}
+	if err := app.BindReceiver(ctx, identity); err != nil {
+		return err
+	}
 
 	injector.Arm(kind.Point())
 	d, err := app.DeliverOne(ctx, faults.Network(kind, crm))
 	if p := injector.Crashed(); p != "" {
-		return fmt.Errorf("simulated crash at %s delivering %s: the attempt is counted (%d of %d); deliver again", p, d.Key, d.Attempts, app.MaxAttempts())
+		return fmt.Errorf("simulated crash at %s delivering %s: attempt %d of %d counted; deliver again", p, d.Key, d.Attempts, app.MaxAttempts())
 	}
 	if err != nil {
 		return err
 	}
 	switch d.Result {
 	case system.Idle:
-		blocked, err := countBlocked(ctx, app)
+		counts, err := countStates(ctx, app)
 		if err != nil {
 			return err
 		}
-		if blocked > 0 {
-			fmt.Fprintf(stdout, "idle: nothing pending, but %d blocked row(s) wait for a person (handoff inspect)\n", blocked)
+		if n := counts[system.Blocked]; n > 0 {
+			fmt.Fprintf(stdout, "idle: nothing pending, but %d blocked row(s) wait for a person (handoff inspect --state blocked)\n", n)
 		} else {
 			fmt.Fprintln(stdout, "idle: nothing pending")
 		}
@@ -113,43 +132,39 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// mustExist refuses a database file that is not there: only approve (and
-// the CRM side of deliver) may create one.
+// errMissing says that a database file that must exist does not.
+var errMissing = errors.New("does not exist")
+
+// mustExist refuses a database file that is not there: only approve, crm
+// init and deliver --create-crm create one.
 func mustExist(what, path string) error {
+	if err := system.CheckPath(path); err != nil {
+		return err
+	}
 	if _, err := os.Stat(path); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("the %s database %s does not exist", what, path)
+			return fmt.Errorf("the %s database %s %w", what, path, errMissing)
 		}
 		return err
 	}
 	return nil
 }
 
-func findRow(ctx context.Context, app *system.Outbox, key string) (system.Row, error) {
+// countStates counts the rows in each state.
+func countStates(ctx context.Context, app *system.Outbox) (map[system.State]int, error) {
 	snap, err := app.Snapshot(ctx)
 	if err != nil {
-		return system.Row{}, err
+		return nil, err
 	}
-	for _, r := range snap.Outbox {
-		if r.Key == key {
-			return r, nil
-		}
-	}
-	return system.Row{}, fmt.Errorf("no outbox row for %s", key)
+	return stateCounts(snap.Outbox), nil
 }
 
-func countBlocked(ctx context.Context, app *system.Outbox) (int, error) {
-	snap, err := app.Snapshot(ctx)
-	if err != nil {
-		return 0, err
+func stateCounts(rows []system.Row) map[system.State]int {
+	c := map[system.State]int{system.Pending: 0, system.Sent: 0, system.Blocked: 0}
+	for _, r := range rows {
+		c[r.State]++
 	}
-	n := 0
-	for _, r := range snap.Outbox {
-		if r.State == system.Blocked {
-			n++
-		}
-	}
-	return n, nil
+	return c
 }
 
 // describeRow says where a row stands in words.
@@ -164,11 +179,15 @@ func describeRow(r system.Row, maxAttempts int) string {
 	return s
 }
 
-// inspect shows the outbox, and the CRM's tasks when --crm is given.
+// inspect shows the outbox, and the CRM's tasks when --crm is given, read
+// only: it writes nothing and leaves no file behind. It checks the files
+// as it reads them, and exits 1 when anything is wrong with them.
 func inspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	appPath := fs.String("app", "", "app database (must exist)")
-	crmPath := fs.String("crm", "", "CRM database (must exist; optional)")
+	crmPath := fs.String("crm", "", "CRM database (must exist; optional): its tasks are listed and every sent row is checked against them")
+	state := fs.String("state", "all", "list only rows in this state: pending, sent, blocked or all")
+	limit := fs.Int("limit", 100, "list at most this many rows, oldest first; 0 lists all")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
@@ -176,75 +195,130 @@ func inspect(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := required(fs, "app"); err != nil {
 		return err
 	}
-	if err := mustExist("app", *appPath); err != nil {
-		return err
-	}
-	if *crmPath != "" {
-		if err := mustExist("CRM", *crmPath); err != nil {
-			return err
-		}
-	}
-	app, err := system.Open(ctx, *appPath, system.Options{})
+	states, err := parseStates(*state)
 	if err != nil {
 		return err
 	}
-	defer app.Close()
-	snap, err := app.Snapshot(ctx)
+	if *limit < 0 {
+		return fmt.Errorf("%w: --limit is %d, want 0 (all) or more", errUsage, *limit)
+	}
+	findings, files, err := handoff.CheckFiles(ctx, *appPath, *crmPath)
 	if err != nil {
 		return err
 	}
-	var tasks []system.Task
-	if *crmPath != "" {
-		crm, err := system.OpenCRM(ctx, *crmPath, system.Durable)
-		if err != nil {
-			return err
+	v := inspection{appPath: *appPath, crmPath: *crmPath, files: files, findings: findings, now: time.Now()}
+	for _, r := range files.App.Outbox {
+		if !slices.Contains(states, r.State) {
+			continue
 		}
-		defer crm.Close()
-		if tasks, err = crm.Tasks(ctx); err != nil {
-			return err
+		if *limit == 0 || len(v.listed) < *limit {
+			v.listed = append(v.listed, r)
+		} else {
+			v.unlisted++
 		}
 	}
 	if *asJSON {
-		return inspectJSON(stdout, snap, tasks, *crmPath != "")
+		if err := v.writeJSON(stdout); err != nil {
+			return err
+		}
+	} else {
+		v.writeText(stdout)
 	}
-	inspectText(stdout, *appPath, *crmPath, snap, tasks, app.MaxAttempts())
+	if len(findings) > 0 {
+		return fmt.Errorf("%d problem(s) with the files (listed above)", len(findings))
+	}
 	return nil
 }
 
-func countStates(snap system.Snapshot) map[system.State]int {
-	c := map[system.State]int{system.Pending: 0, system.Sent: 0, system.Blocked: 0}
-	for _, r := range snap.Outbox {
-		c[r.State]++
+// parseStates reads --state: one state, or all of them.
+func parseStates(s string) ([]system.State, error) {
+	all := []system.State{system.Pending, system.Sent, system.Blocked}
+	if s == "all" {
+		return all, nil
 	}
-	return c
+	if st := system.State(s); slices.Contains(all, st) {
+		return []system.State{st}, nil
+	}
+	return nil, fmt.Errorf("%w: --state %q, want pending, sent, blocked or all", errUsage, s)
 }
 
-func inspectText(w io.Writer, appPath, crmPath string, snap system.Snapshot, tasks []system.Task, maxAttempts int) {
-	c := countStates(snap)
-	fmt.Fprintf(w, "app database %s: %d pending, %d sent, %d blocked\n", appPath, c[system.Pending], c[system.Sent], c[system.Blocked])
-	for _, r := range snap.Outbox {
-		if r.State != system.Sent {
-			fmt.Fprintf(w, "  %s %s\n", r.Key, describeRow(r, maxAttempts))
-		}
+// inspection is what inspect shows.
+type inspection struct {
+	appPath, crmPath string
+	files            handoff.Files
+	listed           []system.Row // the rows --state and --limit let through
+	unlisted         int          // the rows --state let through and --limit held back
+	findings         []handoff.Finding
+	now              time.Time
+}
+
+func (v inspection) writeText(w io.Writer) {
+	rows := v.files.App.Outbox
+	c := stateCounts(rows)
+	fmt.Fprintf(w, "app database %s: %d pending, %d sent, %d blocked\n", v.appPath, c[system.Pending], c[system.Sent], c[system.Blocked])
+	for _, r := range v.listed {
+		fmt.Fprintf(w, "  %s %s\n", r.Key, describeRow(r, system.DefaultMaxAttempts))
+		fmt.Fprintf(w, "    %s\n", v.times(r))
+	}
+	if v.unlisted > 0 {
+		fmt.Fprintf(w, "  ... %d more (--limit 0 lists all)\n", v.unlisted)
 	}
 	if c[system.Blocked] > 0 {
 		fmt.Fprintf(w, "%d blocked row(s) need a person: reconcile each key in the CRM before anything else is sent for it\n", c[system.Blocked])
 	}
-	if crmPath == "" {
-		return
+	if v.crmPath != "" && len(v.findings) == 0 {
+		fmt.Fprintf(w, "CRM database %s: %d task(s); every sent row names its task\n", v.crmPath, len(v.files.Tasks))
+		for _, t := range v.files.Tasks {
+			fmt.Fprintf(w, "  task %d %s %s\n", t.ID, t.Key, t.Payload)
+		}
 	}
-	fmt.Fprintf(w, "CRM database %s: %d task(s)\n", crmPath, len(tasks))
-	for _, t := range tasks {
-		fmt.Fprintf(w, "  task %d %s %s\n", t.ID, t.Key, t.Payload)
+	for _, f := range v.findings {
+		fmt.Fprintf(w, "PROBLEM %s\n", f)
 	}
 }
 
+// times says when a row was approved, last attempted and sent, with ages.
+func (v inspection) times(r system.Row) string {
+	parts := []string{"approved " + v.when(r.ApprovedAt)}
+	if !r.LastAttemptAt.IsZero() {
+		parts = append(parts, "last attempt "+v.when(r.LastAttemptAt))
+	}
+	if !r.SentAt.IsZero() {
+		parts = append(parts, "sent "+v.when(r.SentAt))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// when prints t in UTC with its age, or "at an unknown time" for a time
+// an older handoff did not record.
+func (v inspection) when(t time.Time) string {
+	if t.IsZero() {
+		return "at an unknown time"
+	}
+	return fmt.Sprintf("%s (%s ago)", t.UTC().Format("2006-01-02 15:04:05Z"), age(v.now.Sub(t)))
+}
+
+// age prints d to the second, or to the minute past an hour.
+func age(d time.Duration) string {
+	if d >= time.Hour {
+		return d.Truncate(time.Minute).String()
+	}
+	return d.Truncate(time.Second).String()
+}
+
+// jsonRow is one outbox row in inspect's JSON, with its approval.
 type jsonRow struct {
-	Key       string  `json:"key"`
-	State     string  `json:"state"`
-	Attempts  int     `json:"attempts"`
-	RemoteID  *int64  `json:"remote_id"`
-	LastError *string `json:"last_error"`
+	Key           string  `json:"key"`
+	State         string  `json:"state"`
+	Attempts      int     `json:"attempts"`
+	RemoteID      *int64  `json:"remote_id"`
+	LastError     *string `json:"last_error"`
+	CaseID        string  `json:"case_id"`
+	Title         string  `json:"title"`
+	Payload       string  `json:"payload"`
+	ApprovedAt    *string `json:"approved_at"`
+	LastAttemptAt *string `json:"last_attempt_at"`
+	SentAt        *string `json:"sent_at"`
 }
 
 type jsonTask struct {
@@ -253,29 +327,60 @@ type jsonTask struct {
 	Payload string `json:"payload"`
 }
 
-func inspectJSON(w io.Writer, snap system.Snapshot, tasks []system.Task, withCRM bool) error {
-	out := struct {
-		Counts   map[system.State]int `json:"counts"`
-		Outbox   []jsonRow            `json:"outbox"`
-		CRMTasks []jsonTask           `json:"crm_tasks"`
-	}{Counts: countStates(snap), Outbox: []jsonRow{}}
-	for _, r := range snap.Outbox {
-		jr := jsonRow{Key: r.Key, State: string(r.State), Attempts: r.Attempts}
-		if r.RemoteID != 0 {
-			id := r.RemoteID
-			jr.RemoteID = &id
-		}
-		if r.LastError != "" {
-			e := r.LastError
-			jr.LastError = &e
-		}
-		out.Outbox = append(out.Outbox, jr)
+type jsonProblem struct {
+	Where string `json:"where"`
+	What  string `json:"what"`
+}
+
+// optional is a pointer to v, or nil for v's zero value: JSON null.
+func optional[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
 	}
-	if withCRM {
+	return &v
+}
+
+// stamp is t in RFC 3339 with milliseconds, or nil when unknown.
+func stamp(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return &s
+}
+
+func (v inspection) writeJSON(w io.Writer) error {
+	approvals := map[string]system.Approval{}
+	for _, a := range v.files.App.Approvals {
+		approvals[a.Key] = a
+	}
+	out := struct {
+		App         string               `json:"app"`
+		CRM         *string              `json:"crm"`
+		Counts      map[system.State]int `json:"counts"`
+		Outbox      []jsonRow            `json:"outbox"`
+		More        int                  `json:"more"`
+		CRMTasks    []jsonTask           `json:"crm_tasks"`
+		CRMIdentity *string              `json:"crm_identity"`
+		DeliversTo  *string              `json:"delivers_to"`
+		Problems    []jsonProblem        `json:"problems"`
+	}{App: v.appPath, CRM: optional(v.crmPath), Counts: stateCounts(v.files.App.Outbox), Outbox: []jsonRow{}, More: v.unlisted,
+		CRMIdentity: optional(v.files.Identity), DeliversTo: optional(v.files.Bound), Problems: []jsonProblem{}}
+	for _, r := range v.listed {
+		a := approvals[r.Key]
+		out.Outbox = append(out.Outbox, jsonRow{Key: r.Key, State: string(r.State), Attempts: r.Attempts,
+			RemoteID: optional(r.RemoteID), LastError: optional(r.LastError), CaseID: a.CaseID, Title: a.Title, Payload: a.Payload,
+			ApprovedAt: stamp(r.ApprovedAt), LastAttemptAt: stamp(r.LastAttemptAt), SentAt: stamp(r.SentAt)})
+	}
+	if v.crmPath != "" {
 		out.CRMTasks = []jsonTask{}
-		for _, t := range tasks {
+		for _, t := range v.files.Tasks {
 			out.CRMTasks = append(out.CRMTasks, jsonTask(t))
 		}
+	}
+	for _, f := range v.findings {
+		out.Problems = append(out.Problems, jsonProblem(f))
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

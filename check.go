@@ -1,0 +1,155 @@
+package handoff
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/outboxlab/handoff/model"
+	"github.com/outboxlab/handoff/system"
+)
+
+// Finding is one thing wrong with real database files: Where names the
+// file, the identity or the invariant, What says what is wrong.
+type Finding struct {
+	Where string
+	What  string
+}
+
+func (f Finding) String() string { return f.Where + ": " + f.What }
+
+// Files is what CheckFiles read: the app database and, when a CRM path was
+// given, the CRM's tasks and identity.
+type Files struct {
+	App      system.Snapshot
+	Tasks    []system.Task
+	Bound    string // the identity of the CRM the app delivers to; "" before its first delivery
+	Identity string // the CRM's identity; "" without a CRM
+}
+
+// CheckFiles checks the app database at appPath and, unless crmPath is
+// empty, the CRM database at crmPath, reading them only: SQLite's
+// integrity check of each, their kind and schema version, that the app
+// delivers to this CRM, and SPEC's invariants 1 to 5 as far as files show
+// them (invariant 4: attempts within the budget). What it finds wrong is
+// returned as findings; an error means it could not read a file at all (a
+// missing file, another kind of file, an older or newer schema).
+func CheckFiles(ctx context.Context, appPath, crmPath string) ([]Finding, Files, error) {
+	var findings []Finding
+	var files Files
+	app, err := system.OpenReadOnly(ctx, appPath)
+	if err != nil {
+		return nil, files, err
+	}
+	defer app.Close()
+	problems, err := app.Check(ctx)
+	if err != nil {
+		return nil, files, err
+	}
+	for _, p := range problems {
+		findings = append(findings, Finding{appPath, "integrity: " + p})
+	}
+	if len(problems) == 0 {
+		if files.App, err = app.Snapshot(ctx); err != nil {
+			return nil, files, err
+		}
+		if files.Bound, err = app.Receiver(ctx); err != nil {
+			return nil, files, err
+		}
+	}
+	withCRM := crmPath != ""
+	if withCRM {
+		crmFindings, err := readCRM(ctx, crmPath, &files)
+		if err != nil {
+			return nil, files, err
+		}
+		findings = append(findings, crmFindings...)
+		withCRM = len(crmFindings) == 0
+	}
+	if len(findings) > 0 {
+		return findings, files, nil
+	}
+	if withCRM && files.Bound != "" && files.Bound != files.Identity {
+		findings = append(findings, Finding{"identity", fmt.Sprintf("%s delivers to CRM %s, but %s is CRM %s: its task ids name other tasks", appPath, files.Bound, crmPath, files.Identity)})
+	}
+	return append(findings, fileInvariants(observation(files.App, files.Tasks), app.MaxAttempts(), withCRM)...), files, nil
+}
+
+// readCRM reads the CRM at path into files, or says what is wrong with it.
+func readCRM(ctx context.Context, path string, files *Files) ([]Finding, error) {
+	crm, err := system.OpenCRMReadOnly(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer crm.Close()
+	problems, err := crm.Check(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var findings []Finding
+	for _, p := range problems {
+		findings = append(findings, Finding{path, "integrity: " + p})
+	}
+	if len(findings) > 0 {
+		return findings, nil
+	}
+	if files.Tasks, err = crm.Tasks(ctx); err != nil {
+		return nil, err
+	}
+	files.Identity, err = crm.Identity(ctx)
+	return nil, err
+}
+
+// fileInvariants checks the invariants of SPEC that files alone show: 1,
+// 3 and 5 need the CRM's tasks, 2 and 4 (attempts within the budget) only
+// the app database.
+func fileInvariants(o model.Observation, maxAttempts int, withCRM bool) []Finding {
+	checks := []struct {
+		invariant int
+		needsCRM  bool
+		check     func(model.Observation) string
+	}{
+		{1, true, oneTaskPerKey},
+		{2, false, oneRowPerApproval},
+		{3, true, sentRowsNameTheirTask},
+		{4, false, func(o model.Observation) string { return attemptsWithin(o, maxAttempts) }},
+		{5, true, tasksHaveApprovals},
+	}
+	var findings []Finding
+	for _, c := range checks {
+		if c.needsCRM && !withCRM {
+			continue
+		}
+		if detail := c.check(o); detail != "" {
+			v := Violation{Invariant: c.invariant, Detail: detail}
+			findings = append(findings, Finding{fmt.Sprintf("invariant %d (%s)", v.Invariant, v.Name()), detail})
+		}
+	}
+	return findings
+}
+
+// attemptsWithin is the part of invariant 4 that files show: no row has
+// more attempts than the budget.
+func attemptsWithin(o model.Observation, maxAttempts int) string {
+	for _, r := range o.Outbox {
+		if r.Attempts > maxAttempts {
+			return fmt.Sprintf("%s has %d attempts, the budget is %d", r.Key, r.Attempts, maxAttempts)
+		}
+	}
+	return ""
+}
+
+// observation is what the model compares: the app's approvals and rows
+// and the CRM's tasks.
+func observation(snap system.Snapshot, tasks []system.Task) model.Observation {
+	var o model.Observation
+	for _, a := range snap.Approvals {
+		o.Approvals = append(o.Approvals, model.Approval{Key: a.Key, Payload: a.Payload})
+	}
+	for _, r := range snap.Outbox {
+		o.Outbox = append(o.Outbox, model.Row{Key: r.Key, State: string(r.State), Attempts: r.Attempts, RemoteID: r.RemoteID, LastError: r.LastError})
+	}
+	for _, t := range tasks {
+		o.Tasks = append(o.Tasks, model.Task{ID: t.ID, Key: t.Key, Payload: t.Payload})
+	}
+	return o
+}

@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	_ "modernc.org/sqlite"
+)
+
+// TestMain lets a test run the command line in a process of its own (as
+// another user, say): with HANDOFF_RUN_MAIN set, the test binary is the
+// handoff command.
+func TestMain(m *testing.M) {
+	if os.Getenv("HANDOFF_RUN_MAIN") != "" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// folder returns every file in dir with its content.
+func folder(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = string(b)
+	}
+	return files
+}
+
+// mustRun runs the command line and fails the test unless it exits 0.
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s%s", args, code, stdout, stderr)
+	}
+	return stdout
+}
+
+// refused runs the command line and fails the test unless it exits 1
+// with a message on stderr that contains want.
+func refused(t *testing.T, want string, args ...string) {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 1 || !strings.Contains(stdout+stderr, want) {
+		t.Errorf("%v: got exit %d, stdout %q, stderr %q; want 1 and %q", args, code, stdout, stderr, want)
+	}
+}
+
+// TestPathsThatAreNotFiles: an in-memory database and URIs are refused
+// by every command, and nothing is created.
+func TestPathsThatAreNotFiles(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	mustRun(t, "approve", "--app", "app.db", "--case", "c-1", "--title", "t")
+	mustRun(t, "crm", "init", "--crm", "crm.db")
+	before := folder(t, dir)
+	for _, args := range [][]string{
+		{"approve", "--app", ":memory:", "--case", "c-1", "--title", "t"},
+		{"approve", "--app", "file:f.db", "--case", "c-1", "--title", "t"},
+		{"approve", "--app", "f.db?mode=memory", "--case", "c-1", "--title", "t"},
+		{"deliver", "--app", "app.db", "--crm", ":memory:", "--create-crm"},
+		{"deliver", "--app", "app.db", "--crm", "file:crm.db"},
+		{"inspect", "--app", "file:app.db"},
+		{"check", "--app", "app.db", "--crm", ":memory:"},
+		{"crm", "init", "--crm", "file:new.db"},
+	} {
+		refused(t, "plain file path", args...)
+	}
+	if diff := cmp.Diff(before, folder(t, dir)); diff != "" {
+		t.Errorf("refused paths changed the folder (-before +after):\n%s", diff)
+	}
+}
+
+// TestTheAppKnowsItsCRM: a mistyped CRM path is not created, another CRM
+// file is refused, and inspect and check say when a sent row does not
+// name its task.
+func TestTheAppKnowsItsCRM(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	mustRun(t, "approve", "--app", "app.db", "--case", "case-1", "--title", "one")
+	mustRun(t, "approve", "--app", "app.db", "--case", "case-2", "--title", "two")
+	if out := mustRun(t, "crm", "init", "--crm", "crm.db"); !strings.Contains(out, "created the CRM database crm.db") {
+		t.Errorf("crm init: got %q", out)
+	}
+	refused(t, "already exists", "crm", "init", "--crm", "crm.db")
+	copyTo(t, "crm.db", "crm-before.db") // the same CRM before it held a task
+	mustRun(t, "deliver", "--app", "app.db", "--crm", "crm.db")
+	mustRun(t, "crm", "init", "--crm", "other.db")
+	before := folder(t, dir)
+	refused(t, "does not exist", "deliver", "--app", "app.db", "--crm", "cmr.db")
+	refused(t, "delivers to CRM", "deliver", "--app", "app.db", "--crm", "other.db")
+	if diff := cmp.Diff(before, folder(t, dir)); diff != "" {
+		t.Errorf("refused deliveries changed the folder (-before +after):\n%s", diff)
+	}
+	refused(t, "delivers to CRM", "inspect", "--app", "app.db", "--crm", "other.db")
+	refused(t, "delivers to CRM", "check", "--app", "app.db", "--crm", "other.db")
+	refused(t, "but the CRM has no task 1", "inspect", "--app", "app.db", "--crm", "crm-before.db")
+	refused(t, "invariant 3", "check", "--app", "app.db", "--crm", "crm-before.db")
+	if out := mustRun(t, "check", "--app", "app.db", "--crm", "crm.db"); !strings.Contains(out, "ok (integrity, schema, 2 rows, 1 tasks; invariants 1 to 5") {
+		t.Errorf("check of sound files: got %q", out)
+	}
+	if diff := cmp.Diff(before, folder(t, dir)); diff != "" {
+		t.Errorf("inspect and check changed the folder (-before +after):\n%s", diff)
+	}
+}
+
+func copyTo(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestForeignDatabasesAreLeftAlone: a SQLite database of somebody else's
+// is refused by every command, unchanged, and gains no -wal or -shm.
+func TestForeignDatabasesAreLeftAlone(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	db, err := sql.Open("sqlite", "o.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE foo (a TEXT); INSERT INTO foo VALUES ('mine')`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	mustRun(t, "approve", "--app", "app.db", "--case", "c-1", "--title", "t")
+	mustRun(t, "crm", "init", "--crm", "crm.db")
+	before := folder(t, dir)
+	for _, args := range [][]string{
+		{"approve", "--app", "o.db", "--case", "c-1", "--title", "t"},
+		{"deliver", "--app", "o.db", "--crm", "crm.db"},
+		{"deliver", "--app", "app.db", "--crm", "o.db"},
+		{"inspect", "--app", "o.db"},
+		{"inspect", "--app", "app.db", "--crm", "o.db"},
+		{"check", "--app", "o.db"},
+		{"upgrade", "--app", "o.db"},
+	} {
+		refused(t, "o.db is a SQLite database of something else", args...)
+	}
+	if diff := cmp.Diff(before, folder(t, dir)); diff != "" {
+		t.Errorf("commands changed the folder (-before +after):\n%s", diff)
+	}
+}
+
+// TestReadOnlyDatabaseLeavesNoTrap runs approve as a user who may read
+// app.db but not write it: it must be refused without leaving a -shm file
+// that breaks the next run once the file is writable again.
+func TestReadOnlyDatabaseLeavesNoTrap(t *testing.T) {
+	dir, err := os.MkdirTemp("", "handoff-readonly-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "handoff.test")
+	copyTo(t, os.Args[0], exe)
+	if err := os.Chmod(exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	app := filepath.Join(dir, "app.db")
+	mustRun(t, "approve", "--app", app, "--case", "c-1", "--title", "t")
+
+	// asUser runs the command line in a process of a user who is not root
+	// (root may write any file), who owns app.db.
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+		if err := os.Chown(app, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asUser := func(args ...string) (int, string) {
+		cmd := exec.Command(exe, args...)
+		cmd.Env = append(os.Environ(), "HANDOFF_RUN_MAIN=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+
+	if err := os.Chmod(app, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	before := folder(t, dir)
+	if code, out := asUser("approve", "--app", app, "--case", "c-2", "--title", "t"); code != 1 || !strings.Contains(out, "read-only") {
+		t.Fatalf("approve on a read-only file: got exit %d, %q; want 1 and read-only", code, out)
+	}
+	if code, out := asUser("inspect", "--app", app); code != 0 || !strings.Contains(out, "1 pending") {
+		t.Errorf("inspect of a read-only file: got exit %d, %q; want 0", code, out)
+	}
+	if diff := cmp.Diff(before, folder(t, dir)); diff != "" {
+		t.Errorf("commands on a read-only file changed the folder (-before +after):\n%s", diff)
+	}
+	if err := os.Chmod(app, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := asUser("approve", "--app", app, "--case", "c-2", "--title", "t"); code != 0 {
+		t.Errorf("approve once the file is writable again: got exit %d, %q; want 0", code, out)
+	}
+}
+
+// TestCorruptionIsNeverExitZero damages 4 KiB of a 300-row app database:
+// inspect and check must report it, and approve and deliver either work
+// where they do not meet the damage or say the database is corrupt.
+func TestCorruptionIsNeverExitZero(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	mustRun(t, "approve", "--app", "app.db", "--case", "case-0", "--title", "Call back")
+	db, err := sql.Open("sqlite", "app.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 300; i++ {
+		if _, err := db.Exec(`INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, 'Call back', ?);
+			INSERT INTO outbox (key, state, attempts) VALUES (?, 'pending', 0)`,
+			fmt.Sprint("harbor:create-followup:v1:case-", i), fmt.Sprint("case-", i), fmt.Sprintf(`{"case_id":"case-%d","title":"Call back"}`, i),
+			fmt.Sprint("harbor:create-followup:v1:case-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	mustRun(t, "crm", "init", "--crm", "crm.db")
+	if out := mustRun(t, "check", "--app", "app.db", "--crm", "crm.db"); !strings.Contains(out, "300 rows") {
+		t.Fatalf("check before the damage: %q", out)
+	}
+	b, err := os.ReadFile("app.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4096 {
+		b[len(b)/2/4096*4096+i] = byte(i * 31)
+	}
+	if err := os.WriteFile("app.db", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, "integrity", "inspect", "--app", "app.db")
+	refused(t, "integrity", "check", "--app", "app.db", "--crm", "crm.db")
+	for _, args := range [][]string{
+		{"approve", "--app", "app.db", "--case", "case-7", "--title", "Call back"},
+		{"approve", "--app", "app.db", "--case", "case-new", "--title", "Call back"},
+		{"deliver", "--app", "app.db", "--crm", "crm.db"},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 0 && !strings.Contains(stderr, "corrupt") {
+			t.Errorf("%v: got exit %d, %q; want 0 or a message that the database is corrupt", args, code, stderr)
+		}
+	}
+}
+
+// TestBusyCRMSaysTheAttemptIsCounted holds the CRM's write lock from
+// another process's connection while deliver runs.
+func TestBusyCRMSaysTheAttemptIsCounted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out SQLite's busy timeout (5 s)")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
+	mustRun(t, "approve", "--app", app, "--case", "case-1", "--title", "t")
+	mustRun(t, "crm", "init", "--crm", crm)
+	db, err := sql.Open("sqlite", crm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, "attempt 1 of 3 counted; the CRM may have acted", "deliver", "--app", app, "--crm", crm)
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustRun(t, "inspect", "--app", app); !strings.Contains(out, "last error local: database is busy") {
+		t.Errorf("inspect after a busy CRM: got %q, want the cause as last error", out)
+	}
+}
+
+// TestInspectFiltersAndTimes lists rows by state, with a limit, times and
+// ages, and approvals in JSON.
+func TestInspectFiltersAndTimes(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for i := range 5 {
+		mustRun(t, "approve", "--app", "app.db", "--case", fmt.Sprint("case-", i), "--title", "Call back")
+	}
+	mustRun(t, "deliver", "--app", "app.db", "--crm", "crm.db", "--create-crm")
+	tests := []struct {
+		args        []string
+		contains    []string
+		notContains []string
+	}{
+		{[]string{"--state", "sent"}, []string{"case-0 sent, 1 of 3 attempts, CRM task 1", "approved 20", "last attempt 20", "sent 20", " ago)"}, []string{"case-1"}},
+		{[]string{"--state", "pending", "--limit", "2"}, []string{"case-1 pending", "case-2 pending", "... 2 more (--limit 0 lists all)"}, []string{"case-0", "case-3"}},
+		{[]string{"--limit", "0"}, []string{"case-0", "case-4"}, []string{"more"}},
+	}
+	for _, tt := range tests {
+		out := mustRun(t, append([]string{"inspect", "--app", "app.db"}, tt.args...)...)
+		for _, want := range tt.contains {
+			if !strings.Contains(out, want) {
+				t.Errorf("inspect %v: no %q in:\n%s", tt.args, want, out)
+			}
+		}
+		for _, unwanted := range tt.notContains {
+			if strings.Contains(out, unwanted) {
+				t.Errorf("inspect %v: %q in:\n%s", tt.args, unwanted, out)
+			}
+		}
+	}
+	out := mustRun(t, "inspect", "--app", "app.db", "--crm", "crm.db", "--state", "sent", "--json")
+	for _, want := range []string{`"case_id": "case-0"`, `"title": "Call back"`, `"approved_at": "20`, `"sent_at": "20`, `"more": 0`, `"problems": []`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect --json: no %q in:\n%s", want, out)
+		}
+	}
+	for _, args := range [][]string{{"--state", "done"}, {"--limit", "-1"}} {
+		if code, _, _ := runCLI(t, append([]string{"inspect", "--app", "app.db"}, args...)...); code != 2 {
+			t.Errorf("inspect %v: got exit %d, want 2", args, code)
+		}
+	}
+}
+
+// TestUpgradeThenRead: a database the first release wrote is read only
+// after upgrade, which keeps every row.
+func TestUpgradeThenRead(t *testing.T) {
+	src, err := filepath.Abs("../../system/testdata/app-v0.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	copyTo(t, src, "app.db")
+	refused(t, "handoff upgrade", "inspect", "--app", "app.db")
+	if out := mustRun(t, "upgrade", "--app", "app.db"); !strings.Contains(out, "up to date") {
+		t.Errorf("upgrade: got %q", out)
+	}
+	if out := mustRun(t, "inspect", "--app", "app.db"); !strings.Contains(out, "1 pending, 1 sent, 1 blocked") || !strings.Contains(out, "approved at an unknown time") {
+		t.Errorf("inspect after the upgrade: got %q", out)
+	}
+}

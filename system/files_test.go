@@ -1,0 +1,385 @@
+package system_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/outboxlab/handoff/system"
+	_ "modernc.org/sqlite"
+)
+
+// folder returns every file in dir with its content.
+func folder(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if files[e.Name()], err = os.ReadFile(filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}
+
+// foreignDatabase writes a SQLite database of somebody else's at path.
+func foreignDatabase(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE foo (a TEXT); INSERT INTO foo VALUES ('mine')`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenRefusesWhatIsNotAPlainHandoffFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	foreign := filepath.Join(dir, "o.db")
+	foreignDatabase(t, foreign)
+	newer := filepath.Join(dir, "newer.db")
+	app, err := system.Open(ctx, newer, system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.DB().Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	app.Close()
+	before := folder(t, dir)
+	tests := []struct {
+		path                         string
+		wantApp, wantCRM, wantReader error
+	}{
+		{":memory:", system.ErrInvalidInput, system.ErrInvalidInput, system.ErrInvalidInput},
+		{"file:" + filepath.Join(dir, "f.db"), system.ErrInvalidInput, system.ErrInvalidInput, system.ErrInvalidInput},
+		{"FILE:f.db", system.ErrInvalidInput, system.ErrInvalidInput, system.ErrInvalidInput},
+		{filepath.Join(dir, "a.db#x"), system.ErrInvalidInput, system.ErrInvalidInput, system.ErrInvalidInput},
+		{dir, system.ErrInvalidInput, system.ErrInvalidInput, system.ErrInvalidInput},
+		{filepath.Join(dir, "missing", "app.db"), system.ErrInvalidInput, system.ErrInvalidInput, system.ErrNotFound},
+		{foreign, system.ErrWrongDatabase, system.ErrWrongDatabase, system.ErrWrongDatabase},
+		{newer, system.ErrNewerSchema, system.ErrWrongDatabase, system.ErrNewerSchema},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			if _, err := system.Open(ctx, tt.path, system.Options{}); !errors.Is(err, tt.wantApp) {
+				t.Errorf("Open: got %v, want %v", err, tt.wantApp)
+			}
+			if _, err := system.OpenCRM(ctx, tt.path, system.Durable); !errors.Is(err, tt.wantCRM) {
+				t.Errorf("OpenCRM: got %v, want %v", err, tt.wantCRM)
+			}
+			if _, err := system.OpenReadOnly(ctx, tt.path); !errors.Is(err, tt.wantReader) {
+				t.Errorf("OpenReadOnly: got %v, want %v", err, tt.wantReader)
+			}
+		})
+	}
+	if diff := cmp.Diff(before, folder(t, dir)); diff != "" {
+		t.Errorf("refused opens changed the folder (-before +after):\n%s", diff)
+	}
+}
+
+// TestReadOnlyOpenLeavesNothing reads a database nobody has open, and one
+// a writer has open, and checks that neither read writes or leaves a file.
+func TestReadOnlyOpenLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.db")
+	app, err := system.Open(ctx, path, system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
+		t.Fatal(err)
+	}
+	app.Close()
+	before := folder(t, dir)
+	ro, err := system.OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := snapshot(t, ro); len(s.Outbox) != 1 {
+		t.Errorf("read-only snapshot: got %+v, want one row", s)
+	}
+	if _, err := ro.RecordApproval(ctx, "case-2", title); !errors.Is(err, system.ErrReadOnly) {
+		t.Errorf("approving through a read-only handle: got %v, want ErrReadOnly", err)
+	}
+	ro.Close()
+	if diff := cmp.Diff(before, folder(t, dir)); diff != "" {
+		t.Errorf("a read-only open changed the folder (-before +after):\n%s", diff)
+	}
+
+	// A writer holds the database open, its latest commit in the WAL.
+	writer, err := system.Open(ctx, path, system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	if _, err := writer.RecordApproval(ctx, "case-2", title); err != nil {
+		t.Fatal(err)
+	}
+	ro, err = system.OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if s := snapshot(t, ro); len(s.Outbox) != 2 {
+		t.Errorf("read-only snapshot beside a writer: got %d rows, want 2 (the WAL's too)", len(s.Outbox))
+	}
+}
+
+func TestReadOnlyOpenRefuses(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(dir, "old.db")
+	copyFile(t, "testdata/app-v0.db", old)
+	crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crm.Close()
+	before := folder(t, dir)
+	for _, tt := range []struct {
+		path string
+		want error
+	}{
+		{filepath.Join(dir, "missing.db"), system.ErrNotFound},
+		{empty, system.ErrWrongDatabase},
+		{old, system.ErrOldSchema},
+		{filepath.Join(dir, "crm.db"), system.ErrWrongDatabase},
+	} {
+		if _, err := system.OpenReadOnly(ctx, tt.path); !errors.Is(err, tt.want) {
+			t.Errorf("OpenReadOnly(%s): got %v, want %v", tt.path, err, tt.want)
+		}
+	}
+	if diff := cmp.Diff(before, folder(t, dir)); diff != "" {
+		t.Errorf("refused read-only opens changed the folder (-before +after):\n%s", diff)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUpgradeFromTheFirstRelease opens files the first release wrote
+// (testdata: case-1 sent as task 1, case-2 blocked after three offline
+// attempts, case-3 pending) and checks that nothing is lost.
+func TestUpgradeFromTheFirstRelease(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	copyFile(t, "testdata/app-v0.db", filepath.Join(dir, "app.db"))
+	copyFile(t, "testdata/crm-v0.db", filepath.Join(dir, "crm.db"))
+	app, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crm.Close()
+	want := []system.Row{
+		{Key: system.KeyPrefix + "case-1", State: system.Sent, Attempts: 1, RemoteID: 1},
+		{Key: system.KeyPrefix + "case-2", State: system.Blocked, Attempts: 3, LastError: system.LastErrorTransient},
+		{Key: system.KeyPrefix + "case-3", State: system.Pending},
+	}
+	s := snapshot(t, app)
+	if diff := cmp.Diff(want, s.Outbox); diff != "" {
+		t.Errorf("rows after the upgrade (-want +got):\n%s", diff)
+	}
+	if len(s.Approvals) != 3 || s.Approvals[1].Title != "Rappeler — réparation" {
+		t.Errorf("approvals after the upgrade: got %+v", s.Approvals)
+	}
+	id, err := crm.Identity(ctx)
+	if err != nil || len(id) != 32 {
+		t.Errorf("the upgraded CRM's identity: got %q, %v; want 32 hex digits", id, err)
+	}
+	// The upgraded files work: the pending row is delivered.
+	if d, err := app.DeliverOne(ctx, crm); err != nil || d.Result != system.ResultSent || d.RemoteID != 2 {
+		t.Errorf("delivery after the upgrade: got %+v, %v; want case-3 sent as task 2", d, err)
+	}
+}
+
+func TestBindReceiver(t *testing.T) {
+	ctx := context.Background()
+	app, crm, dir := openPair(t, system.Options{})
+	other, err := system.OpenCRM(ctx, filepath.Join(dir, "other.db"), system.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	id, err := crm.Identity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherID, err := other.Identity(ctx)
+	if err != nil || otherID == id {
+		t.Fatalf("two CRM files: identities %q and %q (%v), want two different ones", id, otherID, err)
+	}
+	if got, err := app.Receiver(ctx); err != nil || got != "" {
+		t.Errorf("before binding: got %q, %v; want none", got, err)
+	}
+	for _, tt := range []struct {
+		id   string
+		want error
+	}{
+		{id, nil},
+		{id, nil},
+		{otherID, system.ErrWrongReceiver},
+		{"", system.ErrInvalidInput},
+	} {
+		if err := app.BindReceiver(ctx, tt.id); !errors.Is(err, tt.want) || (err == nil) != (tt.want == nil) {
+			t.Errorf("BindReceiver(%q): got %v, want %v", tt.id, err, tt.want)
+		}
+	}
+	if got, err := app.Receiver(ctx); err != nil || got != id {
+		t.Errorf("after binding: got %q, %v; want %q", got, err, id)
+	}
+}
+
+// TestFailureAfterTheAttemptSaysSo checks that a failure after the attempt
+// is counted says so, and leaves the cause as the row's last error.
+func TestFailureAfterTheAttemptSaysSo(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		err       error
+		lastError string
+	}{
+		{"busy", fmt.Errorf("%w: the CRM's write lock", system.ErrBusy), "local: database is busy"},
+		{"full", fmt.Errorf("%w: no space", system.ErrFull), "local: disk is full"},
+		{"other", errors.New("certificate expired"), "local: unexpected error"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			app, _, _ := openPair(t, system.Options{})
+			if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
+				t.Fatal(err)
+			}
+			_, err := app.DeliverOne(ctx, receiverFunc(func(context.Context, string, string) (int64, error) { return 0, tt.err }))
+			var ae *system.AttemptError
+			if !errors.As(err, &ae) || !errors.Is(err, tt.err) || ae.Attempt != 1 || ae.MaxAttempts != 3 ||
+				!strings.Contains(err.Error(), "attempt 1 of 3 counted; the CRM may have acted") {
+				t.Fatalf("got %v, want an AttemptError for attempt 1 of 3 wrapping %v", err, tt.err)
+			}
+			row, err := app.Row(ctx, key)
+			if err != nil || row.State != system.Pending || row.Attempts != 1 || row.LastError != tt.lastError {
+				t.Errorf("got row %+v, %v; want pending, 1 attempt, last error %q", row, err, tt.lastError)
+			}
+		})
+	}
+}
+
+// TestBusyReceiverSpendsAnAttemptAndSaysSo holds the CRM's write lock from
+// another connection past the busy timeout: the delivery fails with
+// ErrBusy, and says that the attempt is counted.
+func TestBusyReceiverSpendsAnAttemptAndSaysSo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out SQLite's busy timeout (5 s)")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	app, crm, dir := openPair(t, system.Options{})
+	if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
+		t.Fatal(err)
+	}
+	locker, err := sql.Open("sqlite", filepath.Join(dir, "crm.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close()
+	conn, err := locker.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = app.DeliverOne(ctx, crm)
+	if !errors.Is(err, system.ErrBusy) || !strings.Contains(err.Error(), "attempt 1 of 3 counted") {
+		t.Fatalf("got %v after %v, want ErrBusy with the attempt counted", err, time.Since(start))
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if row, err := app.Row(ctx, key); err != nil || row.LastError != "local: database is busy" || row.Attempts != 1 {
+		t.Errorf("got row %+v, %v; want 1 attempt and last error local: database is busy", row, err)
+	}
+	if d, err := app.DeliverOne(ctx, crm); err != nil || d.Result != system.ResultSent || d.Attempts != 2 {
+		t.Errorf("after the lock is gone: got %+v, %v; want sent on attempt 2", d, err)
+	}
+}
+
+// TestCorruptionIsReported damages one page of a database at a time and
+// checks that the integrity check reports it.
+func TestCorruptionIsReported(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.db")
+	app, err := system.Open(ctx, path, system.Options{Durability: system.ProcessSafe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		if _, err := app.RecordApproval(ctx, fmt.Sprint("case-", i), "Call about the approved repair plan"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app.Close()
+	sound, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const page = 4096
+	for p := 1; p < len(sound)/page; p++ { // page 0 holds the header: damage there is a wrong file
+		t.Run(fmt.Sprint("page ", p), func(t *testing.T) {
+			damaged := slices.Clone(sound)
+			for i := range page {
+				damaged[p*page+i] = byte(i*7 + p*13) // garbage, the same on every run
+			}
+			if err := os.WriteFile(path, damaged, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ro, err := system.OpenReadOnly(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ro.Close()
+			problems, err := ro.Check(ctx)
+			if err != nil || len(problems) == 0 {
+				t.Errorf("integrity check of a damaged page: got %v, %v; want problems", problems, err)
+			}
+			// Reading meets the damage or not, depending on the page; when it
+			// does, the error says so.
+			if _, err := ro.Snapshot(ctx); err != nil && !errors.Is(err, system.ErrCorrupt) {
+				t.Errorf("snapshot: got %v, want ErrCorrupt or no error", err)
+			}
+		})
+	}
+}
