@@ -18,18 +18,12 @@ import (
 // harness catches every fragile one.
 func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("designs", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: handoff designs [--measure SEEDS [--json]] [NAME...]")
-		fs.PrintDefaults()
-	}
 	measure := fs.Int("measure", 0, "explore every fragile design with this many seeds and report how fast each is caught")
 	asJSON := fs.Bool("json", false, "with --measure: print one JSON object")
 	if err := parse(fs, args, stderr, true); err != nil {
 		return err
 	}
 	switch {
-	case *measure < 0:
-		return fmt.Errorf("%w: --measure is %d, want a number of seeds", errUsage, *measure)
 	case *measure > 0 && fs.NArg() > 0:
 		return fmt.Errorf("%w: --measure measures the whole catalog; give no names", errUsage)
 	case *measure > 0:
@@ -38,7 +32,7 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		for _, name := range fs.Args() {
 			d, err := designs.Lookup(name)
 			if err != nil {
-				return err
+				return fmt.Errorf("%w: %v", errUsage, err)
 			}
 			fmt.Fprintf(stdout, "%s: %s\n", d.Name, d.Summary)
 			if d.Doc != "" {

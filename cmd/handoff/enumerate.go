@@ -15,9 +15,6 @@ import (
 // it passes, restarts, converges, and checks every invariant.
 func enumerate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("enumerate", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: handoff enumerate [FILE...]  (no FILE: the embedded corpus; scenarios of fragile designs are skipped)")
-	}
 	if err := parse(fs, args, stderr, true); err != nil {
 		return err
 	}
