@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/outboxlab/handoff/faults"
 )
 
 // The command table, its help, and the exit-status rule.
@@ -120,6 +122,7 @@ func TestExitStatusRule(t *testing.T) {
 		{[]string{"designs", "--measure", "-1"}, 2, "--measure is -1, want 1 or more"},
 		{[]string{"designs", "--measure", "1", "two-writes"}, 2, "give no names"},
 		{[]string{"deliver", "--app", app, "--crm", crm, "--fault", "meteor"}, 2, `unknown fault "meteor"`},
+		{[]string{"deliver", "--app", app, "--crm", crm, "--fault", "foreign-task"}, 2, "exists only in scenarios"},
 		{[]string{"deliver", "--app", app}, 2, "missing --crm"},
 		{[]string{"approve", "--app", app, "--case", "casé", "--title", "t"}, 1, `case id "casé" has 'é' at character 4`},
 		{[]string{"deliver", "--app", filepath.Join(dir, "missing.db"), "--crm", crm}, 1, "does not exist"},
@@ -195,6 +198,41 @@ func TestVersion(t *testing.T) {
 		if got := versionLine(tt.info, tt.ok); got != tt.want {
 			t.Errorf("versionLine: got %q, want %q", got, tt.want)
 		}
+	}
+}
+
+func TestDeliverFaultHelpListsEveryFault(t *testing.T) {
+	_, help, _ := runCLI(t, "help", "deliver")
+	for _, k := range faults.DeliveryKinds {
+		if !strings.Contains(help, string(k)) {
+			t.Errorf("help deliver does not mention --fault %s:\n%s", k, help)
+		}
+	}
+	if !strings.Contains(help, string(faults.ForeignTask)+" only in scenarios") {
+		t.Errorf("help deliver does not say foreign-task is for scenarios only:\n%s", help)
+	}
+}
+
+// TestDeliverRefusesForeignTask checks that deliver will not put a task
+// with foreign content into a real CRM file, and changes nothing.
+func TestDeliverRefusesForeignTask(t *testing.T) {
+	dir := t.TempDir()
+	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
+	for _, args := range [][]string{
+		{"approve", "--app", app, "--case", "case-104", "--title", "Call back"},
+		{"deliver", "--app", app, "--crm", crm, "--fault", "offline"},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	before := readFiles(t, app, crm)
+	code, _, stderr := runCLI(t, "deliver", "--app", app, "--crm", crm, "--fault", "foreign-task")
+	if code != 2 || !strings.Contains(stderr, "foreign content into the CRM file") {
+		t.Errorf("deliver --fault foreign-task: got exit %d, %q; want 2 and why", code, stderr)
+	}
+	if !equalFiles(before, readFiles(t, app, crm)) {
+		t.Error("deliver --fault foreign-task changed a database file")
 	}
 }
 

@@ -51,7 +51,7 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("deliver", flag.ContinueOnError)
 	appPath := fs.String("app", "", "app database (must exist)")
 	crmPath := fs.String("crm", "", "CRM database (created if missing)")
-	fault := fs.String("fault", "", "inject one fault: offline, lost-reply, crash-before-send, crash-after-reply or duplicate-request")
+	fault := fs.String("fault", "", deliverFaultHelp())
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var kind faults.Kind
 	if *fault != "" {
-		k, err := faults.ParseKind(*fault, faults.DeliveryKinds...)
+		k, err := parseDeliverFault(*fault)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
