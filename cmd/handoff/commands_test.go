@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
 )
 
@@ -233,6 +235,32 @@ func TestDeliverRefusesForeignTask(t *testing.T) {
 	}
 	if !equalFiles(before, readFiles(t, app, crm)) {
 		t.Error("deliver --fault foreign-task changed a database file")
+	}
+}
+
+func TestDesignsJSONCatalog(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "designs", "--json")
+	var got []catalogEntry
+	if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil {
+		t.Fatalf("designs --json: exit %d, %v, stderr %q:\n%s", code, err, stderr, stdout)
+	}
+	all := designs.All()
+	if len(got) != len(all) {
+		t.Fatalf("designs --json: got %d designs, want %d", len(got), len(all))
+	}
+	for i, d := range all {
+		g := got[i]
+		if g.Name != d.Name || g.Summary != d.Summary || g.Fragile != (d.Doc != "") {
+			t.Errorf("designs --json [%d]: got %+v, want %s", i, g, d.Name)
+		}
+		if g.Fragile && (g.Invariant == nil || *g.Invariant != d.Invariant || *g.MinimalSteps != d.MinimalSteps || *g.Failure != d.Failure || *g.Doc != d.Doc) ||
+			!g.Fragile && (g.Invariant != nil || g.Doc != nil) {
+			t.Errorf("designs --json %s: got %+v", d.Name, g)
+		}
+	}
+	code, stdout, _ = runCLI(t, "designs", "--json", "no-budget")
+	if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil || len(got) != 1 || got[0].Name != "no-budget" {
+		t.Errorf("designs --json no-budget: exit %d, %v:\n%s", code, err, stdout)
 	}
 }
 
