@@ -264,6 +264,21 @@ func TestDesignsJSONCatalog(t *testing.T) {
 	}
 }
 
+func TestEnumerateSkipsFragileScenarios(t *testing.T) {
+	fragile := filepath.Join("..", "..", "corpus", "fragile", "two-writes.txt")
+	real := filepath.Join("..", "..", "corpus", "duplicate-request.txt")
+	code, stdout, stderr := runCLI(t, "enumerate", fragile)
+	if code != 1 || !strings.Contains(stderr, "skipped "+fragile+": a scenario of the fragile design two-writes") ||
+		!strings.Contains(stderr, "handoff enumerate: nothing to enumerate") || stdout != "" {
+		t.Errorf("enumerate of a fragile scenario: got exit %d, stdout %q, stderr %q; want 1, the skip and nothing to enumerate", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "enumerate", fragile, real)
+	if code != 0 || !strings.Contains(stderr, "skipped "+fragile) || !strings.Contains(stdout, "in 1 scenarios") ||
+		!strings.Contains(stdout, "skipped 1 scenarios of fragile designs") {
+		t.Errorf("enumerate of a fragile and a real scenario: got exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
 // TestREADMECommandLine keeps the README's command-line block equal to the
 // usage lines of the command table.
 func TestREADMECommandLine(t *testing.T) {
