@@ -52,18 +52,27 @@ func NewApproval(caseID, title string) (Approval, error) {
 	}, nil
 }
 
+// validateCaseID checks caseID against SPEC: 1 to 80 characters, each an
+// ASCII letter, ASCII digit or '-'. Its messages count characters, not
+// bytes, name an offending character as a character (or an invalid byte as
+// a byte), and quote the case id with Go escapes, so that no character in
+// it can break a line of output.
 func validateCaseID(caseID string) error {
-	switch {
-	case caseID == "":
+	switch n := utf8.RuneCountInString(caseID); {
+	case n == 0:
 		return invalid("case id is empty")
-	case len(caseID) > maxCaseIDLen:
-		return invalid("case id is %d characters, more than %d", len(caseID), maxCaseIDLen)
+	case n > maxCaseIDLen:
+		return invalid("case id is %d characters, more than %d", n, maxCaseIDLen)
 	}
-	for i := 0; i < len(caseID); i++ {
-		c := caseID[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
-			return invalid("case id %q has %q at byte %d; use ASCII letters, digits and '-'", caseID, c, i+1)
+	for i, pos := 0, 1; i < len(caseID); pos++ {
+		r, size := utf8.DecodeRuneInString(caseID[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			return invalid("case id %q has the invalid UTF-8 byte %#x at character %d; use ASCII letters, digits and '-'", caseID, caseID[i], pos)
+		case !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-'):
+			return invalid("case id %q has %q at character %d; use ASCII letters, digits and '-'", caseID, r, pos)
 		}
+		i += size
 	}
 	return nil
 }

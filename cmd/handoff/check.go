@@ -77,13 +77,17 @@ func checkedInvariants(crmPath string) string {
 
 // crmCmd runs the CRM's subcommands: init creates a CRM database.
 func crmCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "init" {
-		return fmt.Errorf("%w: want handoff crm init --crm PATH", errUsage)
-	}
-	fs := flag.NewFlagSet("crm init", flag.ContinueOnError)
+	fs := flag.NewFlagSet("crm", flag.ContinueOnError)
 	crmPath := fs.String("crm", "", "CRM database to create (must not exist)")
-	if err := parse(fs, args[1:], stderr, false); err != nil {
+	init := len(args) > 0 && args[0] == "init"
+	if init {
+		args = args[1:]
+	}
+	if err := parse(fs, args, stderr, false); err != nil {
 		return err
+	}
+	if !init {
+		return fmt.Errorf("%w: want handoff crm init --crm PATH", errUsage)
 	}
 	if err := required(fs, "crm"); err != nil {
 		return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -24,9 +23,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(d)
+		return encodeJSON(stdout, d)
 	}
 	fmt.Fprintf(stdout, "approved %s (%q); the databases are in %s\n", d.OperationKey, handoff.DemoTitle, *dir)
 	fmt.Fprintf(stdout, "network calls: %d (the CRM is a local SQLite file)\n\n", d.NetworkCalls)

@@ -18,28 +18,33 @@ import (
 // harness catches every fragile one.
 func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("designs", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: handoff designs [--measure SEEDS [--json]] [NAME...]")
-		fs.PrintDefaults()
-	}
 	measure := fs.Int("measure", 0, "explore every fragile design with this many seeds and report how fast each is caught")
-	asJSON := fs.Bool("json", false, "with --measure: print one JSON object")
+	asJSON := fs.Bool("json", false, "print JSON: the catalog, or with --measure the measurements")
 	if err := parse(fs, args, stderr, true); err != nil {
 		return err
 	}
-	switch {
-	case *measure < 0:
-		return fmt.Errorf("%w: --measure is %d, want a number of seeds", errUsage, *measure)
-	case *measure > 0 && fs.NArg() > 0:
-		return fmt.Errorf("%w: --measure measures the whole catalog; give no names", errUsage)
-	case *measure > 0:
+	if *measure > 0 {
+		if fs.NArg() > 0 {
+			return fmt.Errorf("%w: --measure measures the whole catalog; give no names", errUsage)
+		}
 		return measureDesigns(ctx, *measure, *asJSON, stdout, stderr)
-	case fs.NArg() > 0:
+	}
+	list := designs.All()
+	if fs.NArg() > 0 {
+		list = nil
 		for _, name := range fs.Args() {
 			d, err := designs.Lookup(name)
 			if err != nil {
-				return err
+				return fmt.Errorf("%w: %v", errUsage, err)
 			}
+			list = append(list, d)
+		}
+	}
+	switch {
+	case *asJSON:
+		return printCatalogJSON(stdout, list)
+	case fs.NArg() > 0:
+		for _, d := range list {
 			fmt.Fprintf(stdout, "%s: %s\n", d.Name, d.Summary)
 			if d.Doc != "" {
 				fmt.Fprintf(stdout, "  %s\n  failure: %s; caught by invariant %d in %s\n", d.Doc, d.Failure, d.Invariant, steps(d.MinimalSteps))
@@ -48,7 +53,7 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	for _, d := range designs.All() {
+	for _, d := range list {
 		if d.Doc == "" {
 			fmt.Fprintf(tw, "%s\t%s\t(the real design)\n", d.Name, d.Summary)
 			continue
@@ -56,6 +61,38 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(tw, "%s\t%s\t%s, invariant %d, %s\n", d.Name, d.Summary, d.Failure, d.Invariant, steps(d.MinimalSteps))
 	}
 	return tw.Flush()
+}
+
+// catalogEntry is the JSON form of one design; the fields that only a
+// fragile design has are null for the real one.
+type catalogEntry struct {
+	Name         string  `json:"name"`
+	Summary      string  `json:"summary"`
+	Fragile      bool    `json:"fragile"`
+	Doc          *string `json:"doc"`
+	Failure      *string `json:"failure"`
+	Invariant    *int    `json:"invariant"`
+	MinimalSteps *int    `json:"minimal_steps"`
+}
+
+func printCatalogJSON(w io.Writer, list []designs.Design) error {
+	out := make([]catalogEntry, 0, len(list))
+	for _, d := range list {
+		e := catalogEntry{Name: d.Name, Summary: d.Summary}
+		if d.Doc != "" {
+			e.Fragile = true
+			e.Doc, e.Failure, e.Invariant, e.MinimalSteps = &d.Doc, &d.Failure, &d.Invariant, &d.MinimalSteps
+		}
+		out = append(out, e)
+	}
+	return encodeJSON(w, out)
+}
+
+// encodeJSON writes v as indented JSON.
+func encodeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // measurement is how one fragile design fared over several seeds.
@@ -100,12 +137,15 @@ func measureDesigns(ctx context.Context, seeds int, asJSON bool, stdout, stderr 
 		m.MedianSequences, m.MedianSeconds = median(sequences), median(seconds)
 		all = append(all, m)
 	}
+	return printMeasurements(stdout, all, asJSON)
+}
+
+// printMeasurements writes the measurements as a table, or as JSON.
+func printMeasurements(w io.Writer, all []measurement, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(all)
+		return encodeJSON(w, all)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "design\tfound\tmedian sequences\tmedian time to first failure\tshrunk to documented length\tdocumented invariant\t")
 	for _, m := range all {
 		fmt.Fprintf(tw, "%s\t%d/%d\t%.0f\t%v\t%d/%d (%s)\t%d/%d (invariant %d)\t\n", m.Design, m.Found, m.Seeds,

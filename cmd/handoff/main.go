@@ -1,20 +1,14 @@
 // Command handoff explores, replays and demonstrates the handoff, and lets
-// a person approve, deliver and inspect real database files by hand.
+// a person approve, deliver, inspect and check real database files by hand.
 //
-//	handoff explore [--checks N] [--steps N] [--seed S] [--design NAME] [--save DIR] [--json]
-//	handoff designs [--measure SEEDS [--json]] [NAME...]
-//	handoff enumerate [FILE...]
-//	handoff replay [--quiet] [FILE...]
-//	handoff demo [--dir DIR] [--json]
-//	handoff approve --app PATH --case ID --title TEXT
-//	handoff deliver --app PATH --crm PATH [--create-crm] [--fault KIND]
-//	handoff inspect --app PATH [--crm PATH] [--state S] [--limit N] [--json]
-//	handoff check --app PATH [--crm PATH] [--json]
-//	handoff crm init --crm PATH
-//	handoff upgrade [--app PATH] [--crm PATH]
+// Its commands are a table (commands.go) that also makes its help: run
+// handoff help for the list, handoff help COMMAND (or handoff COMMAND
+// --help) for a command's flags and what each exit status means for it.
 //
-// Exit status: 0 done; 1 refused or failed, with one line on stderr; 2
-// usage error.
+// Exit status, for every command: 0 done; 1 refused or failed, with one
+// line on stderr; 2 usage error (a bad flag or argument, an unknown
+// command, design or fault name, a number out of range), with one line on
+// stderr and a pointer to the command's help.
 package main
 
 import (
@@ -30,43 +24,8 @@ import (
 	"syscall"
 )
 
-const usage = `usage: handoff <command> [flags]
-
-commands:
-  explore   explore random fault sequences against the real handoff (the main job)
-  designs   list the fragile designs the harness must catch; --measure how fast it does
-  enumerate crash every corpus scenario at every fault point it passes
-  replay    replay scenario files (default: the embedded corpus) and compare outputs
-  demo      run the lost-reply demonstration on real files
-  approve   record an approval in an app database
-  deliver   make one delivery attempt from an app database to a CRM database
-  inspect   show the outbox (and CRM) of real database files, read only
-  check     check real database files: integrity, schema, CRM identity, invariants 1-5
-  crm       crm init: create a CRM database
-  upgrade   upgrade databases an older handoff wrote, in place
-
-Run handoff <command> --help for its flags.
-`
-
 // errUsage marks a usage error: exit status 2.
 var errUsage = errors.New("usage error")
-
-// command runs one subcommand with its arguments.
-type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
-
-var commands = map[string]command{
-	"explore":   explore,
-	"designs":   designsCmd,
-	"enumerate": enumerate,
-	"replay":    replay,
-	"demo":      demo,
-	"approve":   approve,
-	"deliver":   deliver,
-	"inspect":   inspect,
-	"check":     check,
-	"crm":       crmCmd,
-	"upgrade":   upgrade,
-}
 
 func main() {
 	// An interrupt cancels the context: long commands stop cleanly and say
@@ -80,46 +39,67 @@ func main() {
 // run is main without the process: it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		printUsage(stderr)
 		return 2
 	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stdout, usage)
-		return 0
+	name := args[0]
+	if name == "-h" || name == "-help" || name == "--help" {
+		name, args = "help", args[:1]
 	}
-	cmd, ok := commands[args[0]]
+	c, ok := lookup(name)
 	if !ok {
-		fmt.Fprintf(stderr, "handoff: unknown command %q\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "handoff: unknown command %q\nsee handoff help\n", name)
 		return 2
 	}
-	err := cmd(ctx, args[1:], stdout, stderr)
+	return c.exit(c.run(ctx, args[1:], stdout, stderr), stdout, stderr)
+}
+
+// exit prints what err says, once, and returns the exit status: 0 for
+// nil or a help request (the help goes to stdout), 2 for a usage error, 1
+// for anything else.
+func (c command) exit(err error, stdout, stderr io.Writer) int {
+	var h helpRequest
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &h):
+		if err := c.printHelp(stdout, h.fs); err != nil {
+			fmt.Fprintf(stderr, "handoff %s: %v\n", c.name, err)
+			return 1
+		}
 		return 0
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "handoff %s: %v\n", args[0], err)
+		pointer := "handoff help " + c.name
+		if c.name == "help" {
+			pointer = "handoff help"
+		}
+		fmt.Fprintf(stderr, "handoff %s: %s\nsee %s\n", c.name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "), pointer)
 		return 2
 	}
 	// The command name stands in for this module's own package prefix.
-	fmt.Fprintf(stderr, "handoff %s: %s\n", args[0], strings.TrimPrefix(err.Error(), "handoff: "))
+	fmt.Fprintf(stderr, "handoff %s: %s\n", c.name, strings.TrimPrefix(err.Error(), "handoff: "))
 	return 1
 }
 
-// parse parses args with fs, turning every flag problem and every
-// unexpected argument into a usage error. fs prints its own message and
-// defaults to stderr.
+// parse parses args with fs, the flag set of the command of the same name,
+// and checks the numbers the command table says must be 1 or more. It
+// returns a helpRequest for -h or --help, and a usage error (printed once,
+// by run) for every flag problem and every unexpected argument: the flag
+// package's own output is discarded, so stderr is not written to.
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer, positional bool) error {
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return helpRequest{fs}
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if !positional && fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if c, ok := lookup(fs.Name()); ok {
+		return c.checkNumbers(fs)
 	}
 	return nil
 }

@@ -219,8 +219,8 @@ func TestDesigns(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "caught by invariant 2 in 1 step") {
 		t.Errorf("designs two-writes: exit %d:\n%s", code, stdout)
 	}
-	if code, _, stderr := runCLI(t, "designs", "three-writes"); code != 1 || !strings.Contains(stderr, "unknown design") {
-		t.Errorf("designs three-writes: got exit %d, %q; want 1", code, stderr)
+	if code, _, stderr := runCLI(t, "designs", "three-writes"); code != 2 || !strings.Contains(stderr, "unknown design") {
+		t.Errorf("designs three-writes: got exit %d, %q; want 2", code, stderr)
 	}
 	if code, _, _ := runCLI(t, "designs", "--measure", "-1"); code != 2 {
 		t.Errorf("designs --measure -1: got exit %d, want 2", code)

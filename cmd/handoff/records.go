@@ -56,7 +56,7 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	appPath := fs.String("app", "", "app database (must exist)")
 	crmPath := fs.String("crm", "", "CRM database (must exist, unless --create-crm)")
 	createCRM := fs.Bool("create-crm", false, "create the CRM database if it does not exist")
-	fault := fs.String("fault", "", "inject one fault: offline, lost-reply, crash-before-send, crash-after-reply or duplicate-request")
+	fault := fs.String("fault", "", deliverFaultHelp())
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var kind faults.Kind
 	if *fault != "" {
-		k, err := faults.ParseKind(*fault, faults.DeliveryKinds...)
+		k, err := parseDeliverFault(*fault)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}

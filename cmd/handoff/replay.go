@@ -14,10 +14,6 @@ import (
 // replay replays scenario files and compares every step's output.
 func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: handoff replay [--quiet] [FILE...]  (no FILE: the embedded corpus)")
-		fs.PrintDefaults()
-	}
 	quiet := fs.Bool("quiet", false, "print only mismatches and the summary")
 	if err := parse(fs, args, stderr, true); err != nil {
 		return err

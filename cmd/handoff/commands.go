@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// command is one entry of the command table: what help says about a
+// command, the numbers parse checks for it, and the function that runs it.
+type command struct {
+	name    string
+	args    string // what follows "handoff NAME" in its usage line
+	summary string // one line for handoff help
+	done    string // what exit status 0 means
+	failed  string // what exit status 1 means; empty: it never exits 1
+	// atLeastOne lists integer flags that must be 1 or more when given.
+	atLeastOne []string
+	// run parses args with parse, so that -h and --help return a
+	// helpRequest before anything else happens.
+	run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// usageExit is what exit status 2 means, for every command.
+const usageExit = "usage error: a bad flag or argument, an unknown command, design or fault name, or a number out of range"
+
+// commands is the command table, in the order help lists it. It is filled
+// in init because the help command reads it.
+var commands []command
+
+func init() {
+	commands = []command{
+		{
+			name:       "explore",
+			args:       "[--checks N] [--steps N] [--seed S] [--design NAME] [--save DIR] [--dir DIR] [--json]",
+			summary:    "explore random fault sequences against the real handoff (the main job)",
+			done:       "the real design kept every invariant, or the fragile design given with --design was caught",
+			failed:     "an invariant of the real design broke (the minimal scenario is printed), the fragile design was not caught, or the harness failed",
+			atLeastOne: []string{"checks", "steps"},
+			run:        explore,
+		},
+		{
+			name:       "designs",
+			args:       "[--json] [--measure SEEDS] [NAME...]",
+			summary:    "list the fragile designs the harness must catch; --measure how fast it does",
+			done:       "listed, explained or measured",
+			failed:     "an exploration could not run",
+			atLeastOne: []string{"measure"},
+			run:        designsCmd,
+		},
+		{
+			name:    "enumerate",
+			args:    "[FILE...]",
+			summary: "crash every scenario of the real design at every fault point it passes",
+			done:    "every crash point kept every invariant",
+			failed:  "a crash point broke an invariant, a file could not be read or parsed, or every file given is a fragile design's scenario",
+			run:     enumerate,
+		},
+		{
+			name:    "replay",
+			args:    "[--quiet] [FILE...]",
+			summary: "replay scenario files (default: the embedded corpus) and compare outputs",
+			done:    "every output matches",
+			failed:  "an output did not match, or a file could not be read or parsed",
+			run:     replay,
+		},
+		{
+			name:    "demo",
+			args:    "[--dir DIR] [--json]",
+			summary: "run the lost-reply demonstration on real files",
+			done:    "the demonstration ran",
+			failed:  "the folder exists, or a database failed",
+			run:     demo,
+		},
+		{
+			name:    "approve",
+			args:    "--app PATH --case ID --title TEXT",
+			summary: "record an approval in an app database",
+			done:    "approved, or already approved with the same title",
+			failed:  "refused: an invalid case id or title, a key conflict, or a file that is not an app database",
+			run:     approve,
+		},
+		{
+			name:    "deliver",
+			args:    "--app PATH --crm PATH [--create-crm] [--fault KIND]",
+			summary: "make one delivery attempt from an app database to its CRM database",
+			done:    "one attempt made, or nothing to do: sent, pending (deliver again), blocked or idle",
+			failed:  "a failure after the attempt was counted (the message says so; deliver again), a missing database, another CRM than the app delivers to, a file of the wrong kind, or a database error",
+			run:     deliver,
+		},
+		{
+			name:    "inspect",
+			args:    "--app PATH [--crm PATH] [--state STATE] [--limit N] [--json]",
+			summary: "show the outbox (and CRM) of real database files, read only",
+			done:    "shown, and the files are sound",
+			failed:  "a missing, unreadable or damaged database, a file of the wrong kind, or a sent row that does not name its task",
+			run:     inspect,
+		},
+		{
+			name:    "check",
+			args:    "--app PATH [--crm PATH] [--json]",
+			summary: "check real database files, read only: integrity, schema, the CRM's identity, invariants 1 to 5",
+			done:    "the files are sound",
+			failed:  "something is wrong (listed), or a file is missing, of the wrong kind or of an older schema",
+			run:     check,
+		},
+		{
+			name:    "crm",
+			args:    "init --crm PATH",
+			summary: "create a CRM database (deliver creates none unless told to)",
+			done:    "created",
+			failed:  "the file exists, or cannot be created",
+			run:     crmCmd,
+		},
+		{
+			name:    "upgrade",
+			args:    "[--app PATH] [--crm PATH]",
+			summary: "upgrade databases an older handoff wrote to this schema, in place, each in one transaction",
+			done:    "every database given is up to date",
+			failed:  "a missing database, or a file of the wrong kind",
+			run:     upgrade,
+		},
+		{
+			name:    "help",
+			args:    "[COMMAND]",
+			summary: "list the commands, or show one command's flags and exit status",
+			done:    "help shown",
+			run:     helpCmd,
+		},
+		{
+			name:    "version",
+			summary: "print the module version and, when the build recorded it, the VCS revision",
+			done:    "version printed",
+			run:     version,
+		},
+	}
+}
+
+// lookup returns the command called name.
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// usageLine is "handoff NAME ARGS".
+func (c command) usageLine() string {
+	return strings.TrimSpace("handoff " + c.name + " " + c.args)
+}
+
+// helpRequest is the error parse returns for -h or --help: run prints the
+// help of the command from its flag set, to stdout, and exits 0.
+type helpRequest struct{ fs *flag.FlagSet }
+
+func (helpRequest) Error() string { return flag.ErrHelp.Error() }
+func (helpRequest) Unwrap() error { return flag.ErrHelp }
+
+// flagSet returns the flag set of c, as its run function defines it, by
+// asking it for help.
+func (c command) flagSet(ctx context.Context) (*flag.FlagSet, error) {
+	var h helpRequest
+	if err := c.run(ctx, []string{"-h"}, io.Discard, io.Discard); !errors.As(err, &h) {
+		return nil, fmt.Errorf("%s -h did not ask for help: %v", c.name, err)
+	}
+	return h.fs, nil
+}
+
+// placeholder matches "--name WORD" in a usage line.
+var placeholder = regexp.MustCompile(`--([a-z][a-z-]*) ([A-Z]+)`)
+
+// printHelp writes the help of c: its usage line, summary, flags (with the
+// placeholders of the usage line) and what each exit status means.
+func (c command) printHelp(w io.Writer, fs *flag.FlagSet) error {
+	fmt.Fprintf(w, "usage: %s\n\n%s\n", c.usageLine(), c.summary)
+	words := map[string]string{}
+	for _, m := range placeholder.FindAllStringSubmatch(c.args, -1) {
+		words[m[1]] = m[2]
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := "\nflags:\n"
+	fs.VisitAll(func(f *flag.Flag) {
+		fmt.Fprint(tw, header)
+		header = ""
+		name := "--" + f.Name
+		if word := words[f.Name]; word != "" {
+			name += " " + word
+		}
+		usage := f.Usage
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", name, usage)
+	})
+	fmt.Fprintf(tw, "\nexit status:\n  0\t%s\n", c.done)
+	if c.failed != "" {
+		fmt.Fprintf(tw, "  1\t%s\n", c.failed)
+	}
+	fmt.Fprintf(tw, "  2\t%s\n", usageExit)
+	return tw.Flush()
+}
+
+// checkNumbers returns a usage error for an atLeastOne flag of c given a
+// number below 1.
+func (c command) checkNumbers(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, name := range c.atLeastOne {
+		f := fs.Lookup(name)
+		if f == nil {
+			panic(fmt.Sprintf("the command table names --%s, which %s does not define", name, c.name))
+		}
+		if n, err := strconv.ParseInt(f.Value.String(), 10, 64); given[name] && err == nil && n < 1 {
+			return fmt.Errorf("%w: --%s is %d, want 1 or more", errUsage, name, n)
+		}
+	}
+	return nil
+}
+
+// printUsage writes the list of commands and the exit-status rule.
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: handoff <command> [flags] [arguments]\n\ncommands:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range commands {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, `
+exit status: 0 done; 1 refused or failed, with one line on stderr; 2 usage
+error. handoff help COMMAND (or handoff COMMAND --help) shows a command's
+flags and what each exit status means for it.`)
+}
+
+// helpCmd lists the commands, or shows the help of one.
+func helpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("help", flag.ContinueOnError)
+	if err := parse(fs, args, stderr, true); err != nil {
+		return err
+	}
+	switch fs.NArg() {
+	case 0:
+		printUsage(stdout)
+		return nil
+	case 1:
+	default:
+		return fmt.Errorf("%w: help takes one command, got %d arguments", errUsage, fs.NArg())
+	}
+	c, ok := lookup(fs.Arg(0))
+	if !ok {
+		return fmt.Errorf("%w: unknown command %q", errUsage, fs.Arg(0))
+	}
+	cfs, err := c.flagSet(ctx)
+	if err != nil {
+		return err
+	}
+	return c.printHelp(stdout, cfs)
+}
+
+// version prints the module version and the VCS revision the build
+// recorded.
+func version(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if err := parse(fs, args, stderr, false); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, versionLine(debug.ReadBuildInfo()))
+	return nil
+}
+
+// versionLine says which build info describes: "handoff VERSION", then the
+// VCS revision, its time and whether the work tree was modified, when the
+// build recorded them. VERSION is "(devel)" when there is none.
+func versionLine(info *debug.BuildInfo, ok bool) string {
+	v := "(devel)"
+	if ok && info.Main.Version != "" {
+		v = info.Main.Version
+	}
+	if !ok {
+		return "handoff " + v
+	}
+	setting := map[string]string{}
+	for _, s := range info.Settings {
+		setting[s.Key] = s.Value
+	}
+	var vcs []string
+	if r := setting["vcs.revision"]; r != "" {
+		vcs = append(vcs, "revision "+r)
+	}
+	if t := setting["vcs.time"]; t != "" {
+		vcs = append(vcs, t)
+	}
+	if setting["vcs.modified"] == "true" {
+		vcs = append(vcs, "modified")
+	}
+	if len(vcs) == 0 {
+		return "handoff " + v
+	}
+	return fmt.Sprintf("handoff %s (%s)", v, strings.Join(vcs, ", "))
+}
