@@ -184,7 +184,7 @@ func (o *Outbox) record(ctx context.Context, tx *sql.Tx, a Approval) error {
 	case err == nil && payload == a.Payload:
 		return nil
 	case err == nil:
-		return fmt.Errorf("%w: %s is already approved with %s", ErrKeyConflict, a.Key, payload)
+		return fmt.Errorf("%w: %s is already approved with %s", ErrKeyConflict, a.Key, oneLine(payload))
 	case !errors.Is(err, sql.ErrNoRows):
 		return driverError("looking up "+a.Key, err)
 	}
@@ -199,3 +199,11 @@ func (o *Outbox) record(ctx context.Context, tx *sql.Tx, a Approval) error {
 	}
 	return nil
 }
+
+// lineBreaks are the characters JSON leaves as they are that still break a
+// line on a terminal or in a log: a message shows them escaped.
+var lineBreaks = strings.NewReplacer("\u0085", `\u0085`, "\u2028", `\u2028`, "\u2029", `\u2029`)
+
+// oneLine returns payload, canonical JSON, with the line breaks JSON
+// leaves as they are escaped, so that it prints on one line.
+func oneLine(payload string) string { return lineBreaks.Replace(payload) }

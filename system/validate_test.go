@@ -1,7 +1,9 @@
 package system_test
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,5 +47,23 @@ func TestCaseIDMessages(t *testing.T) {
 				t.Errorf("the message breaks a line: %q", err.Error())
 			}
 		})
+	}
+}
+
+// TestConflictMessageIsOneLine: a title with a line separator must not
+// break the message of a key conflict across lines.
+func TestConflictMessageIsOneLine(t *testing.T) {
+	ctx := context.Background()
+	app, err := system.Open(ctx, filepath.Join(t.TempDir(), "app.db"), system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	if _, err := app.RecordApproval(ctx, "c-1", "one\u2028two\u2029three\u0085four"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = app.RecordApproval(ctx, "c-1", "other")
+	if !errors.Is(err, system.ErrKeyConflict) || strings.ContainsAny(err.Error(), "\u2028\u2029\u0085\n") || !strings.Contains(err.Error(), `one\u2028two`) {
+		t.Errorf("got %q, want a key conflict on one line with the separators escaped", err)
 	}
 }
