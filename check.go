@@ -3,6 +3,7 @@ package handoff
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
@@ -46,15 +47,14 @@ func CheckFiles(ctx context.Context, appPath, crmPath string) ([]Finding, Files,
 		return nil, files, err
 	}
 	for _, p := range problems {
-		findings = append(findings, Finding{appPath, "integrity: " + p})
+		findings = append(findings, Finding{appPath, "integrity: " + strings.Join(strings.Fields(p), " ")})
 	}
-	if len(problems) == 0 {
-		if files.App, err = app.Snapshot(ctx); err != nil {
-			return nil, files, err
-		}
-		if files.Bound, err = app.Receiver(ctx); err != nil {
-			return nil, files, err
-		}
+	// A damaged file is read as far as it can be, for a person to see.
+	if files.App, err = app.Snapshot(ctx); err != nil {
+		findings = append(findings, Finding{appPath, "reading the rows: " + err.Error()})
+	}
+	if files.Bound, err = app.Receiver(ctx); err != nil {
+		findings = append(findings, Finding{appPath, "reading its CRM's identity: " + err.Error()})
 	}
 	withCRM := crmPath != ""
 	if withCRM {
@@ -87,7 +87,7 @@ func readCRM(ctx context.Context, path string, files *Files) ([]Finding, error) 
 	}
 	var findings []Finding
 	for _, p := range problems {
-		findings = append(findings, Finding{path, "integrity: " + p})
+		findings = append(findings, Finding{path, "integrity: " + strings.Join(strings.Fields(p), " ")})
 	}
 	if len(findings) > 0 {
 		return findings, nil

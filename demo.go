@@ -41,6 +41,14 @@ var ErrDirExists = errors.New("handoff: demo folder already exists")
 // default, and delivers it three times to the receiver in crm.db: once
 // losing the reply after the receiver committed, then twice healthy.
 func RunDemo(ctx context.Context, dir string) (Demo, error) {
+	if dir == "" {
+		return Demo{}, fmt.Errorf("%w: the demo folder is empty", system.ErrInvalidInput)
+	}
+	// Refuse a folder whose database paths SQLite would misread before
+	// creating anything.
+	if err := system.CheckPath(filepath.Join(dir, "app.db")); err != nil {
+		return Demo{}, err
+	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return Demo{}, fmt.Errorf("handoff: %w", err)
 	}

@@ -1,6 +1,7 @@
 package system
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -104,6 +105,8 @@ func localCause(err error) string {
 		{ErrFull, "disk is full"},
 		{ErrReadOnly, "database is read-only"},
 		{ErrCorrupt, "database is corrupt"},
+		{context.Canceled, "interrupted"},
+		{context.DeadlineExceeded, "timed out"},
 	} {
 		if errors.Is(err, c.err) {
 			return LastErrorLocalPrefix + c.says

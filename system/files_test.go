@@ -141,6 +141,29 @@ func TestReadOnlyOpenLeavesNothing(t *testing.T) {
 	}
 }
 
+// TestUnmarkedEmptyDatabaseBecomesOne: a SQLite file with no tables and
+// no mark is new, whatever its user_version says, and is set up whole.
+func TestUnmarkedEmptyDatabaseBecomesOne(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "x.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 7"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	app, err := system.Open(ctx, path, system.Options{})
+	if err != nil {
+		t.Fatalf("got %v, want the empty file set up as an app database", err)
+	}
+	defer app.Close()
+	if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestReadOnlyOpenRefuses(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -273,6 +296,7 @@ func TestFailureAfterTheAttemptSaysSo(t *testing.T) {
 		{"busy", fmt.Errorf("%w: the CRM's write lock", system.ErrBusy), "local: database is busy"},
 		{"full", fmt.Errorf("%w: no space", system.ErrFull), "local: disk is full"},
 		{"other", errors.New("certificate expired"), "local: unexpected error"},
+		{"interrupted", fmt.Errorf("sending: %w", context.Canceled), "local: interrupted"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -162,6 +162,9 @@ func newOutbox(ctx context.Context, db *sql.DB, path string, opts Options) (*Out
 // begun on it are BEGIN IMMEDIATE.
 func (o *Outbox) DB() *sql.DB { return o.db }
 
+// Path is the app database's path, as given to Open.
+func (o *Outbox) Path() string { return o.path }
+
 // MaxAttempts is the attempt budget of every row.
 func (o *Outbox) MaxAttempts() int { return o.maxAttempts }
 

@@ -64,8 +64,12 @@ func (k kind) version() int32 { return int32(len(k.migrations)) }
 // versionOf is the schema version of a file marked appID whose
 // user_version is userVersion. The first release marked its files without
 // setting user_version: a marked file at 0 has the first schema.
+// A file without k's mark has no schema of k's, whatever user_version says.
 func (k kind) versionOf(appID, userVersion int32) int32 {
-	if appID == k.appID && userVersion == 0 {
+	switch {
+	case appID != k.appID:
+		return 0
+	case userVersion == 0:
 		return 1
 	}
 	return userVersion
@@ -88,7 +92,7 @@ func CheckPath(path string) error {
 	switch {
 	case path == "":
 		return invalid("database path is empty; give a plain file path")
-	case strings.HasPrefix(path, ":memory:"):
+	case path == ":memory:":
 		return invalid("database path %q is SQLite's in-memory database; give a plain file path", path)
 	case strings.HasPrefix(strings.ToLower(path), "file:"):
 		return invalid("database path %q is a URI; give a plain file path", path)

@@ -109,7 +109,9 @@ func (o *Outbox) DeliverOne(ctx context.Context, r Receiver) (Delivery, error) {
 // error that says the attempt is spent.
 func (o *Outbox) attemptFailed(ctx context.Context, c claimed, cause error) error {
 	// Best effort: when the app database itself failed, this fails too,
-	// and the returned error still says what happened.
+	// and the returned error still says what happened. It is written even
+	// when ctx was cancelled: an interrupt is a cause worth recording.
+	ctx = context.WithoutCancel(ctx)
 	_ = o.write(ctx, "recording the cause", func(tx *sql.Tx) error {
 		return o.q.exec(ctx, tx, sqlLocalError, localCause(cause), c.seq, c.attempts)
 	})

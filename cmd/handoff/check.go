@@ -133,6 +133,9 @@ func upgrade(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err := mustExist(db.what, db.path); err != nil {
 			return err
 		}
+		if info, err := os.Stat(db.path); err == nil && info.Size() == 0 {
+			return fmt.Errorf("the %s database %s is empty: there is nothing to upgrade", db.what, db.path)
+		}
 		c, err := db.open(db.path)
 		if err != nil {
 			return err

@@ -84,7 +84,7 @@ func init() {
 			args:    "--app PATH --case ID --title TEXT",
 			summary: "record an approval in an app database",
 			done:    "approved, or already approved with the same title",
-			failed:  "refused: an invalid case id or title, a key conflict, or a file that is not an app database",
+			failed:  "refused: an invalid case id or title, a key conflict, a path that is not a plain file, a file that is not an app database, or a database that is read-only, busy, full or corrupt",
 			run:     approve,
 		},
 		{
@@ -124,7 +124,7 @@ func init() {
 			args:    "[--app PATH] [--crm PATH]",
 			summary: "upgrade databases an older handoff wrote to this schema, in place, each in one transaction",
 			done:    "every database given is up to date",
-			failed:  "a missing database, or a file of the wrong kind",
+			failed:  "a missing or empty database, a file of the wrong kind, or a database that is read-only, busy, full or corrupt",
 			run:     upgrade,
 		},
 		{

@@ -368,3 +368,38 @@ func TestUpgradeThenRead(t *testing.T) {
 		t.Errorf("inspect after the upgrade: got %q", out)
 	}
 }
+
+// TestCRMFilesAreNotMadeByMistake: deliver creates no CRM from an empty
+// file or a typo, and an upgraded app database takes only the CRM that
+// holds the tasks it recorded as sent.
+func TestCRMFilesAreNotMadeByMistake(t *testing.T) {
+	testdata, err := filepath.Abs("../../system/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	copyTo(t, filepath.Join(testdata, "app-v0.db"), "old-app.db")
+	copyTo(t, filepath.Join(testdata, "crm-v0.db"), "old-crm.db")
+	mustRun(t, "approve", "--app", "app.db", "--case", "c-1", "--title", "t")
+	mustRun(t, "crm", "init", "--crm", "crm.db")
+	mustRun(t, "crm", "init", "--crm", "fresh.db")
+	mustRun(t, "deliver", "--app", "app.db", "--crm", "crm.db")
+	if err := os.WriteFile("empty.db", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := folder(t, dir)
+	refused(t, "does not exist or is empty", "deliver", "--app", "app.db", "--crm", "empty.db")
+	refused(t, "--create-crm would make another", "deliver", "--app", "app.db", "--crm", "crm-typo.db", "--create-crm")
+	refused(t, "records harbor:create-followup:v1:case-1 as sent as task 1, which fresh.db does not hold", "deliver", "--app", "old-app.db", "--crm", "fresh.db")
+	after := folder(t, dir)
+	delete(after, "old-app.db") // upgraded in place by the refused delivery: its rows stay
+	delete(before, "old-app.db")
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("refused deliveries changed the folder (-before +after):\n%s", diff)
+	}
+	if out := mustRun(t, "deliver", "--app", "old-app.db", "--crm", "old-crm.db"); !strings.Contains(out, "sent harbor:create-followup:v1:case-3: CRM task 2") {
+		t.Errorf("deliver of the upgraded app to its own CRM: got %q", out)
+	}
+	mustRun(t, "check", "--app", "old-app.db", "--crm", "old-crm.db")
+}

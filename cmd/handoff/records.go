@@ -74,10 +74,15 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := mustExist("app", *appPath); err != nil {
 		return err
 	}
+	if err := system.CheckPath(*crmPath); err != nil {
+		return err
+	}
+	// A missing or empty CRM file is created only when asked for, and only
+	// for an app database that does not deliver to a CRM already.
 	creating := false
-	if err := mustExist("CRM", *crmPath); err != nil {
-		if !*createCRM || !errors.Is(err, errMissing) {
-			return fmt.Errorf("%w; create it with handoff crm init --crm %s, or pass --create-crm", err, *crmPath)
+	if info, err := os.Stat(*crmPath); err != nil || info.Size() == 0 {
+		if !*createCRM {
+			return fmt.Errorf("the CRM database %s does not exist or is empty; create it with handoff crm init --crm %s, or pass --create-crm", *crmPath, *crmPath)
 		}
 		creating = true
 	}
@@ -87,6 +92,16 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer app.Close()
+	bound, err := app.Receiver(ctx)
+	if err != nil {
+		return err
+	}
+	if creating && bound != "" {
+		return fmt.Errorf("%s delivers to CRM %s already; --create-crm would make another, whose task ids name other tasks: is %s the right path?", *appPath, bound, *crmPath)
+	}
+	if err := system.CheckPath(*crmPath); err != nil {
+		return err
+	}
 	crm, err := system.OpenCRM(ctx, *crmPath, system.Durable)
 	if err != nil {
 		return err
@@ -98,6 +113,11 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if creating {
 		fmt.Fprintf(stderr, "created the CRM database %s (identity %s)\n", *crmPath, identity)
+	}
+	if bound == "" {
+		if err := holdsSentTasks(ctx, app, crm, *crmPath); err != nil {
+			return err
+		}
 	}
 	if err := app.BindReceiver(ctx, identity); err != nil {
 		return err
@@ -128,6 +148,31 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "pending %s: %s failure (attempt %d of %d); deliver again to retry with the same key\n", d.Key, d.LastError, d.Attempts, app.MaxAttempts())
 	default:
 		fmt.Fprintf(stdout, "blocked %s: %s after %d attempt(s); a person must reconcile this key in the CRM\n", d.Key, d.LastError, d.Attempts)
+	}
+	return nil
+}
+
+// holdsSentTasks refuses, before an app database first remembers its CRM,
+// a CRM that does not hold the tasks the app already recorded as sent: an
+// app database an older handoff wrote delivered before identities
+// existed, and its CRM must be the one that holds its tasks.
+func holdsSentTasks(ctx context.Context, app *system.Outbox, crm *system.CRM, crmPath string) error {
+	snap, err := app.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	tasks, err := crm.Tasks(ctx)
+	if err != nil {
+		return err
+	}
+	byID := map[int64]system.Task{}
+	for _, t := range tasks {
+		byID[t.ID] = t
+	}
+	for _, r := range snap.Outbox {
+		if t, ok := byID[r.RemoteID]; r.State == system.Sent && (!ok || t.Key != r.Key) {
+			return fmt.Errorf("%w: %s records %s as sent as task %d, which %s does not hold: is it the right CRM file?", system.ErrWrongReceiver, app.Path(), r.Key, r.RemoteID, crmPath)
+		}
 	}
 	return nil
 }
