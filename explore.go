@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"regexp"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,9 +27,20 @@ const (
 // ExploreConfig says what to explore and how much.
 type ExploreConfig struct {
 	Design designs.Design // the zero value means designs.Handoff
-	Checks int            // sequences to try before calling it a pass
+	Checks int            // sequences to run (in this shard) before calling it a pass
 	Steps  int            // the most random steps a sequence takes (it ends at random before)
-	Seed   uint64         // the first sequence's seed; every choice follows from it
+	// Seed is the run's seed: the first sequence's rapid seed, from which
+	// every other sequence's follows (see SequenceSeed).
+	Seed uint64
+	// Shard and Shards split a run over several processes (a CI matrix):
+	// shard i of n (1-based) runs every n-th sequence of the run, starting
+	// at the i-th, Checks of them. Zero values mean shard 1 of 1.
+	Shard, Shards int
+	// Parallel is how many sequences run at once, each lane in its own
+	// folder; 0 means 1. The sequences are the same whatever it is.
+	Parallel int
+	// NoSwarm draws every sequence at the default levels (see mix).
+	NoSwarm bool
 	// Dir is where sequences keep their databases; "" means os.TempDir().
 	Dir string
 	// Progress, if not nil, is called about once a second while it runs.
@@ -36,13 +49,20 @@ type ExploreConfig struct {
 
 // Report is what an exploration found.
 type Report struct {
-	Config  ExploreConfig
+	Config ExploreConfig
+	// Stats counts the sequences run (Stats.Sequences: Checks unless a
+	// failure or an interruption stopped the run) apart from the runs of
+	// rapid's shrinking (Stats.ShrinkRuns).
 	Stats   *Stats
 	Elapsed time.Duration
+	// Interrupted is true when ctx was cancelled before the run ended: the
+	// report covers the sequences run until then, and a failure may not be
+	// minimal.
+	Interrupted bool
 	// Failure is the minimal failing sequence, nil if none was found.
 	Failure *Failure
 	// FailureSeed reproduces Failure as the first sequence of an
-	// exploration with the same Design and Steps.
+	// exploration with the same Design, Steps and NoSwarm.
 	FailureSeed uint64
 	// FirstSequences and FirstElapsed say how many sequences had started,
 	// and how long it took, when the first failure was found (before
@@ -63,12 +83,43 @@ func (r Report) StepsPerSecond() float64 {
 	return float64(r.Stats.Steps.Load()) / r.Elapsed.Seconds()
 }
 
+// SequenceSeed is the rapid seed of sequence i (0-based) of the run with
+// seed: seed itself for the first, so that a failure's seed reproduces it
+// as the first sequence of a run, and a splitmix64 hash of the two for the
+// others (odd, never 0, which asks rapid for a random seed). Unlike
+// rapid's own successive seeds (seed, seed+1, seed+3, ...), the runs of
+// nearby seeds share no sequence.
+func SequenceSeed(seed uint64, i int64) uint64 {
+	if i == 0 {
+		return seed
+	}
+	z := seed + uint64(i)*0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return (z ^ z>>31) | 1
+}
+
 // Explore runs the rapid property of TestSimulation outside go test: the
 // same generators, invariants and shrinking, driven by cfg instead of
-// rapid's command-line flags.
+// rapid's command-line flags. Each sequence is one rapid check with its
+// own seed (SequenceSeed of its index in the run), so that lanes run
+// sequences side by side, and shards split a run, without changing which
+// sequences make it up. The run stops at the first failure, after
+// shrinking it; with several lanes, the one of the lowest index among
+// those that failed before the others stopped is reported.
+//
+// Cancelling ctx stops the run cleanly: no new sequence starts, the
+// running ones finish (a shrink is abandoned), the folder is removed, and
+// the report covers what ran, marked Interrupted.
 func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 	if cfg.Design.Name == "" {
 		cfg.Design = designs.Handoff
+	}
+	if cfg.Shards == 0 && cfg.Shard == 0 {
+		cfg.Shard, cfg.Shards = 1, 1
+	}
+	if cfg.Parallel == 0 {
+		cfg.Parallel = 1
 	}
 	switch {
 	case cfg.Checks < 1:
@@ -77,41 +128,98 @@ func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 		return Report{}, fmt.Errorf("handoff: steps is %d, want at least 1", cfg.Steps)
 	case cfg.Seed == 0:
 		return Report{}, fmt.Errorf("handoff: seed 0 asks rapid for a random one; choose a seed")
+	case cfg.Shard < 1 || cfg.Shard > cfg.Shards:
+		return Report{}, fmt.Errorf("handoff: shard %d of %d, want 1 to %d", cfg.Shard, cfg.Shards, cfg.Shards)
+	case cfg.Parallel < 1:
+		return Report{}, fmt.Errorf("handoff: parallel is %d, want at least 1", cfg.Parallel)
 	}
 	dir, err := os.MkdirTemp(cfg.Dir, "handoff-explore-")
 	if err != nil {
 		return Report{}, fmt.Errorf("handoff: %w", err)
 	}
 	defer os.RemoveAll(dir)
-
-	report := Report{Config: cfg, Stats: NewStats()}
-	rec := &Recorder{}
-	tb := &exploreTB{name: "explore/" + cfg.Design.Name}
-	stop := startProgress(cfg.Progress, report.Stats)
-	start := time.Now()
-	err = withRapidFlags(map[string]string{
-		"rapid.checks":     strconv.Itoa(cfg.Checks),
-		"rapid.seed":       strconv.FormatUint(cfg.Seed, 10),
-		"rapid.nofailfile": "true",
-	}, func() {
-		rapid.Check(tb, Property(ctx, cfg.Design, dir, cfg.Steps, report.Stats, rec))
-	})
-	report.Elapsed = time.Since(start)
-	stop()
-	if err != nil {
+	if err := rapidFlags.begin(); err != nil {
 		return Report{}, err
 	}
-	if tb.failed {
-		report.Failure = rec.Failure
-		report.FailureSeed = tb.seed()
-		if !rec.FirstAt.IsZero() {
-			report.FirstSequences, report.FirstElapsed = rec.FirstSequences, rec.FirstAt.Sub(start)
+	defer rapidFlags.end()
+
+	report := Report{Config: cfg, Stats: NewStats()}
+	stop := startProgress(cfg.Progress, report.Stats)
+	start := time.Now()
+	var (
+		next, failed atomic.Int64 // failed: 1 + the lowest index that failed, 0 while none did
+		wg           sync.WaitGroup
+		lanes        = make([]laneResult, cfg.Parallel)
+	)
+	for i := range lanes {
+		wg.Go(func() {
+			lanes[i] = runLane(ctx, cfg, filepath.Join(dir, fmt.Sprint("lane-", i+1)), report.Stats, &next, &failed)
+		})
+	}
+	wg.Wait()
+	report.Elapsed = time.Since(start)
+	stop()
+	report.Interrupted = ctx.Err() != nil
+	var first *laneResult
+	for i, l := range lanes {
+		if l.err != nil {
+			return Report{}, l.err
+		}
+		if l.tb != nil && (first == nil || l.index < first.index) {
+			first = &lanes[i]
+		}
+	}
+	if first != nil {
+		report.Failure, report.FailureSeed = first.rec.Failure, first.seed
+		if !first.rec.FirstAt.IsZero() {
+			report.FirstSequences, report.FirstElapsed = first.rec.FirstSequences, first.rec.FirstAt.Sub(start)
 		}
 		if report.Failure == nil {
-			report.Problem = strings.Join(tb.messages, "\n")
+			report.Problem = strings.Join(first.tb.messages, "\n")
 		}
 	}
 	return report, nil
+}
+
+// laneResult is what one lane of an exploration ended with: the failing
+// sequence's index, seed, rapid account and recorded run, if one failed.
+type laneResult struct {
+	index int64
+	seed  uint64
+	tb    *exploreTB
+	rec   *Recorder
+	err   error
+}
+
+// runLane runs sequences in its own folder, taking their indexes from
+// next, until the run has Checks sequences, ctx is done, or some lane's
+// sequence failed at an index below the next one (failed holds 1 + the
+// lowest failing index).
+func runLane(ctx context.Context, cfg ExploreConfig, dir string, stats *Stats, next, failed *atomic.Int64) laneResult {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return laneResult{err: fmt.Errorf("handoff: %w", err)}
+	}
+	rec := &Recorder{}
+	prop := Property(ctx, PropertyConfig{Design: cfg.Design, Dir: dir, MaxSteps: cfg.Steps, NoSwarm: cfg.NoSwarm, Stats: stats, Recorder: rec})
+	for ctx.Err() == nil {
+		m := next.Add(1) - 1
+		if f := failed.Load(); m >= int64(cfg.Checks) || f > 0 && m >= f-1 {
+			break
+		}
+		i := m*int64(cfg.Shards) + int64(cfg.Shard-1)
+		seed := SequenceSeed(cfg.Seed, i)
+		tb := &exploreTB{name: "explore/" + cfg.Design.Name}
+		rapidFlags.check(tb, seed, prop)
+		if tb.failed {
+			for f := failed.Load(); f == 0 || m+1 < f; f = failed.Load() {
+				if failed.CompareAndSwap(f, m+1) {
+					break
+				}
+			}
+			return laneResult{index: m, seed: seed, tb: tb, rec: rec}
+		}
+	}
+	return laneResult{}
 }
 
 // startProgress calls progress about once a second until the returned
@@ -139,37 +247,83 @@ func startProgress(progress func(*Stats, time.Duration), stats *Stats) func() {
 	return func() { close(done); <-stopped }
 }
 
-// withRapidFlags runs fn with rapid's command-line flags set to values,
-// and puts them back afterwards. rapid reads its configuration only from
-// these flags (and testing.Short, which needs the testing flags parsed), so
-// a program that runs rapid outside go test must go through them.
-func withRapidFlags(values map[string]string, fn func()) error {
-	if flag.Lookup("test.short") == nil {
-		testing.Init()
-	}
-	if !flag.Parsed() {
-		if err := flag.CommandLine.Parse(nil); err != nil {
+// rapidFlags is the one place that sets rapid's command-line flags. rapid
+// reads its configuration only from these flags (and testing.Short, which
+// needs the testing flags parsed), so a program that runs rapid outside go
+// test must go through them; it guards them with its mutex, so that
+// explorations can run side by side in one process.
+var rapidFlags rapidFlagSet
+
+// rapidFlagSet keeps rapid's flags while explorations use them.
+type rapidFlagSet struct {
+	mu    sync.Mutex
+	users int               // explorations between begin and end
+	saved map[string]string // the values before the first of them began
+}
+
+// begin readies the flags for an exploration: rapid.nofailfile stays
+// true (rapid reads it after a failure, unguarded) until the last
+// exploration ends.
+func (f *rapidFlagSet) begin() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.users == 0 {
+		if flag.Lookup("test.short") == nil {
+			testing.Init()
+		}
+		if !flag.Parsed() {
+			if err := flag.CommandLine.Parse(nil); err != nil {
+				return fmt.Errorf("handoff: %w", err)
+			}
+		}
+		f.saved = map[string]string{}
+		for _, name := range []string{"rapid.checks", "rapid.seed", "rapid.nofailfile"} {
+			fl := flag.Lookup(name)
+			if fl == nil {
+				return fmt.Errorf("handoff: rapid has no flag %s", name)
+			}
+			f.saved[name] = fl.Value.String()
+		}
+		if err := flag.Set("rapid.nofailfile", "true"); err != nil {
 			return fmt.Errorf("handoff: %w", err)
 		}
 	}
-	old := map[string]string{}
-	for name, v := range values {
-		f := flag.Lookup(name)
-		if f == nil {
-			return fmt.Errorf("handoff: rapid has no flag %s", name)
-		}
-		old[name] = f.Value.String()
-		if err := flag.Set(name, v); err != nil {
-			return fmt.Errorf("handoff: %w", err)
-		}
-	}
-	defer func() {
-		for name, v := range old {
-			_ = flag.Set(name, v) // the value was read from this flag a moment ago
-		}
-	}()
-	fn()
+	f.users++
 	return nil
+}
+
+// end puts the flags back once the last exploration has ended.
+func (f *rapidFlagSet) end() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.users--; f.users == 0 {
+		for name, v := range f.saved {
+			_ = flag.Set(name, v) // the value was read from this flag in begin
+		}
+	}
+}
+
+// check runs prop as exactly one rapid check with seed (and, if it fails,
+// rapid's shrinking). rapid reads rapid.checks and rapid.seed once, before
+// the property first runs, so the mutex is held from setting them until
+// then. rapid divides rapid.checks by 5 under go test -short: it is set
+// so that the quotient is 1.
+func (f *rapidFlagSet) check(tb rapid.TB, seed uint64, prop func(*rapid.T)) {
+	f.mu.Lock()
+	var once sync.Once
+	unlock := func() { once.Do(f.mu.Unlock) }
+	defer unlock()
+	checks := "1"
+	if testing.Short() {
+		checks = "5"
+	}
+	// Both values are valid for their flags.
+	_ = flag.Set("rapid.checks", checks)
+	_ = flag.Set("rapid.seed", strconv.FormatUint(seed, 10))
+	rapid.Check(tb, func(t *rapid.T) {
+		unlock()
+		prop(t)
+	})
 }
 
 // exploreTB is the rapid.TB of an exploration: it keeps rapid's failure
@@ -197,16 +351,3 @@ func (tb *exploreTB) Fatal(args ...any)                 { tb.Error(args...) }
 func (tb *exploreTB) FailNow()                          { tb.failed = true }
 func (tb *exploreTB) Fail()                             { tb.failed = true }
 func (tb *exploreTB) Failed() bool                      { return tb.failed }
-
-var rapidSeed = regexp.MustCompile(`-rapid\.seed=(\d+)`)
-
-// seed is the seed rapid reported for the failing sequence, or 0.
-func (tb *exploreTB) seed() uint64 {
-	for _, m := range tb.messages {
-		if s := rapidSeed.FindStringSubmatch(m); s != nil {
-			n, _ := strconv.ParseUint(s[1], 10, 64)
-			return n
-		}
-	}
-	return 0
-}

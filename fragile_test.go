@@ -20,14 +20,17 @@ var fragileSeeds = []uint64{1, 42, 7919}
 // expected failure does not fail this test, and checks that the search
 // finds a violation within the default budget, that it is the documented
 // invariant, and that shrinking reaches the documented minimal length.
+// With -short it is skipped: searching and shrinking twelve designs takes
+// half a minute, and TestFragileCorpus still replays each design's minimal
+// counterexample.
 func TestFragileDesigns(t *testing.T) {
-	seeds := fragileSeeds
 	if testing.Short() {
-		seeds = seeds[:1]
+		t.Skip("-short: TestFragileCorpus replays each minimal counterexample; run without -short to search and shrink")
 	}
 	for _, d := range designs.Fragile {
 		t.Run(d.Name, func(t *testing.T) {
-			for _, seed := range seeds {
+			t.Parallel()
+			for _, seed := range fragileSeeds {
 				r, err := Explore(context.Background(), ExploreConfig{
 					Design: d, Checks: DefaultChecks, Steps: DefaultSteps, Seed: seed, Dir: t.TempDir()})
 				if err != nil {
@@ -80,15 +83,26 @@ func TestFragileCorpus(t *testing.T) {
 }
 
 // TestReach checks that a default exploration of the real design reaches
-// every fault, every outbox transition and every worker result, so that a
-// change to the generators cannot silently lose reach.
+// every fault, every outbox transition, every worker result and every
+// class of edge input, so that a change to the generators cannot silently
+// lose reach. It runs exactly reachChecks sequences, with or without
+// -short.
 func TestReach(t *testing.T) {
-	r, err := Explore(context.Background(), ExploreConfig{Checks: 300, Steps: DefaultSteps, Seed: 1, Dir: t.TempDir()})
+	const reachChecks = 300
+	r, err := Explore(context.Background(), ExploreConfig{Checks: reachChecks, Steps: DefaultSteps, Seed: 1, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Failure != nil {
 		t.Fatalf("the real design failed:\n%s", r.Failure.Report(""))
+	}
+	if got := r.Stats.Sequences.Load(); got != reachChecks {
+		t.Errorf("ran %d sequences, want %d", got, reachChecks)
+	}
+	for _, c := range InputClasses {
+		if r.Stats.InputClasses[c] == 0 {
+			t.Errorf("input class %q never drawn", c)
+		}
 	}
 	for _, k := range append([]faults.Kind{faults.CrashBetweenInserts, faults.Restart}, faults.DeliveryKinds...) {
 		if r.Stats.Faults[k] == 0 {
@@ -105,7 +119,7 @@ func TestReach(t *testing.T) {
 			t.Errorf("worker result %s never happened", res)
 		}
 	}
-	t.Logf("faults %v; transitions %v; results %v", r.Stats.Faults, r.Stats.Transitions, r.Stats.Results)
+	t.Logf("faults %v; transitions %v; results %v; input classes %v", r.Stats.Faults, r.Stats.Transitions, r.Stats.Results, r.Stats.InputClasses)
 }
 
 // TestCrashPointEnumeration crashes every corpus scenario of the real

@@ -3,6 +3,7 @@ package handoff
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,50 +11,44 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
-	"github.com/outboxlab/handoff/faults"
 	"pgregory.net/rapid"
 )
 
-// The values the generators draw from. Few cases make keys collide; the
-// titles make payloads collide, differ only in white space that trimming
-// removes, and carry non-ASCII, quotes, HTML and U+2028, which a careless
-// JSON encoder escapes.
-var (
-	cases         = []string{"case-1", "case-2", "case-3"}
-	invalidCases  = []string{"", "case/104", strings.Repeat("c", 81), "café"}
-	titles        = []string{"Call back", "  Call back  ", "Call back\t", "Rappeler le client — réparation", "修理の件で電話する", `Quote "plan" \ <b>&`, "Line\u2028separated"}
-	invalidTitles = []string{"", " \t ", strings.Repeat("é", 161), "bad \xff byte"}
-)
-
-// stepGenerator draws one step as one group of draws, which rapid's
-// shrinker can remove whole. The zero Step ends the sequence, so a
-// sequence needs no separate length that removing a step would break.
-var stepGenerator = rapid.Custom(drawStep)
-
 // pick draws an index below len(weights), each as likely as its weight,
-// from plain bits: rapid's integer generators add two 53-bit floats to
-// every draw, and minimizing those costs its shrinker hundreds of runs
-// against real databases. Index 0 is where every choice shrinks to.
+// from the fewest plain bits that resolve the weights (see choose).
 func pick(t *rapid.T, label string, weights ...int) int {
 	total := 0
 	for _, w := range weights {
 		total += w
 	}
-	v, n := 0, 1
-	for ; n < total; n <<= 1 {
+	return choose(t, label, bits.Len(uint(total-1)), weights...)
+}
+
+// choose draws an index below len(weights), each as likely as its weight,
+// from width plain bits (1<<width at least the total weight): rapid's
+// integer generators add two 53-bit floats to every draw, and minimizing
+// those costs its shrinker hundreds of runs against real databases. Index
+// 0, or the first with a weight, is where every choice shrinks to.
+func choose(t *rapid.T, label string, width int, weights ...int) int {
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	v := 0
+	for range width {
 		v <<= 1
 		if rapid.Bool().Draw(t, label) {
 			v |= 1
 		}
 	}
-	v = v * total / n // scaled, not reduced modulo total, which would favour low choices
+	v = v * total >> width // scaled, not reduced modulo total, which would favour low choices
 	for i, w := range weights {
 		if v < w {
 			return i
 		}
 		v -= w
 	}
-	panic("unreachable")
+	panic("handoff: choose needs a positive total weight")
 }
 
 // pickOf draws one of n equally likely indexes, as pick does.
@@ -63,53 +58,6 @@ func pickOf(t *rapid.T, label string, n int) int {
 		weights[i] = 1
 	}
 	return pick(t, label, weights...)
-}
-
-// drawStep draws one step: approvals and deliveries, rarely a restart
-// (crashes restart too, and a restart costs as much as a dozen other
-// steps), or, one time in 25, the end of the sequence. Every choice
-// shrinks towards the end, then a plain approval of case-1 or a delivery
-// without faults.
-func drawStep(t *rapid.T) Step {
-	switch pick(t, "kind", 2, 22, 25, 1) {
-	case 0:
-		return Step{}
-	case 1:
-		return drawApprove(t)
-	case 2:
-		return drawDeliver(t)
-	}
-	return NewStep("restart")
-}
-
-// drawApprove draws an approval: one in eight has an invalid or missing
-// case, one in eight an invalid or missing title, one in eight crashes.
-func drawApprove(t *rapid.T) Step {
-	s := NewStep("approve")
-	if c := pick(t, "case", 7*len(cases), len(invalidCases)+1); c == 0 {
-		s.Args = append(s.Args, Arg{"case", cases[pickOf(t, "valid case", len(cases))]})
-	} else if i := pickOf(t, "invalid case", len(invalidCases)+1); i < len(invalidCases) { // the last: missing
-		s.Args = append(s.Args, Arg{"case", invalidCases[i]})
-	}
-	if c := pick(t, "title", 7*len(titles), len(invalidTitles)+1); c == 0 {
-		s.Args = append(s.Args, Arg{"title", titles[pickOf(t, "valid title", len(titles))]})
-	} else if i := pickOf(t, "invalid title", len(invalidTitles)+1); i < len(invalidTitles) { // the last: missing
-		s.Args = append(s.Args, Arg{"title", invalidTitles[i]})
-	}
-	if pick(t, "crash", 7, 1) == 1 {
-		s.Args = append(s.Args, Arg{"fault", faults.CrashBetweenInserts.String()})
-	}
-	return s
-}
-
-// drawDeliver draws a delivery: half without a fault, the rest spread over
-// every delivery fault, in the order faults.DeliveryKinds gives.
-func drawDeliver(t *rapid.T) Step {
-	if pick(t, "faulty", 1, 1) == 0 {
-		return NewStep("deliver")
-	}
-	k := faults.DeliveryKinds[pickOf(t, "fault", len(faults.DeliveryKinds))]
-	return NewStep("deliver", "fault", k.String())
 }
 
 // Run is one sequence of steps and what each did.
@@ -153,30 +101,64 @@ type Recorder struct {
 	FirstAt        time.Time
 }
 
+// PropertyConfig says what Property runs and where it keeps and counts
+// what it does.
+type PropertyConfig struct {
+	Design designs.Design // the zero value means designs.Handoff
+	// Dir is where each sequence makes the folder of its databases.
+	Dir string
+	// MaxSteps is the most random steps a sequence takes.
+	MaxSteps int
+	// NoSwarm draws every sequence at the default levels (see mix).
+	NoSwarm bool
+	// Stats (may be nil) counts what the sequences did.
+	Stats *Stats
+	// Recorder (may be nil) keeps the last failing run.
+	Recorder *Recorder
+}
+
 // Property is the rapid property of the harness: a fresh pair of databases
-// in its own folder under dir, random steps (about 19 on average,
-// maxSteps at most) applied to design and model with every invariant checked after
-// each, then faults off and converge. It counts into stats (may be nil)
-// and records failures into rec.
+// in its own folder under cfg.Dir, a swarm mix (see mix), random steps
+// (about 19 on average, cfg.MaxSteps at most) applied to the design and
+// the model with every invariant checked after each, then faults off and
+// converge.
+//
+// It counts a run into cfg.Stats as a sequence until cfg.Recorder holds a
+// failure, and as a shrink run after: rapid shrinks right after the first
+// failure. Cancelling ctx never cuts a run short (the databases are used
+// without its cancellation), but a shrink run that starts after ctx is
+// done is skipped, so that rapid abandons its shrinking quickly.
 //
 // Each step is one draw that may end the sequence: rapid's Repeat would
 // add a 53-bit coin per step, and minimizing those costs its shrinker
 // thousands of runs against real databases.
-func Property(ctx context.Context, design designs.Design, dir string, maxSteps int, stats *Stats, rec *Recorder) func(*rapid.T) {
+func Property(ctx context.Context, cfg PropertyConfig) func(*rapid.T) {
+	if cfg.Design.Name == "" {
+		cfg.Design = designs.Handoff
+	}
+	stats, rec, dbCtx := cfg.Stats, cfg.Recorder, context.WithoutCancel(ctx)
 	var fresh map[string][]byte
 	return func(t *rapid.T) {
+		shrinking := rec != nil && !rec.FirstAt.IsZero()
+		if shrinking && ctx.Err() != nil {
+			t.SkipNow()
+		}
 		if fresh == nil {
 			var err error
-			if fresh, err = freshDatabases(ctx, design, dir); err != nil {
+			if fresh, err = freshDatabases(dbCtx, cfg.Design, cfg.Dir); err != nil {
 				t.Fatalf("%v", err)
 			}
 		}
-		env, done, err := newEnvIn(ctx, dir, design, fresh, stats)
+		env, done, err := newEnvIn(dbCtx, cfg.Dir, cfg.Design, fresh, stats)
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
 		defer done()
-		if stats != nil {
+		switch {
+		case stats == nil:
+		case shrinking:
+			stats.ShrinkRuns.Add(1)
+		default:
 			stats.Sequences.Add(1)
 		}
 		run := Run{Design: env.Design().Name}
@@ -195,9 +177,11 @@ func Property(ctx context.Context, design designs.Design, dir string, maxSteps i
 			}
 			return failure == nil
 		}
-		ok := design.Name == designs.Handoff.Name || apply(NewStep("design", "name", design.Name))
-		for i := 0; ok && i < maxSteps; i++ {
-			s := stepGenerator.Draw(t, "step")
+		ok := cfg.Design.Name == designs.Handoff.Name || apply(NewStep("design", "name", cfg.Design.Name))
+		m := drawMix(t, !cfg.NoSwarm)
+		steps := rapid.Custom(m.drawStep)
+		for i := 0; ok && i < cfg.MaxSteps; i++ {
+			s := steps.Draw(t, "step")
 			if s.Directive == "" {
 				break
 			}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/outboxlab/handoff/designs"
 	"pgregory.net/rapid"
 )
 
@@ -17,6 +16,7 @@ var (
 	rewrite = flag.Bool("rewrite", false, "TestCorpus: rewrite the expected outputs of the corpus files (only commit the diff if you understand it)")
 	save    = flag.String("save", "", "TestSimulation: save the minimal failing scenario into this folder")
 	steps   = flag.Int("steps", DefaultSteps, "TestSimulation: the most random steps a sequence takes")
+	noSwarm = flag.Bool("noswarm", false, "TestSimulation: draw every sequence at the default levels, without swarm testing")
 )
 
 // TestSimulation explores random fault sequences against the real design
@@ -26,8 +26,8 @@ var (
 func TestSimulation(t *testing.T) {
 	rec, stats := &Recorder{}, NewStats()
 	defer func() {
-		t.Logf("%d sequences, %d steps; faults %v; transitions %v; worker results %v",
-			stats.Sequences.Load(), stats.Steps.Load(), stats.Faults, stats.Transitions, stats.Results)
+		t.Logf("%d sequences (and %d shrink runs), %d steps; faults %v; transitions %v; worker results %v",
+			stats.Sequences.Load(), stats.ShrinkRuns.Load(), stats.Steps.Load(), stats.Faults, stats.Transitions, stats.Results)
 		if rec.Failure != nil && *save != "" {
 			path, err := SaveCounterexample(*save, rec.Failure)
 			if err != nil {
@@ -37,7 +37,7 @@ func TestSimulation(t *testing.T) {
 			t.Logf("saved the minimal scenario as %s", path)
 		}
 	}()
-	rapid.Check(t, Property(context.Background(), designs.Handoff, t.TempDir(), *steps, stats, rec))
+	rapid.Check(t, Property(context.Background(), PropertyConfig{Dir: t.TempDir(), MaxSteps: *steps, NoSwarm: *noSwarm, Stats: stats, Recorder: rec}))
 }
 
 // TestCorpus replays every scenario file under corpus/ and compares each

@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/outboxlab/handoff/faults"
@@ -21,23 +22,29 @@ const (
 	PendingToPending         Transition = "pending->pending"
 )
 
-// Stats counts what an exploration did. Sequences and Steps may be read
-// while it runs (for a progress line); the maps only after it ends.
+// Stats counts what an exploration did. Sequences the property ran (not
+// counting the runs of rapid's shrinking, ShrinkRuns), and steps of both.
+// Several sequences may count into one Stats at once. The counters may be
+// read while they run (for a progress line); the maps only after they end.
 type Stats struct {
-	Sequences atomic.Int64
-	Steps     atomic.Int64
+	Sequences  atomic.Int64
+	ShrinkRuns atomic.Int64
+	Steps      atomic.Int64
 
-	Faults      map[faults.Kind]int
-	Results     map[string]int // worker results: idle, sent, pending, blocked, crashed, error
-	Transitions map[Transition]int
+	mu           sync.Mutex // guards the maps while sequences count
+	Faults       map[faults.Kind]int
+	Results      map[string]int // worker results: idle, sent, pending, blocked, crashed, error
+	Transitions  map[Transition]int
+	InputClasses map[InputClass]int // the classes of the approvals' case ids and titles
 }
 
 // NewStats returns empty Stats.
 func NewStats() *Stats {
 	return &Stats{
-		Faults:      map[faults.Kind]int{},
-		Results:     map[string]int{},
-		Transitions: map[Transition]int{},
+		Faults:       map[faults.Kind]int{},
+		Results:      map[string]int{},
+		Transitions:  map[Transition]int{},
+		InputClasses: map[InputClass]int{},
 	}
 }
 
@@ -47,6 +54,13 @@ func (st *Stats) count(s Step, r stepResult, before, after model.Observation) {
 		return
 	}
 	st.Steps.Add(1)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if s.Directive == "approve" {
+		for _, c := range classifyApproval(s) {
+			st.InputClasses[c]++
+		}
+	}
 	if r.fired != "" {
 		st.Faults[r.fired]++
 	}

@@ -1,0 +1,303 @@
+package handoff
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"pgregory.net/rapid"
+)
+
+// The characters of SPEC's "Recording an approval" that the generators
+// combine into titles: white space (exactly Go's unicode.IsSpace, split
+// into ASCII and the rest), the other control characters, and the
+// invisible characters that are kept and counted.
+var (
+	asciiSpace  = []rune{'\t', '\n', '\v', '\f', '\r', ' '}
+	exoticSpace = []rune{
+		0x85, 0xA0, 0x1680,
+		0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200A,
+		0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
+	}
+	controls = []rune{
+		0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
+		0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x1D, 0x1E, 0x1F,
+		0x7F,
+	}
+	invisibles = []rune{0x1C, 0x1D, 0x1E, 0x1F, 0x200B, 0xFEFF}
+)
+
+// The case ids the generators draw. The valid ones are few, case-1 and
+// case-2 by far the most often, so that keys collide: repeated approvals,
+// conflicts, several rows at once. Between them they hold every allowed
+// character class, and the longest allowed id. The invalid ones break one
+// rule each; "K" with the Kelvin sign (U+212A) fools a case-folding
+// pattern, a trailing newline a pattern whose $ matches before it.
+var (
+	longestCase  = "Case-" + strings.Repeat("0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEFGHIJKLMNOPQRSTU", 2)[:75]
+	validCases   = []string{"case-1", "case-2", "CASE-1", "7", "-", longestCase}
+	invalidCases = []string{"", longestCase + "x", "café", "case_1", "case 1", "case/104", "case-1\n", "\u212Aase-1"}
+	// caseWeights are the weights of validCases, of invalidCases and of a
+	// missing case, in one choice: one in seven is invalid or missing.
+	caseWeights = []int{24, 20, 4, 2, 2, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}
+)
+
+// The bodies of the titles the generators draw: plain ones (the first
+// shrinks to "Call back"), ones a careless JSON encoder escapes (quotes,
+// backslash, HTML, U+2028 and U+2029), and invalid UTF-8 (a stray byte, a
+// truncated sequence, an encoded surrogate, an overlong encoding).
+var (
+	plainBodies = []string{"Call back", "Rappeler le client — réparation", "修理の件で電話する", "Call\u00a0back\u3000now"}
+	jsonBodies  = []string{`Quote "plan" \ <b>&`, "Line\u2028separated", "</script>\u2029", `C:\temp "x"`}
+	badBodies   = []string{"bad \xff byte", "truncated \xc3", "\xed\xa0\x80 surrogate", "\xc0\xaf overlong"}
+	// wideRunes are the multi-byte characters a 160 or 161 code point
+	// title repeats: 2, 3 and 4 bytes (the last is two UTF-16 units).
+	wideRunes = []string{"é", "修", "😀"}
+)
+
+// The kinds of title body, in the order a shrinking run prefers them.
+const (
+	bodyPlain = iota
+	bodyJSON
+	bodyControl
+	bodyInvisible
+	bodyLong
+	bodyInvalidUTF8
+	bodySpaceOnly
+	bodyEmpty
+	bodyMissing
+)
+
+// bodyWeights are how often each kind of body is drawn in an edge title:
+// each often enough that a default exploration draws every class of
+// InputClasses.
+var bodyWeights = []int{bodyPlain: 4, bodyJSON: 3, bodyControl: 2, bodyInvisible: 3, bodyLong: 3,
+	bodyInvalidUTF8: 1, bodySpaceOnly: 2, bodyEmpty: 1, bodyMissing: 1}
+
+// drawCase draws a case id, or ok false for a missing one.
+func drawCase(t *rapid.T) (id string, ok bool) {
+	i := pick(t, "case", caseWeights...)
+	if i == len(validCases)+len(invalidCases) {
+		return "", false
+	}
+	return append(validCases[:len(validCases):len(validCases)], invalidCases...)[i], true
+}
+
+// drawTitle draws a title, or ok false for a missing one. Three in four
+// are plain, without white space around them, so that equal titles still
+// repeat (and a plain title costs a shrinking run few draws); the others
+// are edges built from drawn parts: an optional run of leading white
+// space, a body, an optional run of trailing white space, so that every
+// edge character meets trimming.
+func drawTitle(t *rapid.T) (title string, ok bool) {
+	if pick(t, "title", 3, 1) == 0 {
+		return plainBodies[pickOf(t, "plain", len(plainBodies))], true
+	}
+	var body string
+	switch pick(t, "body", bodyWeights...) {
+	case bodyPlain:
+		body = plainBodies[pickOf(t, "plain", len(plainBodies))]
+	case bodyJSON:
+		body = jsonBodies[pickOf(t, "json", len(jsonBodies))]
+	case bodyControl:
+		body = "Call" + string(controls[pickOf(t, "control", len(controls))]) + "back"
+	case bodyInvisible:
+		c := string(invisibles[pickOf(t, "invisible", len(invisibles))])
+		body = [...]string{c + "Call back", "Call back" + c, c}[pickOf(t, "where", 3)]
+	case bodyLong:
+		body = strings.Repeat(wideRunes[pickOf(t, "wide", len(wideRunes))], 160+pickOf(t, "over", 2))
+	case bodyInvalidUTF8:
+		body = badBodies[pickOf(t, "bad", len(badBodies))]
+	case bodySpaceOnly:
+		return drawSpace(t, "only") + drawSpaceRun(t, "trailing"), true
+	case bodyEmpty:
+		return "", true
+	case bodyMissing:
+		return "", false
+	}
+	return drawSpaceRun(t, "leading") + body + drawSpaceRun(t, "trailing"), true
+}
+
+// drawSpaceRun draws nothing three times in four, else a run of white
+// space.
+func drawSpaceRun(t *rapid.T, label string) string {
+	if pick(t, label, 3, 1) == 0 {
+		return ""
+	}
+	return drawSpace(t, label)
+}
+
+// drawSpace draws one to three white space characters, each ASCII or not
+// as often.
+func drawSpace(t *rapid.T, label string) string {
+	var b strings.Builder
+	for range 1 + pickOf(t, label+" length", 3) {
+		if pick(t, label+" ascii", 1, 1) == 0 {
+			b.WriteRune(asciiSpace[pickOf(t, label+" char", len(asciiSpace))])
+		} else {
+			b.WriteRune(exoticSpace[pickOf(t, label+" char", len(exoticSpace))])
+		}
+	}
+	return b.String()
+}
+
+// InputClass names one class of edge input of SPEC's "Recording an
+// approval" that an approval step can carry.
+type InputClass string
+
+// The classes of case id.
+const (
+	CaseMissing  InputClass = "case: missing"
+	CaseEmpty    InputClass = "case: empty"
+	CaseLongest  InputClass = "case: 80 characters"
+	CaseTooLong  InputClass = "case: 81 characters"
+	CaseUpper    InputClass = "case: valid, with an upper-case letter"
+	CaseLower    InputClass = "case: valid, with a lower-case letter"
+	CaseDigit    InputClass = "case: valid, with a digit"
+	CaseDash     InputClass = "case: valid, with '-'"
+	CaseNonASCII InputClass = "case: non-ASCII"
+	CaseUnderbar InputClass = "case: '_'"
+	CaseSpace    InputClass = "case: space"
+	CaseOther    InputClass = "case: another ASCII character"
+)
+
+// The classes of title.
+const (
+	TitleMissing        InputClass = "title: missing"
+	TitleEmpty          InputClass = "title: empty"
+	TitleOnlyASCIISpace InputClass = "title: only ASCII white space"
+	TitleOnlyOtherSpace InputClass = "title: only white space, some not ASCII"
+	TitleTrimASCII      InputClass = "title: ASCII white space trimmed at an end"
+	TitleTrimOther      InputClass = "title: non-ASCII white space trimmed at an end"
+	TitleInnerSpace     InputClass = "title: white space kept inside"
+	TitleControl        InputClass = "title: control character"
+	TitleInvisible      InputClass = "title: invisible character kept"
+	TitleInvisibleEnd   InputClass = "title: invisible character kept at an end"
+	TitleNonASCII       InputClass = "title: non-ASCII"
+	TitleAstral         InputClass = "title: character outside the BMP"
+	TitleJSONEscape     InputClass = "title: quote or backslash"
+	TitleHTMLOrLineSep  InputClass = "title: HTML or U+2028/U+2029"
+	Title160            InputClass = "title: 160 code points, more bytes"
+	Title160Trimmed     InputClass = "title: 160 code points after trimming a longer one"
+	Title161            InputClass = "title: 161 code points"
+	TitleInvalidUTF8    InputClass = "title: invalid UTF-8"
+)
+
+// InputClasses are every class of input a default exploration must draw
+// (TestReach checks it does).
+var InputClasses = []InputClass{
+	CaseMissing, CaseEmpty, CaseLongest, CaseTooLong, CaseUpper, CaseLower, CaseDigit, CaseDash,
+	CaseNonASCII, CaseUnderbar, CaseSpace, CaseOther,
+	TitleMissing, TitleEmpty, TitleOnlyASCIISpace, TitleOnlyOtherSpace, TitleTrimASCII, TitleTrimOther,
+	TitleInnerSpace, TitleControl, TitleInvisible, TitleInvisibleEnd, TitleNonASCII, TitleAstral,
+	TitleJSONEscape, TitleHTMLOrLineSep, Title160, Title161, Title160Trimmed, TitleInvalidUTF8,
+}
+
+// classifyApproval returns the classes of the case and the title of an
+// approve step.
+func classifyApproval(s Step) []InputClass {
+	var classes []InputClass
+	if id, ok := s.Arg("case"); ok {
+		classes = classifyCase(id)
+	} else {
+		classes = []InputClass{CaseMissing}
+	}
+	if title, ok := s.Arg("title"); ok {
+		classes = append(classes, classifyTitle(title)...)
+	} else {
+		classes = append(classes, TitleMissing)
+	}
+	return classes
+}
+
+// classifyCase returns the classes of a case id: its length at the
+// limits, and which characters it holds (the allowed ones counted only
+// in valid ids).
+func classifyCase(id string) []InputClass {
+	var classes []InputClass
+	switch n := utf8.RuneCountInString(id); n {
+	case 0:
+		return []InputClass{CaseEmpty}
+	case 80:
+		classes = append(classes, CaseLongest)
+	case 81:
+		classes = append(classes, CaseTooLong)
+	}
+	valid := len(id) <= 80
+	for _, r := range id {
+		valid = valid && (r == '-' || r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)))
+	}
+	seen := map[InputClass]bool{}
+	for _, r := range id {
+		var c InputClass
+		switch {
+		case r >= utf8.RuneSelf:
+			c = CaseNonASCII
+		case r == '_':
+			c = CaseUnderbar
+		case r == ' ':
+			c = CaseSpace
+		case !valid && (r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r)):
+			continue
+		case 'A' <= r && r <= 'Z':
+			c = CaseUpper
+		case 'a' <= r && r <= 'z':
+			c = CaseLower
+		case '0' <= r && r <= '9':
+			c = CaseDigit
+		case r == '-':
+			c = CaseDash
+		default:
+			c = CaseOther
+		}
+		if !seen[c] {
+			seen[c] = true
+			classes = append(classes, c)
+		}
+	}
+	return classes
+}
+
+// classifyTitle returns the classes of a title: what trimming removes,
+// what it keeps, its length in code points, and the characters a JSON
+// encoder must get right.
+func classifyTitle(title string) []InputClass {
+	switch {
+	case title == "":
+		return []InputClass{TitleEmpty}
+	case !utf8.ValidString(title):
+		return []InputClass{TitleInvalidUTF8}
+	}
+	trimmed := strings.TrimFunc(title, unicode.IsSpace)
+	if trimmed == "" {
+		if strings.TrimLeft(title, string(asciiSpace)) == "" {
+			return []InputClass{TitleOnlyASCIISpace}
+		}
+		return []InputClass{TitleOnlyOtherSpace}
+	}
+	var classes []InputClass
+	add := func(c InputClass, ok bool) {
+		if ok {
+			classes = append(classes, c)
+		}
+	}
+	cut := strings.Replace(title, trimmed, "", 1)
+	add(TitleTrimASCII, cut != "" && strings.TrimLeft(cut, string(asciiSpace)) == "")
+	add(TitleTrimOther, strings.TrimLeft(cut, string(asciiSpace)) != "")
+	add(TitleInnerSpace, strings.ContainsFunc(trimmed, unicode.IsSpace))
+	add(TitleControl, strings.ContainsFunc(trimmed, func(r rune) bool { return r < ' ' || r == 0x7F }))
+	isInvisible := func(r rune) bool { return strings.ContainsRune(string(invisibles), r) }
+	add(TitleInvisible, strings.ContainsFunc(trimmed, isInvisible))
+	first, _ := utf8.DecodeRuneInString(trimmed)
+	last, _ := utf8.DecodeLastRuneInString(trimmed)
+	add(TitleInvisibleEnd, isInvisible(first) || isInvisible(last))
+	add(TitleNonASCII, strings.ContainsFunc(trimmed, func(r rune) bool { return r >= utf8.RuneSelf && !unicode.IsSpace(r) }))
+	add(TitleAstral, strings.ContainsFunc(trimmed, func(r rune) bool { return r > 0xFFFF }))
+	add(TitleJSONEscape, strings.ContainsAny(trimmed, `"\`))
+	add(TitleHTMLOrLineSep, strings.ContainsAny(trimmed, "<>&\u2028\u2029"))
+	n := utf8.RuneCountInString(trimmed)
+	add(Title160, n == 160 && len(trimmed) > 160)
+	add(Title160Trimmed, n == 160 && utf8.RuneCountInString(title) > 160)
+	add(Title161, n == 161)
+	return classes
+}

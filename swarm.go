@@ -1,0 +1,139 @@
+package handoff
+
+import (
+	"github.com/outboxlab/handoff/faults"
+	"pgregory.net/rapid"
+)
+
+// level is how often one kind of step or fault comes up in a sequence of
+// swarm testing: as by default, often, or seldom (for most kinds: never).
+type level int
+
+// The levels, in the order a shrinking run prefers them.
+const (
+	byDefault level = iota
+	often
+	seldom
+)
+
+// weighted is one kind of step or fault that a swarm can tune: its weight
+// at each level. A zero weight switches it off.
+type weighted [3]int
+
+// The weights of every kind a swarm tunes. Steps end with weight 2 (about
+// 25 steps at the default levels) whatever the swarm; approvals and
+// deliveries never switch off, or nothing would happen.
+var (
+	approveWeight = weighted{byDefault: 22, often: 66, seldom: 4}
+	deliverWeight = weighted{byDefault: 25, often: 50, seldom: 4}
+	restartWeight = weighted{byDefault: 1, often: 4, seldom: 0}
+	plainWeight   = weighted{byDefault: 6, often: 24, seldom: 0} // a delivery without a fault
+	faultWeight   = weighted{byDefault: 1, often: 4, seldom: 0}  // each fault
+)
+
+// The width in bits of the choices a swarm tunes: fixed, so that a run
+// keeps its shape when the shrinker turns a level back to the default
+// (only the meaning of each step's draws changes, not their number). Each
+// is enough to resolve the largest total of its weights.
+const (
+	kindBits  = 7 // 2 + 66 + 50 + 4 = 122 < 128
+	faultBits = 6 // 24 + 6·4 = 48 < 64
+	crashBits = 4 // 7 + 4 = 11 < 16
+)
+
+// mix is the mix one sequence draws its steps from (swarm testing, as
+// TigerBeetle's VOPR does): each sequence first draws a level for every
+// kind of step and fault, so that some sequences have one fault in bursts,
+// or many approvals and few deliveries (many rows pending at different
+// attempt counts), combinations a fixed mix draws rarely. A sequence
+// swarms one time in four; the others draw at the default levels. (A
+// failure found in a swarm costs rapid's shrinker more runs, often two or
+// three times as many, when the failure needs the swarm's mix.)
+type mix struct {
+	approve, deliver, restart level
+	plain                     level   // deliveries without a fault
+	faults                    []level // by faults.DeliveryKinds
+	crash                     level   // approvals that crash between the inserts
+}
+
+// drawMix draws a mix: whether to swarm (two bits, both 1 to swarm, so
+// that zeroing either turns it off), then a level for every kind, drawn
+// whether to swarm or not, so that a shrinking run can turn the swarm off
+// (or any one level to the default) without moving a later draw. With
+// swarm false every level is the default.
+func drawMix(t *rapid.T, swarm bool) mix {
+	on := pick(t, "swarm", 3, 1) == 1 && swarm
+	draw := func(label string) level {
+		l := []level{byDefault, often, seldom, seldom}[pickOf(t, label, 4)]
+		if !on {
+			return byDefault
+		}
+		return l
+	}
+	m := mix{approve: draw("approve"), deliver: draw("deliver"), restart: draw("restart"), plain: draw("plain")}
+	for _, k := range faults.DeliveryKinds {
+		m.faults = append(m.faults, draw(k.String()))
+	}
+	m.crash = draw(faults.CrashBetweenInserts.String())
+	return m
+}
+
+// deliveryWeights are the weights of a delivery without a fault and of
+// each of faults.DeliveryKinds; never all zero.
+func (m mix) deliveryWeights() []int {
+	w := []int{plainWeight[m.plain]}
+	total := w[0]
+	for _, l := range m.faults {
+		w = append(w, faultWeight[l])
+		total += faultWeight[l]
+	}
+	if total == 0 {
+		w[0] = plainWeight[byDefault]
+	}
+	return w
+}
+
+// drawStep draws one step: approvals and deliveries, rarely a restart
+// (crashes restart too, and a restart costs as much as a dozen other
+// steps), or the end of the sequence, as often as m says. Every choice
+// shrinks towards the end, then a plain approval of case-1 or a delivery
+// without faults.
+func (m mix) drawStep(t *rapid.T) Step {
+	switch choose(t, "kind", kindBits, 2, approveWeight[m.approve], deliverWeight[m.deliver], restartWeight[m.restart]) {
+	case 0:
+		return Step{}
+	case 1:
+		return m.drawApprove(t)
+	case 2:
+		return m.drawDeliver(t)
+	}
+	return NewStep("restart")
+}
+
+// drawApprove draws an approval of a drawn case and title (see drawCase
+// and drawTitle), crashing between its inserts one time in eight by
+// default.
+func (m mix) drawApprove(t *rapid.T) Step {
+	s := NewStep("approve")
+	if id, ok := drawCase(t); ok {
+		s.Args = append(s.Args, Arg{"case", id})
+	}
+	if title, ok := drawTitle(t); ok {
+		s.Args = append(s.Args, Arg{"title", title})
+	}
+	if choose(t, "crash", crashBits, 7, faultWeight[m.crash]) == 1 {
+		s.Args = append(s.Args, Arg{"fault", faults.CrashBetweenInserts.String()})
+	}
+	return s
+}
+
+// drawDeliver draws a delivery: by default half without a fault, the rest
+// spread over every delivery fault, in the order faults.DeliveryKinds
+// gives.
+func (m mix) drawDeliver(t *rapid.T) Step {
+	i := choose(t, "delivery", faultBits, m.deliveryWeights()...)
+	if i == 0 {
+		return NewStep("deliver")
+	}
+	return NewStep("deliver", "fault", faults.DeliveryKinds[i-1].String())
+}
