@@ -93,10 +93,15 @@ func SequenceSeed(seed uint64, i int64) uint64 {
 	if i == 0 {
 		return seed
 	}
+	return splitmix64(seed, i) | 1
+}
+
+// splitmix64 is the i-th value of the splitmix64 stream of seed.
+func splitmix64(seed uint64, i int64) uint64 {
 	z := seed + uint64(i)*0x9e3779b97f4a7c15
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return (z ^ z>>31) | 1
+	return z ^ z>>31
 }
 
 // Explore runs the rapid property of TestSimulation outside go test: the

@@ -39,10 +39,10 @@ func init() {
 	commands = []command{
 		{
 			name:       "explore",
-			args:       "[--checks N] [--steps N] [--seed S] [--design NAME] [--save DIR] [--dir DIR] [--json]",
+			args:       "[--checks N] [--steps N] [--seed S] [--design NAME] [--parallel N] [--shard I/N] [--swarm=false] [--save DIR] [--dir DIR] [--json]",
 			summary:    "explore random fault sequences against the real handoff (the main job)",
 			done:       "the real design kept every invariant, or the fragile design given with --design was caught",
-			failed:     "an invariant of the real design broke (the minimal scenario is printed), the fragile design was not caught, or the harness failed",
+			failed:     "an invariant of the real design broke (the minimal scenario is printed), the fragile design was not caught, the run was interrupted (the partial summary is printed), or the harness failed",
 			atLeastOne: []string{"checks", "steps"},
 			run:        explore,
 		},

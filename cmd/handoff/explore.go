@@ -8,6 +8,9 @@ import (
 	"hash/maphash"
 	"io"
 	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/outboxlab/handoff"
@@ -15,7 +18,12 @@ import (
 )
 
 // explore runs the rapid property outside go test and prints a summary.
+// It prints its seed, and the command that reproduces the run, first; on
+// SIGINT or SIGTERM it stops starting sequences, prints the partial
+// summary and fails.
 func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
 	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
 	checks := fs.Int("checks", handoff.DefaultChecks, "random sequences to try")
 	steps := fs.Int("steps", handoff.DefaultSteps, "the most random steps a sequence takes")
@@ -24,8 +32,19 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	save := fs.String("save", "", "save the minimal failing scenario as a file in this folder")
 	dir := fs.String("dir", "", "folder for the sequences' databases (default: the system's temporary folder)")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
+	parallel := fs.Int("parallel", runtime.NumCPU(), "sequences to run at once (the sequences are the same whatever it is)")
+	shardFlag := fs.String("shard", "1/1", "run shard `i/n` of the run's sequences (every n-th, from the i-th), --checks of them")
+	swarm := fs.Bool("swarm", true, "swarm testing: one sequence in four reweights or switches off kinds of steps and faults")
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
+	}
+	var shard, shards int
+	if _, err := fmt.Sscanf(*shardFlag, "%d/%d", &shard, &shards); err != nil || shard < 1 || shard > shards ||
+		fmt.Sprintf("%d/%d", shard, shards) != *shardFlag {
+		return fmt.Errorf("%w: --shard %q, want i/n with 1 <= i <= n", errUsage, *shardFlag)
+	}
+	if *parallel < 1 {
+		return fmt.Errorf("%w: --parallel %d, want at least 1", errUsage, *parallel)
 	}
 	design, err := designs.Lookup(*designName)
 	if err != nil {
@@ -34,15 +53,23 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *seed == 0 {
 		*seed = new(maphash.Hash).Sum64() | 1
 	}
+	common := fmt.Sprintf("go run ./cmd/handoff explore --design %s --steps %d", design.Name, *steps)
+	if !*swarm {
+		common += " --swarm=false"
+	}
+	again := fmt.Sprintf("%s --seed %d --checks %d", common, *seed, *checks)
+	if shards > 1 {
+		again += " --shard " + *shardFlag
+	}
+	fmt.Fprintf(stderr, "exploring design %s with seed %d; to run it again: %s\n", design.Name, *seed, again)
 	cfg := handoff.ExploreConfig{Design: design, Checks: *checks, Steps: *steps, Seed: *seed, Dir: *dir,
-		Progress: progressLine(stderr, *checks)}
+		Shard: shard, Shards: shards, Parallel: *parallel, NoSwarm: !*swarm, Progress: progressLine(stderr, *checks)}
 	report, err := handoff.Explore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	fmt.Fprint(stderr, progressDone(stderr))
-	reproduce := fmt.Sprintf("go run ./cmd/handoff explore --design %s --steps %d --seed %d --checks 1",
-		design.Name, *steps, report.FailureSeed)
+	reproduce := fmt.Sprintf("%s --seed %d --checks 1", common, report.FailureSeed)
 	if design.Name == designs.Handoff.Name {
 		reproduce += " --save corpus"
 	}
@@ -61,6 +88,8 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "saved the minimal scenario as %s\n", path)
 	}
 	switch {
+	case report.Interrupted:
+		return fmt.Errorf("interrupted after %d of %d sequences; to run it again: %s", report.Stats.Sequences.Load(), *checks, again)
 	case report.Problem != "":
 		return fmt.Errorf("the harness itself failed:\n%s", report.Problem)
 	case report.Failure != nil && design.Name == designs.Handoff.Name:
@@ -76,8 +105,8 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 func progressLine(w io.Writer, checks int) func(*handoff.Stats, time.Duration) {
 	terminal := isTerminal(w)
 	return func(st *handoff.Stats, elapsed time.Duration) {
-		line := fmt.Sprintf("exploring: %d sequences (of %d checks), %d steps, %.0f steps/s",
-			st.Sequences.Load(), checks, st.Steps.Load(), float64(st.Steps.Load())/elapsed.Seconds())
+		line := fmt.Sprintf("exploring: %d sequences (of %d checks), %d shrink runs, %d steps, %.0f steps/s",
+			st.Sequences.Load(), checks, st.ShrinkRuns.Load(), st.Steps.Load(), float64(st.Steps.Load())/elapsed.Seconds())
 		switch {
 		case terminal:
 			fmt.Fprintf(w, "\r%s ", line)
@@ -106,11 +135,19 @@ func isTerminal(w io.Writer) bool {
 
 func printSummary(w io.Writer, r handoff.Report, reproduce string) {
 	st := r.Stats
-	fmt.Fprintf(w, "explored design %s: %d sequences (%d checks asked), %d steps in %.1fs = %.0f steps/s, seed %d\n",
-		r.Config.Design.Name, st.Sequences.Load(), r.Config.Checks, st.Steps.Load(), r.Elapsed.Seconds(), r.StepsPerSecond(), r.Config.Seed)
+	fmt.Fprintf(w, "explored design %s: %d sequences (%d checks asked) and %d shrink runs, %d steps in %.1fs = %.0f steps/s, seed %d, %d lanes",
+		r.Config.Design.Name, st.Sequences.Load(), r.Config.Checks, st.ShrinkRuns.Load(), st.Steps.Load(), r.Elapsed.Seconds(), r.StepsPerSecond(), r.Config.Seed, r.Config.Parallel)
+	if r.Config.Shards > 1 {
+		fmt.Fprintf(w, ", shard %d/%d", r.Config.Shard, r.Config.Shards)
+	}
+	if r.Interrupted {
+		fmt.Fprint(w, " (interrupted)")
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  faults injected: %s\n", counts(st.Faults))
 	fmt.Fprintf(w, "  transitions:     %s\n", counts(st.Transitions))
 	fmt.Fprintf(w, "  worker results:  %s\n", counts(st.Results))
+	fmt.Fprintf(w, "  input classes:   %d of %d drawn\n", len(st.InputClasses), len(handoff.InputClasses))
 	if r.Failure == nil {
 		fmt.Fprintln(w, "  failures:        0")
 		return
@@ -132,6 +169,11 @@ type summary struct {
 	Checks           int            `json:"checks"`
 	StepsPerSequence int            `json:"steps_per_sequence"`
 	Sequences        int64          `json:"sequences"`
+	ShrinkRuns       int64          `json:"shrink_runs"`
+	Parallel         int            `json:"parallel"`
+	Shard            string         `json:"shard"`
+	Interrupted      bool           `json:"interrupted"`
+	InputClasses     map[string]int `json:"input_classes"`
 	Steps            int64          `json:"steps"`
 	ElapsedSeconds   float64        `json:"elapsed_seconds"`
 	StepsPerSecond   float64        `json:"steps_per_second"`
@@ -156,7 +198,9 @@ func printJSON(w io.Writer, r handoff.Report, reproduce string) error {
 	st := r.Stats
 	s := summary{
 		Design: r.Config.Design.Name, Seed: r.Config.Seed, Checks: r.Config.Checks, StepsPerSequence: r.Config.Steps,
-		Sequences: st.Sequences.Load(), Steps: st.Steps.Load(),
+		Sequences: st.Sequences.Load(), ShrinkRuns: st.ShrinkRuns.Load(), Steps: st.Steps.Load(),
+		Parallel: r.Config.Parallel, Shard: fmt.Sprintf("%d/%d", r.Config.Shard, r.Config.Shards), Interrupted: r.Interrupted,
+		InputClasses:   stringKeys(st.InputClasses),
 		ElapsedSeconds: r.Elapsed.Seconds(), StepsPerSecond: r.StepsPerSecond(),
 		Faults: stringKeys(st.Faults), Transitions: stringKeys(st.Transitions), Results: st.Results,
 	}
