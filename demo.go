@@ -58,7 +58,7 @@ func RunDemo(ctx context.Context, dir string) (Demo, error) {
 		}
 		return Demo{}, fmt.Errorf("handoff: %w", err)
 	}
-	app, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{})
+	app, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{NoBackoff: true})
 	if err != nil {
 		return Demo{}, err
 	}

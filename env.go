@@ -100,7 +100,7 @@ func newEnvIn(ctx context.Context, dir string, design designs.Design, files map[
 
 func (e *Env) open() error {
 	app, err := e.cfg.Design.OpenApp(e.ctx, filepath.Join(e.cfg.Dir, "app.db"),
-		system.Options{Durability: e.cfg.Durability, Hook: e.injector.Hook(), Now: simulationClock})
+		system.Options{Durability: e.cfg.Durability, Hook: e.injector.Hook(), Now: simulationClock, NoBackoff: true})
 	if err != nil {
 		return fmt.Errorf("handoff: opening the app database: %w", err)
 	}
@@ -128,7 +128,14 @@ func (e *Env) restart() error {
 	if err := e.Close(); err != nil {
 		return fmt.Errorf("handoff: restart: %w", err)
 	}
-	return e.open()
+	if err := e.open(); err != nil {
+		return err
+	}
+	// The worker starts again: nothing it had in flight survived.
+	if _, err := e.app.Recover(e.ctx); err != nil {
+		return fmt.Errorf("handoff: restart: %w", err)
+	}
+	return nil
 }
 
 // CrashAtPass makes the n-th fault point the Env's system passes (1-based,

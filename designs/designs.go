@@ -17,6 +17,9 @@ type App interface {
 	RecordApproval(ctx context.Context, caseID, title string) (string, error)
 	DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error)
 	Snapshot(ctx context.Context) (system.Snapshot, error)
+	// Recover releases the leases of the design's worker: called when the
+	// worker starts again after a crash.
+	Recover(ctx context.Context) (int, error)
 	Close() error
 }
 

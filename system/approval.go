@@ -12,8 +12,8 @@ import (
 // The queries of an approval.
 const (
 	sqlFindApproval   = `SELECT payload FROM approvals WHERE key = ?`
-	sqlInsertApproval = `INSERT INTO approvals (key, case_id, title, payload, approved_at) VALUES (?, ?, ?, ?, ?)`
-	sqlInsertRow      = `INSERT INTO outbox (key, state, attempts) VALUES (?, 'pending', 0)`
+	sqlInsertApproval = `INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`
+	sqlInsertRow      = `INSERT INTO outbox (key, state, attempts, created_at, next_attempt_at) VALUES (?, 'pending', 0, ?, ?)`
 )
 
 // KeyPrefix is the namespace, action and version part of every action key;
@@ -188,13 +188,14 @@ func (o *Outbox) record(ctx context.Context, tx *sql.Tx, a Approval) error {
 	case !errors.Is(err, sql.ErrNoRows):
 		return driverError("looking up "+a.Key, err)
 	}
-	if err := o.q.exec(ctx, tx, sqlInsertApproval, a.Key, a.CaseID, a.Title, a.Payload, millis(o.now())); err != nil {
+	if err := o.q.exec(ctx, tx, sqlInsertApproval, a.Key, a.CaseID, a.Title, a.Payload); err != nil {
 		return driverError("inserting the approval", err)
 	}
-	if err := o.hook.pass(PointBetweenApprovalInserts); err != nil {
+	if err := o.opts.Hook.pass(PointBetweenApprovalInserts); err != nil {
 		return err
 	}
-	if err := o.q.exec(ctx, tx, sqlInsertRow, a.Key); err != nil {
+	now := millis(o.opts.Now())
+	if err := o.q.exec(ctx, tx, sqlInsertRow, a.Key, now, now); err != nil {
 		return driverError("inserting the outbox row", err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // crmDatabase is the receiver database: tasks by key, and the identity
@@ -18,18 +19,34 @@ var crmDatabase = kind{name: "a handoff CRM database", appID: 0x43524d31, migrat
 		payload TEXT NOT NULL
 	) STRICT;`,
 	// Version 2: an identity, made once, so that an app database can tell
-	// this CRM from another file.
+	// this CRM from another file; the memory of keys apart from the tasks,
+	// so that a key can be forgotten while its task stays.
 	`CREATE TABLE meta (
 		name  TEXT PRIMARY KEY,
 		value TEXT NOT NULL
 	) STRICT;
-	INSERT INTO meta (name, value) VALUES ('identity', lower(hex(randomblob(16))));`,
+	INSERT INTO meta (name, value) VALUES ('identity', lower(hex(randomblob(16))));
+	CREATE TABLE tasks_v2 (
+		id      INTEGER PRIMARY KEY,
+		key     TEXT NOT NULL,
+		payload TEXT NOT NULL
+	) STRICT;
+	INSERT INTO tasks_v2 (id, key, payload) SELECT id, key, payload FROM tasks;
+	DROP TABLE tasks;
+	ALTER TABLE tasks_v2 RENAME TO tasks;
+	CREATE TABLE keys (
+		key       TEXT PRIMARY KEY,
+		task_id   INTEGER NOT NULL REFERENCES tasks (id),
+		stored_at INTEGER NOT NULL
+	) STRICT;
+	INSERT INTO keys (key, task_id, stored_at) SELECT key, id, 0 FROM tasks;`,
 }}
 
 // The queries of the receiver.
 const (
-	sqlFindTask   = `SELECT id, payload FROM tasks WHERE key = ?`
+	sqlFindTask   = `SELECT t.id, t.payload, k.stored_at FROM keys k JOIN tasks t ON t.id = k.task_id WHERE k.key = ?`
 	sqlInsertTask = `INSERT INTO tasks (key, payload) VALUES (?, ?) RETURNING id`
+	sqlRemember   = `INSERT OR REPLACE INTO keys (key, task_id, stored_at) VALUES (?, ?, ?)`
 	sqlTasks      = `SELECT id, key, payload FROM tasks ORDER BY id`
 	sqlIdentity   = `SELECT value FROM meta WHERE name = 'identity'`
 )
@@ -48,6 +65,19 @@ type CRM struct {
 	db   *sql.DB
 	q    *statements
 	path string
+	opts CRMOptions
+}
+
+// CRMOptions configure a CRM. The zero value is durable, remembers keys
+// forever and reads the wall clock.
+type CRMOptions struct {
+	Durability Durability
+	// Retention is how long the CRM remembers a key after it first stored
+	// it; 0 means forever. The task stays; a create for a forgotten key
+	// makes a new task.
+	Retention time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // OpenCRM opens (creating if needed) the receiver database at path,
@@ -55,12 +85,31 @@ type CRM struct {
 // path that is not a plain file, a file that is not a handoff CRM database
 // (ErrWrongDatabase) and a read-only one (ErrReadOnly).
 func OpenCRM(ctx context.Context, path string, d Durability) (*CRM, error) {
-	db, err := openDB(ctx, path, crmDatabase, d)
+	return OpenCRMWith(ctx, path, CRMOptions{Durability: d})
+}
+
+// OpenCRMWith is OpenCRM with options: a retention window and a clock.
+func OpenCRMWith(ctx context.Context, path string, opts CRMOptions) (*CRM, error) {
+	if opts.Retention < 0 {
+		return nil, invalid("retention is %v, want 0 (forever) or more", opts.Retention)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	db, err := openDB(ctx, path, crmDatabase, opts.Durability)
 	if err != nil {
 		return nil, err
 	}
-	return newCRM(ctx, db, path)
+	c, err := newCRM(ctx, db, path)
+	if err != nil {
+		return nil, err
+	}
+	c.opts = opts
+	return c, nil
 }
+
+// Retention implements Retainer: how long the CRM remembers a key.
+func (c *CRM) Retention() time.Duration { return c.opts.Retention }
 
 // OpenCRMReadOnly opens the existing receiver database at path for
 // reading: it writes nothing, creates no file and leaves none behind.
@@ -74,11 +123,11 @@ func OpenCRMReadOnly(ctx context.Context, path string) (*CRM, error) {
 }
 
 func newCRM(ctx context.Context, db *sql.DB, path string) (*CRM, error) {
-	q, err := prepareAll(ctx, db, sqlFindTask, sqlInsertTask, sqlTasks, sqlIdentity)
+	q, err := prepareAll(ctx, db, sqlFindTask, sqlInsertTask, sqlRemember, sqlTasks, sqlIdentity)
 	if err != nil {
 		return nil, err
 	}
-	return &CRM{db: db, q: q, path: path}, nil
+	return &CRM{db: db, q: q, path: path, opts: CRMOptions{Now: time.Now}}, nil
 }
 
 // Identity is the CRM's identity, made when its file was created: an app
@@ -98,7 +147,8 @@ func (c *CRM) Check(ctx context.Context) ([]string, error) {
 // Close closes the database handle.
 func (c *CRM) Close() error { return c.q.close() }
 
-// CreateTask implements Receiver. In one transaction: an unknown key gets a
+// CreateTask implements Receiver. In one transaction: an unknown key, or
+// one the CRM has forgotten (stored longer than its retention ago), gets a
 // new task with the next id; a known key with the same payload returns the
 // existing id (a replay); a known key with another payload returns
 // ErrKeyConflict and changes nothing.
@@ -111,19 +161,24 @@ func (c *CRM) CreateTask(ctx context.Context, key, payload string) (int64, error
 		return 0, driverError("beginning the task", err)
 	}
 	defer tx.Rollback()
-	var id int64
+	now := millis(c.opts.Now())
+	var id, storedAt int64
 	var held string
-	err = c.q.queryRow(ctx, tx, sqlFindTask, []any{key}, &id, &held)
+	err = c.q.queryRow(ctx, tx, sqlFindTask, []any{key}, &id, &held, &storedAt)
+	remembered := err == nil && (c.opts.Retention == 0 || now < storedAt+c.opts.Retention.Milliseconds())
 	switch {
-	case err == nil && held == payload:
+	case remembered && held == payload:
 		return id, nil
-	case err == nil:
+	case remembered:
 		return 0, fmt.Errorf("%w: task %d already holds other content for %s", ErrKeyConflict, id, key)
-	case !errors.Is(err, sql.ErrNoRows):
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
 		return 0, driverError("looking up "+key, err)
 	}
 	if err := c.q.queryRow(ctx, tx, sqlInsertTask, []any{key, payload}, &id); err != nil {
 		return 0, driverError("inserting the task", err)
+	}
+	if err := c.q.exec(ctx, tx, sqlRemember, key, id, now); err != nil {
+		return 0, driverError("remembering the key", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, driverError("committing the task", err)

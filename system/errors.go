@@ -26,6 +26,20 @@ var (
 	// key, or blocks it once the attempt budget is spent.
 	ErrTransient = errors.New("system: transient failure")
 
+	// ErrRejected is the error a Receiver wraps when the receiver refused
+	// the request itself, for good (validation, authorization): the row is
+	// blocked with last error rejected.
+	ErrRejected = errors.New("system: rejected by the receiver")
+
+	// ErrWrongState is returned by an operator action on a row in a state
+	// the action does not take; nothing changes.
+	ErrWrongState = errors.New("system: the row is not in a state this action takes")
+
+	// ErrRetention is returned by Requeue once the receiver may have
+	// forgotten the key: a send could create a second task, so a person
+	// must reconcile first. Nothing changes.
+	ErrRetention = errors.New("system: the receiver may have forgotten the key")
+
 	// ErrWrongDatabase is returned by Open and OpenCRM when the file is a
 	// SQLite database that belongs to something else (for example the CRM's
 	// file given as the app's). The file is left as it was.

@@ -355,6 +355,9 @@ func TestBusyReceiverSpendsAnAttemptAndSaysSo(t *testing.T) {
 	if row, err := app.Row(ctx, key); err != nil || row.LastError != "local: database is busy" || row.Attempts != 1 {
 		t.Errorf("got row %+v, %v; want 1 attempt and last error local: database is busy", row, err)
 	}
+	if n, err := app.Recover(ctx); err != nil || n != 1 {
+		t.Fatalf("a worker starting again released %d leases, %v; want the one it held", n, err)
+	}
 	if d, err := app.DeliverOne(ctx, crm); err != nil || d.Result != system.ResultSent || d.Attempts != 2 {
 		t.Errorf("after the lock is gone: got %+v, %v; want sent on attempt 2", d, err)
 	}

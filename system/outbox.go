@@ -60,30 +60,58 @@ var appDatabase = kind{name: "a handoff app database", appID: 0x484f4646, migrat
 		last_error TEXT CHECK (last_error IN ('transient', 'conflict', 'budget-exhausted'))
 	) STRICT;
 	CREATE INDEX outbox_pending ON outbox (seq) WHERE state = 'pending';`,
-	// Version 2: timestamps, causes of local failures, the bound CRM.
-	`ALTER TABLE approvals ADD COLUMN approved_at INTEGER NOT NULL DEFAULT 0;
-	CREATE TABLE outbox_v2 (
-		seq             INTEGER PRIMARY KEY,
-		key             TEXT NOT NULL UNIQUE REFERENCES approvals (key),
-		state           TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'blocked')),
-		attempts        INTEGER NOT NULL CHECK (attempts >= 0),
-		remote_id       INTEGER CHECK ((state = 'sent') = (remote_id IS NOT NULL)),
-		last_error      TEXT CHECK (last_error IN ('transient', 'conflict', 'budget-exhausted') OR last_error GLOB 'local: ?*'),
-		last_attempt_at INTEGER NOT NULL DEFAULT 0,
-		sent_at         INTEGER NOT NULL DEFAULT 0
+	// Version 2: time, leases and fences for many workers, causes of
+	// local failures, the bound CRM, the operators' audit log.
+	`CREATE TABLE outbox_v2 (
+		seq              INTEGER PRIMARY KEY,
+		key              TEXT NOT NULL UNIQUE REFERENCES approvals (key),
+		state            TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'blocked')),
+		attempts         INTEGER NOT NULL CHECK (attempts >= 0),
+		remote_id        INTEGER CHECK ((state = 'sent') = (remote_id IS NOT NULL)),
+		last_error       TEXT CHECK (last_error IN ('transient', 'conflict', 'budget-exhausted', 'deadline', 'retention-expired', 'rejected')
+		                             OR last_error GLOB 'local: ?*'),
+		created_at       INTEGER NOT NULL DEFAULT 0,
+		next_attempt_at  INTEGER NOT NULL DEFAULT 0,
+		first_claimed_at INTEGER NOT NULL DEFAULT 0,
+		last_attempt_at  INTEGER NOT NULL DEFAULT 0,
+		sent_at          INTEGER NOT NULL DEFAULT 0,
+		lease_owner      TEXT CHECK (lease_owner IS NULL OR state = 'pending'),
+		lease_until      INTEGER NOT NULL DEFAULT 0,
+		fence            INTEGER NOT NULL DEFAULT 0
 	) STRICT;
 	INSERT INTO outbox_v2 (seq, key, state, attempts, remote_id, last_error)
 		SELECT seq, key, state, attempts, remote_id, last_error FROM outbox;
 	DROP TABLE outbox;
 	ALTER TABLE outbox_v2 RENAME TO outbox;
 	CREATE INDEX outbox_pending ON outbox (seq) WHERE state = 'pending';
+	CREATE INDEX outbox_lease ON outbox (lease_owner) WHERE lease_owner IS NOT NULL;
 	CREATE TABLE meta (
 		name  TEXT PRIMARY KEY,
 		value TEXT NOT NULL
+	) STRICT;
+	CREATE TABLE audit (
+		seq    INTEGER PRIMARY KEY,
+		at     INTEGER NOT NULL,
+		actor  TEXT NOT NULL,
+		action TEXT NOT NULL,
+		key    TEXT NOT NULL,
+		reason TEXT NOT NULL
 	) STRICT;`,
 }}
 
-// Options configure an Outbox. The zero value is the durable default.
+// Defaults of Options, as SPEC gives them.
+const (
+	DefaultLease       = 30 * time.Second
+	DefaultSendTimeout = 10 * time.Second
+	DefaultBackoffBase = time.Second
+	DefaultBackoffCap  = 5 * time.Minute
+)
+
+// DefaultWorker is the name of a worker whose Options give none.
+const DefaultWorker = "worker"
+
+// Options configure an Outbox. The zero value is the durable default: a
+// zero field takes the default SPEC gives it.
 type Options struct {
 	// MaxAttempts is how many sends a row gets before it is blocked; 0 means
 	// DefaultMaxAttempts.
@@ -95,41 +123,108 @@ type Options struct {
 	// Hook is called at every FaultPoint; nil lets everything pass.
 	Hook Hook
 
-	// Now is the clock that stamps approvals and attempts; nil means
-	// time.Now. The simulation passes a clock of its own.
+	// Now is the clock; nil means time.Now. The simulation passes a
+	// virtual clock. Times are stored as milliseconds since the Unix epoch.
 	Now func() time.Time
+
+	// Jitter draws the backoff delay after a transient failure, uniform in
+	// [0, ceiling]; nil means a source seeded from crypto/rand. The
+	// simulation passes the value rapid drew.
+	Jitter func(ceiling time.Duration) time.Duration
+
+	// Worker names the worker that claims through this Outbox; "" means
+	// DefaultWorker. Two workers must not share a name: Recover releases
+	// every lease held under it.
+	Worker string
+
+	// Lease is how long a claim keeps other workers off a row (30 s);
+	// SendTimeout the longest one send may take (10 s), shorter than Lease.
+	Lease, SendTimeout time.Duration
+
+	// BackoffBase and BackoffCap set the backoff ceiling after attempt n:
+	// min(cap, base·2^(n−1)), 1 s and 5 min by default. NoBackoff retries
+	// at once: the simulation's default.
+	BackoffBase, BackoffCap time.Duration
+	NoBackoff               bool
+
+	// MaxAge, when not 0, is the time budget: a row older than this is
+	// blocked (last error deadline) instead of sent.
+	MaxAge time.Duration
+
+	// Retention is how long the receiver remembers a key, when it does not
+	// declare it itself (see Retainer); 0 means forever.
+	Retention time.Duration
+}
+
+// withDefaults fills in the defaults of opts and refuses what SPEC calls
+// invalid: a negative duration, SendTimeout at or past Lease, a negative
+// attempt budget.
+func (opts Options) withDefaults() (Options, error) {
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{{"lease", opts.Lease}, {"send timeout", opts.SendTimeout}, {"backoff base", opts.BackoffBase},
+		{"backoff cap", opts.BackoffCap}, {"max age", opts.MaxAge}, {"retention", opts.Retention}} {
+		if d.value < 0 {
+			return opts, invalid("%s is %v, want 0 (the default) or more", d.name, d.value)
+		}
+	}
+	if opts.MaxAttempts < 0 {
+		return opts, invalid("max attempts is %d, want 0 (the default) or more", opts.MaxAttempts)
+	}
+	defaults := []struct {
+		field *time.Duration
+		value time.Duration
+	}{{&opts.Lease, DefaultLease}, {&opts.SendTimeout, DefaultSendTimeout},
+		{&opts.BackoffBase, DefaultBackoffBase}, {&opts.BackoffCap, DefaultBackoffCap}}
+	for _, d := range defaults {
+		if *d.field == 0 {
+			*d.field = d.value
+		}
+	}
+	if opts.SendTimeout >= opts.Lease {
+		return opts, invalid("send timeout %v must be shorter than the lease %v", opts.SendTimeout, opts.Lease)
+	}
+	if opts.MaxAttempts == 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.Worker == "" {
+		opts.Worker = DefaultWorker
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Jitter == nil {
+		opts.Jitter = cryptoJitter()
+	}
+	return opts, nil
 }
 
 // Outbox is the app's side of the handoff: approvals, their outbox rows and
-// the worker that delivers them. It is safe for one worker; open it once
-// per process.
+// one worker that delivers them. Several Outboxes, in one process or many,
+// may work on the same database: leases keep them off each other's rows
+// and fences keep a late worker from overwriting what happened since.
 type Outbox struct {
-	db          *sql.DB
-	q           *statements
-	maxAttempts int
-	hook        Hook
-	now         func() time.Time
-	path        string
+	db   *sql.DB
+	q    *statements
+	opts Options
+	path string
 }
 
 // appQueries are the statements an Outbox prepares.
 var appQueries = []string{sqlFindApproval, sqlInsertApproval, sqlInsertRow,
-	sqlClaim, sqlCountAttempt, sqlSettle, sqlLocalError, sqlApprovals, sqlRows, sqlRow, sqlGetMeta, sqlPutMeta}
+	sqlEligible, sqlEarliest, sqlRelease, sqlClaimRow, sqlBlockRow, sqlSettle, sqlLocalError,
+	sqlApprovals, sqlRows, sqlRow, sqlGetMeta, sqlPutMeta, sqlOperate, sqlAudit, sqlAuditLog}
 
 // Open opens (creating if needed) the app database at path, upgrading a
 // file an older handoff wrote. It refuses, changing nothing, a path that
 // is not a plain file, a file that is not a handoff app database
-// (ErrWrongDatabase), a read-only one (ErrReadOnly) and bad options
+// (ErrWrongDatabase), a read-only one (ErrReadOnly) and invalid options
 // (ErrInvalidInput).
 func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
-	switch {
-	case opts.MaxAttempts < 0:
-		return nil, invalid("max attempts is %d, want 0 (the default) or more", opts.MaxAttempts)
-	case opts.MaxAttempts == 0:
-		opts.MaxAttempts = DefaultMaxAttempts
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	db, err := openDB(ctx, path, appDatabase, opts.Durability)
 	if err != nil {
@@ -140,13 +235,17 @@ func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 
 // OpenReadOnly opens the existing app database at path for reading: it
 // writes nothing, creates no file and leaves none behind. Only the reading
-// methods work on it (Snapshot, Row, Check, Receiver).
+// methods work on it (Snapshot, Row, Check, Receiver, Stale, Audit).
 func OpenReadOnly(ctx context.Context, path string) (*Outbox, error) {
+	opts, err := Options{}.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	db, err := openReadOnly(ctx, path, appDatabase)
 	if err != nil {
 		return nil, err
 	}
-	return newOutbox(ctx, db, path, Options{MaxAttempts: DefaultMaxAttempts, Now: time.Now})
+	return newOutbox(ctx, db, path, opts)
 }
 
 func newOutbox(ctx context.Context, db *sql.DB, path string, opts Options) (*Outbox, error) {
@@ -154,7 +253,7 @@ func newOutbox(ctx context.Context, db *sql.DB, path string, opts Options) (*Out
 	if err != nil {
 		return nil, err
 	}
-	return &Outbox{db: db, q: q, maxAttempts: opts.MaxAttempts, hook: opts.Hook, now: opts.Now, path: path}, nil
+	return &Outbox{db: db, q: q, opts: opts, path: path}, nil
 }
 
 // DB is the outbox's database, for a caller that wants its own business
@@ -166,22 +265,30 @@ func (o *Outbox) DB() *sql.DB { return o.db }
 func (o *Outbox) Path() string { return o.path }
 
 // MaxAttempts is the attempt budget of every row.
-func (o *Outbox) MaxAttempts() int { return o.maxAttempts }
+func (o *Outbox) MaxAttempts() int { return o.opts.MaxAttempts }
+
+// Worker is the name of the worker that claims through this Outbox.
+func (o *Outbox) Worker() string { return o.opts.Worker }
 
 // Close closes the database handle; nothing in memory needs saving.
 func (o *Outbox) Close() error { return o.q.close() }
 
 // Row is one outbox row as the worker and a person see it. Times are in
-// UTC, zero where unknown.
+// UTC, zero where unknown or unset.
 type Row struct {
-	Key           string
-	State         State
-	Attempts      int
-	RemoteID      int64     // the receiver's task id; 0 when none is recorded
-	LastError     string    // one of the LastError constants, a local cause, or empty
-	ApprovedAt    time.Time // zero for approvals an older handoff recorded
-	LastAttemptAt time.Time // zero before the first attempt
-	SentAt        time.Time // zero unless the row is sent
+	Key            string
+	State          State
+	Attempts       int
+	RemoteID       int64     // the receiver's task id; 0 when none is recorded
+	LastError      string    // one of the LastError constants, a local cause, or empty
+	CreatedAt      time.Time // when it was approved; zero for rows an older handoff recorded
+	NextAttemptAt  time.Time // not claimed before this
+	FirstClaimedAt time.Time // zero before the first claim (and after reconcile --absent)
+	LastAttemptAt  time.Time // zero before the first attempt
+	SentAt         time.Time // zero unless the row is sent
+	LeaseOwner     string    // the worker that holds the row; empty when none does
+	LeaseUntil     time.Time // when that lease runs out
+	Fence          int64     // one more for every claim, release and operator action
 }
 
 // Snapshot is everything observable in the app database, in insertion order.
@@ -190,11 +297,11 @@ type Snapshot struct {
 	Outbox    []Row
 }
 
-// rowColumns are the columns a Row is scanned from, in scanRow's order. A
-// row without an approval (which invariant 2 forbids) still shows.
+// rowColumns are the columns a Row is scanned from, in scanRow's order.
 const rowColumns = `o.key, o.state, o.attempts, coalesce(o.remote_id, 0), coalesce(o.last_error, ''),
-	coalesce(a.approved_at, 0), o.last_attempt_at, o.sent_at
-	FROM outbox o LEFT JOIN approvals a ON a.key = o.key`
+	o.created_at, o.next_attempt_at, o.first_claimed_at, o.last_attempt_at, o.sent_at,
+	coalesce(o.lease_owner, ''), o.lease_until, o.fence
+	FROM outbox o`
 
 // The queries of the reading methods.
 const (
@@ -208,9 +315,11 @@ const (
 // scanRow scans one row of rowColumns.
 func scanRow(sc interface{ Scan(...any) error }) (Row, error) {
 	var r Row
-	var approved, attempted, sent int64
-	err := sc.Scan(&r.Key, &r.State, &r.Attempts, &r.RemoteID, &r.LastError, &approved, &attempted, &sent)
-	r.ApprovedAt, r.LastAttemptAt, r.SentAt = fromMillis(approved), fromMillis(attempted), fromMillis(sent)
+	var created, next, first, attempted, sent, until int64
+	err := sc.Scan(&r.Key, &r.State, &r.Attempts, &r.RemoteID, &r.LastError,
+		&created, &next, &first, &attempted, &sent, &r.LeaseOwner, &until, &r.Fence)
+	r.CreatedAt, r.NextAttemptAt, r.FirstClaimedAt = fromMillis(created), fromMillis(next), fromMillis(first)
+	r.LastAttemptAt, r.SentAt, r.LeaseUntil = fromMillis(attempted), fromMillis(sent), fromMillis(until)
 	return r, err
 }
 

@@ -62,7 +62,7 @@ func TestRecordApproval(t *testing.T) {
 	if len(want.Approvals) != 1 || want.Approvals[0].Title != title {
 		t.Fatalf("got approvals %+v, want one with the trimmed title", want.Approvals)
 	}
-	if r := want.Outbox[0]; r != (system.Row{Key: key, State: system.Pending, ApprovedAt: approvedAt}) {
+	if r := want.Outbox[0]; r != (system.Row{Key: key, State: system.Pending, CreatedAt: approvedAt, NextAttemptAt: approvedAt}) {
 		t.Fatalf("got row %+v, want pending with 0 attempts, approved at %v", r, approvedAt)
 	}
 	if r, err := app.Row(ctx, key); err != nil || r != want.Outbox[0] {
@@ -186,12 +186,15 @@ func TestDeliverOne(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			app, crm, _ := openPair(t, system.Options{})
+			app, crm, _ := openPair(t, system.Options{NoBackoff: true})
 			if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
 				t.Fatal(err)
 			}
 			for range tt.attempts {
 				_, _ = app.DeliverOne(ctx, tt.before) // its effect shows in the delivery under test
+				if _, err := app.Recover(ctx); err != nil { // as the worker does when it starts again
+					t.Fatal(err)
+				}
 			}
 			sends := 0
 			inner := tt.receiver

@@ -2,162 +2,349 @@ package system
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"sync"
+	"time"
 )
 
-// Result is what one call of DeliverOne did. Idle is a worker result, not a
-// row state: blocked rows may exist when the worker is idle.
+// Result is what one claim, settle or delivery did. Idle and Stale are
+// worker results, not row states.
 type Result string
 
 const (
-	// Idle: no pending row; nothing was sent.
+	// Idle: no row is eligible; nothing was sent. Delivery.NextEligible
+	// says when one becomes eligible, if any is pending.
 	Idle Result = "idle"
 	// ResultSent: the receiver's task id is recorded; the row is Sent.
 	ResultSent Result = "sent"
-	// ResultPending: the row stays Pending for a retry.
+	// ResultPending: the row stays Pending for a retry (after a claim: a
+	// send must follow).
 	ResultPending Result = "pending"
 	// ResultBlocked: the row is Blocked; a person must reconcile it.
 	ResultBlocked Result = "blocked"
+	// ResultStale: the settle lost its fence (the lease ran out and another
+	// worker claimed the row, or a person acted, or the worker restarted):
+	// nothing was written.
+	ResultStale Result = "stale"
 )
 
-// Delivery reports one call of DeliverOne: which row it worked on and where
-// that row now stands.
+// Last errors a claim or settle can leave, beside those of outbox.go.
+const (
+	LastErrorDeadline         = "deadline"
+	LastErrorRetentionExpired = "retention-expired"
+	LastErrorRejected         = "rejected"
+)
+
+// Delivery reports one claim, settle or delivery: which row it worked on
+// and where that row now stands.
 type Delivery struct {
 	Result    Result
 	Key       string // empty when Idle
 	Attempts  int    // the row's attempts after this call
 	RemoteID  int64  // the receiver's task id when Sent
 	LastError string // the row's last error after this call
+	// NextEligible, for Idle, is the earliest time a pending row becomes
+	// eligible; zero when no row is pending.
+	NextEligible time.Time
 }
 
 // Receiver is the remote system that creates a task for an action key. It
 // must store the key with the task atomically and answer a replayed key
 // with the existing task id. An adapter for a real CRM wraps a failure that
-// may or may not have reached the CRM in ErrTransient, and a key the CRM
-// holds with other content in ErrKeyConflict.
+// may or may not have reached the CRM in ErrTransient (with a RetryHint
+// when the CRM said when to come back), a key the CRM holds with other
+// content in ErrKeyConflict, and a request the CRM refused for good in
+// ErrRejected.
 type Receiver interface {
 	CreateTask(ctx context.Context, key, payload string) (taskID int64, err error)
 }
 
-// The queries of a delivery.
-const (
-	sqlClaim = `SELECT o.seq, o.key, a.payload, o.attempts, coalesce(o.last_error, '')
-		FROM outbox o JOIN approvals a ON a.key = o.key
-		WHERE o.state = 'pending' ORDER BY o.seq LIMIT 1`
-	sqlCountAttempt = `UPDATE outbox SET attempts = ?, last_attempt_at = ? WHERE seq = ?`
-	sqlSettle       = `UPDATE outbox SET state = ?, remote_id = ?, last_error = ?, sent_at = ? WHERE seq = ?`
-	sqlLocalError   = `UPDATE outbox SET last_error = ? WHERE seq = ? AND state = 'pending' AND attempts = ?`
-)
-
-// claimed is the row a delivery works on.
-type claimed struct {
-	seq      int64
-	key      string
-	payload  string
-	attempts int
+// Retainer is implemented by a receiver that forgets a key some time after
+// it first stored it. A claim never leads to a send at or after
+// first_claimed_at + Retention − SendTimeout: a later send could reach a
+// receiver that has forgotten the key and make a second task.
+type Retainer interface {
+	Retention() time.Duration
 }
 
-// DeliverOne makes one delivery attempt for the oldest pending row, as SPEC
-// says: it counts the attempt and commits before sending, sends outside any
-// local transaction, and records the answer in a new transaction. A row that
-// has used its budget is blocked without a send.
-//
-// A failure after the attempt is committed (an error from r that is
-// neither ErrTransient nor ErrKeyConflict, or a failure to record the
-// answer) is returned as an *AttemptError wrapping the cause: the row
-// stays pending with the attempt counted, and its last error names the
-// cause ("local: database is busy") where the app database takes the
-// write. An error from the Hook, a simulated crash, is returned unchanged
-// and nothing more is written, as after a real crash.
-func (o *Outbox) DeliverOne(ctx context.Context, r Receiver) (Delivery, error) {
-	if r == nil {
-		return Delivery{}, invalid("receiver is nil")
+// RetryHint is a transient failure with the receiver's not-before hint
+// (an HTTP Retry-After): the retry waits at least After.
+type RetryHint struct {
+	After time.Duration
+	Err   error
+}
+
+func (h *RetryHint) Error() string { return fmt.Sprintf("%v (retry after %v)", h.Err, h.After) }
+
+// Unwrap returns the failure the hint came with.
+func (h *RetryHint) Unwrap() error { return h.Err }
+
+// The queries of a delivery. Every time is a parameter: SQL never reads a
+// clock.
+const (
+	sqlEligible = `SELECT o.seq, o.key, a.payload, o.attempts, coalesce(o.last_error, ''), o.created_at, o.first_claimed_at, o.fence
+		FROM outbox o JOIN approvals a ON a.key = o.key
+		WHERE o.state = 'pending' AND o.next_attempt_at <= ?1 AND (o.lease_owner IS NULL OR o.lease_until <= ?1)
+		ORDER BY o.seq LIMIT 1`
+	sqlEarliest = `SELECT coalesce(min(max(next_attempt_at, CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_until END)), 0)
+		FROM outbox WHERE state = 'pending'`
+	sqlRelease = `UPDATE outbox SET lease_owner = NULL, lease_until = 0, fence = fence + 1
+		WHERE lease_owner = ? AND state = 'pending'`
+	sqlClaimRow = `UPDATE outbox SET attempts = attempts + 1, fence = fence + 1, lease_owner = ?, lease_until = ?,
+		first_claimed_at = CASE WHEN first_claimed_at = 0 THEN ?3 ELSE first_claimed_at END, last_attempt_at = ?3
+		WHERE seq = ?`
+	sqlBlockRow = `UPDATE outbox SET state = 'blocked', last_error = ?, lease_owner = NULL, lease_until = 0, fence = fence + 1
+		WHERE seq = ?`
+	sqlSettle = `UPDATE outbox SET state = ?, remote_id = ?, last_error = ?, sent_at = ?, next_attempt_at = ?,
+		lease_owner = NULL, lease_until = 0
+		WHERE seq = ? AND state = 'pending' AND fence = ?`
+	sqlLocalError = `UPDATE outbox SET last_error = ? WHERE seq = ? AND state = 'pending' AND fence = ?`
+)
+
+// Claim is a row a worker holds a lease on: the send that must follow,
+// and the fence its settle must still find.
+type Claim struct {
+	Key     string
+	Payload string
+	Attempt int   // the attempt this claim counted
+	Fence   int64 // the row's fence after the claim
+	seq     int64
+}
+
+// Recover releases every lease held under this Outbox's worker name,
+// adding one to each row's fence: a worker that starts, or starts again
+// after a crash, calls it before its first claim, since nothing it had in
+// flight survived, and a zombie with the same name can then no longer
+// settle. It returns how many leases it released.
+func (o *Outbox) Recover(ctx context.Context) (int, error) {
+	n := 0
+	err := o.write(ctx, "releasing leases", func(tx *sql.Tx) error {
+		st, err := o.q.in(ctx, tx, sqlRelease)
+		if err != nil {
+			return err
+		}
+		res, err := st.ExecContext(ctx, o.opts.Worker)
+		if err != nil {
+			return driverError("releasing leases", err)
+		}
+		released, err := res.RowsAffected()
+		n = int(released)
+		return err
+	})
+	return n, err
+}
+
+// ClaimNext takes the oldest eligible row in one transaction, as SPEC
+// says: eligible is pending, due (next_attempt_at ≤ now) and not leased
+// by a live lease. A row whose budget is spent, whose time budget
+// (MaxAge) ran out, or whose receiver may have forgotten its key
+// (retention) is blocked instead, and nothing is to be sent; otherwise the
+// attempt is counted, the fence raised and the lease taken, and the
+// Delivery is ResultPending: Send must follow. retention is the
+// receiver's, 0 for forever.
+func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim, Delivery, error) {
+	var c Claim
+	var d Delivery
+	err := o.write(ctx, "claiming a row", func(tx *sql.Tx) error {
+		now := millis(o.opts.Now())
+		var lastError string
+		var created, firstClaimed int64
+		err := o.q.queryRow(ctx, tx, sqlEligible, []any{now}, &c.seq, &c.Key, &c.Payload, &c.Attempt, &lastError, &created, &firstClaimed, &c.Fence)
+		if errors.Is(err, sql.ErrNoRows) {
+			var earliest int64
+			if err := o.q.queryRow(ctx, tx, sqlEarliest, nil, &earliest); err != nil {
+				return driverError("finding the next eligible row", err)
+			}
+			d = Delivery{Result: Idle, NextEligible: fromMillis(earliest)}
+			return nil
+		}
+		if err != nil {
+			return driverError("finding the oldest eligible row", err)
+		}
+		d = Delivery{Result: ResultPending, Key: c.Key, Attempts: c.Attempt, LastError: lastError}
+		block := ""
+		switch {
+		case c.Attempt >= o.opts.MaxAttempts:
+			block = LastErrorBudgetExhausted
+		case o.opts.MaxAge > 0 && now >= created+o.opts.MaxAge.Milliseconds():
+			block = LastErrorDeadline
+		case retention > 0 && firstClaimed != 0 && now >= firstClaimed+(retention-o.opts.SendTimeout).Milliseconds():
+			block = LastErrorRetentionExpired
+		}
+		if block != "" {
+			d.Result, d.LastError = ResultBlocked, block
+			return driverError("blocking the row", o.q.exec(ctx, tx, sqlBlockRow, block, c.seq))
+		}
+		c.Attempt++
+		c.Fence++
+		d.Attempts = c.Attempt
+		leaseUntil := now + o.opts.Lease.Milliseconds()
+		return driverError("counting the attempt", o.q.exec(ctx, tx, sqlClaimRow, o.opts.Worker, leaseUntil, now, c.seq))
+	})
+	if err != nil {
+		return Claim{}, Delivery{}, err
 	}
-	c, d, err := o.claim(ctx)
-	if err != nil || d.Result != ResultPending {
-		return d, err
-	}
-	if err := o.hook.pass(PointBeforeSend); err != nil {
-		return d, err
-	}
-	taskID, sendErr := r.CreateTask(ctx, c.key, c.payload)
-	if err := o.hook.pass(PointAfterReply); err != nil {
-		return d, err
-	}
+	return c, d, nil
+}
+
+// Send sends c to r outside any transaction, with the send timeout.
+func (o *Outbox) Send(ctx context.Context, c Claim, r Receiver) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.opts.SendTimeout)
+	defer cancel()
+	return r.CreateTask(ctx, c.Key, c.Payload)
+}
+
+// Settle records the answer of c's send in one transaction, fenced: only
+// if the row is still pending and still carries c's fence. Otherwise the
+// result is ResultStale and nothing is written. A task id makes the row
+// sent; a transient failure keeps it pending with the backoff (the jitter
+// drawn within the ceiling, or the receiver's RetryHint if longer), or
+// blocks it on the last attempt; a key conflict or a rejection blocks it.
+// Any other error is returned as an *AttemptError, with the cause as the
+// row's last error and the lease left to run out.
+func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr error) (Delivery, error) {
+	d := Delivery{Result: ResultPending, Key: c.Key, Attempts: c.Attempt}
+	nextAttempt := int64(0)
+	now := o.opts.Now()
 	switch {
 	case sendErr == nil:
-		d = Delivery{Result: ResultSent, Key: c.key, Attempts: c.attempts, RemoteID: taskID}
+		d.Result, d.RemoteID = ResultSent, taskID
 	case errors.Is(sendErr, ErrTransient):
 		d.LastError = LastErrorTransient
-		if c.attempts >= o.maxAttempts {
+		if c.Attempt >= o.opts.MaxAttempts {
 			d.Result = ResultBlocked
+			break
 		}
+		wait := o.backoff(c.Attempt)
+		var hint *RetryHint
+		if errors.As(sendErr, &hint) && hint.After > wait {
+			wait = hint.After
+		}
+		nextAttempt = millis(now.Add(wait))
 	case errors.Is(sendErr, ErrKeyConflict):
 		d.Result, d.LastError = ResultBlocked, LastErrorConflict
+	case errors.Is(sendErr, ErrRejected):
+		d.Result, d.LastError = ResultBlocked, LastErrorRejected
 	default:
 		return d, o.attemptFailed(ctx, c, sendErr)
 	}
-	if err := o.settle(ctx, c.seq, d); err != nil {
+	var remoteID, lastError any
+	var sentAt int64
+	if d.Result == ResultSent {
+		remoteID, sentAt = d.RemoteID, millis(now)
+	}
+	if d.LastError != "" {
+		lastError = d.LastError
+	}
+	stale := false
+	err := o.write(ctx, "recording the delivery", func(tx *sql.Tx) error {
+		st, err := o.q.in(ctx, tx, sqlSettle)
+		if err != nil {
+			return err
+		}
+		res, err := st.ExecContext(ctx, string(d.state()), remoteID, lastError, sentAt, nextAttempt, c.seq, c.Fence)
+		if err != nil {
+			return driverError("recording the delivery", err)
+		}
+		n, err := res.RowsAffected()
+		stale = n == 0
+		return err
+	})
+	if err != nil {
 		return d, o.attemptFailed(ctx, c, err)
+	}
+	if stale {
+		return Delivery{Result: ResultStale, Key: c.Key, Attempts: c.Attempt}, nil
 	}
 	return d, nil
 }
 
-// attemptFailed records, if the database takes it, the cause of a failure
-// after c's attempt was counted as the row's last error, and returns the
-// error that says the attempt is spent.
-func (o *Outbox) attemptFailed(ctx context.Context, c claimed, cause error) error {
+// backoff is the jitter of the retry after attempt n: drawn uniform in
+// [0, min(cap, base·2^(n−1))] ("full jitter"), 0 when backoff is off.
+func (o *Outbox) backoff(n int) time.Duration {
+	if o.opts.NoBackoff {
+		return 0
+	}
+	ceiling := BackoffCeiling(o.opts.BackoffBase, o.opts.BackoffCap, n)
+	j := o.opts.Jitter(ceiling)
+	return max(0, min(j, ceiling))
+}
+
+// BackoffCeiling is min(cap, base·2^(n−1)): the most a retry after
+// attempt n waits before the receiver's own hint.
+func BackoffCeiling(base, cap time.Duration, n int) time.Duration {
+	c := base
+	for i := 1; i < n && c < cap; i++ {
+		c *= 2
+	}
+	return min(c, cap)
+}
+
+// cryptoJitter returns a uniform jitter source seeded from crypto/rand.
+func cryptoJitter() func(time.Duration) time.Duration {
+	var seed [32]byte
+	_, _ = rand.Read(seed[:]) // crypto/rand.Read never fails on supported platforms
+	r := mrand.New(mrand.NewChaCha8(seed))
+	var mu sync.Mutex
+	return func(ceiling time.Duration) time.Duration {
+		if ceiling <= 0 {
+			return 0
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Duration(r.Int64N(int64(ceiling) + 1))
+	}
+}
+
+// DeliverOne makes one delivery: ClaimNext, Send and Settle, as SPEC says.
+// It counts the attempt and commits before sending, sends outside any
+// local transaction, and records the answer in a new, fenced transaction.
+// The receiver's retention comes from r if it is a Retainer, else from
+// Options.Retention.
+//
+// A failure after the attempt is committed is returned as an
+// *AttemptError wrapping the cause (see Settle). An error from the Hook, a
+// simulated crash, is returned unchanged and nothing more is written, as
+// after a real crash.
+func (o *Outbox) DeliverOne(ctx context.Context, r Receiver) (Delivery, error) {
+	if r == nil {
+		return Delivery{}, invalid("receiver is nil")
+	}
+	retention := o.opts.Retention
+	if rt, ok := r.(Retainer); ok {
+		retention = rt.Retention()
+	}
+	c, d, err := o.ClaimNext(ctx, retention)
+	if err != nil || d.Result != ResultPending {
+		return d, err
+	}
+	if err := o.opts.Hook.pass(PointBeforeSend); err != nil {
+		return d, err
+	}
+	taskID, sendErr := o.Send(ctx, c, r)
+	if err := o.opts.Hook.pass(PointAfterReply); err != nil {
+		return d, err
+	}
+	return o.Settle(ctx, c, taskID, sendErr)
+}
+
+// attemptFailed records, if the database takes it and the row still
+// carries c's fence, the cause of a failure after c's attempt was counted
+// as the row's last error, and returns the error that says the attempt is
+// spent.
+func (o *Outbox) attemptFailed(ctx context.Context, c Claim, cause error) error {
 	// Best effort: when the app database itself failed, this fails too,
 	// and the returned error still says what happened. It is written even
 	// when ctx was cancelled: an interrupt is a cause worth recording.
 	ctx = context.WithoutCancel(ctx)
 	_ = o.write(ctx, "recording the cause", func(tx *sql.Tx) error {
-		return o.q.exec(ctx, tx, sqlLocalError, localCause(cause), c.seq, c.attempts)
+		return o.q.exec(ctx, tx, sqlLocalError, localCause(cause), c.seq, c.Fence)
 	})
-	return &AttemptError{Key: c.key, Attempt: c.attempts, MaxAttempts: o.maxAttempts, Err: cause}
-}
-
-// claim takes the oldest pending row in one transaction: it blocks the row
-// if its budget is spent, and otherwise counts one more attempt. The
-// returned Delivery is ResultPending when a send must follow.
-func (o *Outbox) claim(ctx context.Context) (claimed, Delivery, error) {
-	var c claimed
-	tx, err := o.db.BeginTx(ctx, nil)
-	if err != nil {
-		return c, Delivery{}, driverError("beginning the claim", err)
-	}
-	defer tx.Rollback()
-	var lastError string
-	err = o.q.queryRow(ctx, tx, sqlClaim, nil, &c.seq, &c.key, &c.payload, &c.attempts, &lastError)
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, Delivery{Result: Idle}, nil
-	}
-	if err != nil {
-		return c, Delivery{}, driverError("claiming the oldest pending row", err)
-	}
-	d := Delivery{Result: ResultPending, Key: c.key, Attempts: c.attempts, LastError: lastError}
-	if c.attempts >= o.maxAttempts {
-		d.Result, d.LastError = ResultBlocked, LastErrorBudgetExhausted
-		if err := o.settleTx(ctx, tx, c.seq, d); err != nil {
-			return c, Delivery{}, err
-		}
-	} else {
-		c.attempts++
-		d.Attempts = c.attempts
-		if err := o.q.exec(ctx, tx, sqlCountAttempt, c.attempts, millis(o.now()), c.seq); err != nil {
-			return c, Delivery{}, driverError("counting the attempt", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return c, Delivery{}, driverError("committing the claim", err)
-	}
-	return c, d, nil
-}
-
-// settle records d for the row seq in a new transaction.
-func (o *Outbox) settle(ctx context.Context, seq int64, d Delivery) error {
-	return o.write(ctx, "recording the delivery", func(tx *sql.Tx) error { return o.settleTx(ctx, tx, seq, d) })
+	return &AttemptError{Key: c.Key, Attempt: c.Attempt, MaxAttempts: o.opts.MaxAttempts, Err: cause}
 }
 
 // write runs fn in a new write transaction and commits it.
@@ -173,21 +360,7 @@ func (o *Outbox) write(ctx context.Context, doing string, fn func(*sql.Tx) error
 	return driverError(doing, tx.Commit())
 }
 
-// settleTx writes d's state, remote id and last error to the row seq.
-func (o *Outbox) settleTx(ctx context.Context, tx *sql.Tx, seq int64, d Delivery) error {
-	var remoteID, lastError any
-	var sentAt int64
-	if d.Result == ResultSent {
-		remoteID, sentAt = d.RemoteID, millis(o.now())
-	}
-	if d.LastError != "" {
-		lastError = d.LastError
-	}
-	err := o.q.exec(ctx, tx, sqlSettle, string(d.state()), remoteID, lastError, sentAt, seq)
-	return driverError("recording the delivery", err)
-}
-
-// state is the row state a non-idle result leaves.
+// state is the row state a settled result leaves.
 func (d Delivery) state() State {
 	switch d.Result {
 	case ResultSent:

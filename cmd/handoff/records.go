@@ -87,7 +87,11 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		creating = true
 	}
 	var injector faults.Injector
-	app, err := system.Open(ctx, *appPath, system.Options{Hook: injector.Hook()})
+	// deliver is one attempt by hand: it retries at once, with no backoff,
+	// and as the worker "deliver" it first releases what an earlier
+	// deliver left leased when it died. A deliver running at the same time
+	// then loses its fence and writes nothing (stale).
+	app, err := system.Open(ctx, *appPath, system.Options{Hook: injector.Hook(), Worker: deliverWorker, NoBackoff: true})
 	if err != nil {
 		return err
 	}
@@ -122,6 +126,9 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := app.BindReceiver(ctx, identity); err != nil {
 		return err
 	}
+	if _, err := app.Recover(ctx); err != nil {
+		return err
+	}
 
 	injector.Arm(kind.Point())
 	d, err := app.DeliverOne(ctx, faults.Network(kind, crm))
@@ -137,11 +144,17 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		if n := counts[system.Blocked]; n > 0 {
-			fmt.Fprintf(stdout, "idle: nothing pending, but %d blocked row(s) wait for a person (handoff inspect --state blocked)\n", n)
-		} else {
+		switch {
+		case counts[system.Pending] > 0:
+			fmt.Fprintf(stdout, "idle: %d pending row(s), none eligible before %s (leased by another worker, or waiting out its backoff)\n",
+				counts[system.Pending], d.NextEligible.UTC().Format("2006-01-02 15:04:05.000Z"))
+		case counts[system.Blocked] > 0:
+			fmt.Fprintf(stdout, "idle: nothing pending, but %d blocked row(s) wait for a person (handoff inspect --state blocked)\n", counts[system.Blocked])
+		default:
 			fmt.Fprintln(stdout, "idle: nothing pending")
 		}
+	case system.ResultStale:
+		fmt.Fprintf(stdout, "stale %s: attempt %d of %d was sent, but another worker or a person acted on the row since; nothing recorded\n", d.Key, d.Attempts, app.MaxAttempts())
 	case system.ResultSent:
 		fmt.Fprintf(stdout, "sent %s: CRM task %d (attempt %d of %d)\n", d.Key, d.RemoteID, d.Attempts, app.MaxAttempts())
 	case system.ResultPending:
@@ -176,6 +189,9 @@ func holdsSentTasks(ctx context.Context, app *system.Outbox, crm *system.CRM, cr
 	}
 	return nil
 }
+
+// deliverWorker is the worker name of the deliver command.
+const deliverWorker = "deliver"
 
 // errMissing says that a database file that must exist does not.
 var errMissing = errors.New("does not exist")
@@ -324,7 +340,7 @@ func (v inspection) writeText(w io.Writer) {
 
 // times says when a row was approved, last attempted and sent, with ages.
 func (v inspection) times(r system.Row) string {
-	parts := []string{"approved " + v.when(r.ApprovedAt)}
+	parts := []string{"approved " + v.when(r.CreatedAt)}
 	if !r.LastAttemptAt.IsZero() {
 		parts = append(parts, "last attempt "+v.when(r.LastAttemptAt))
 	}
@@ -416,7 +432,7 @@ func (v inspection) writeJSON(w io.Writer) error {
 		a := approvals[r.Key]
 		out.Outbox = append(out.Outbox, jsonRow{Key: r.Key, State: string(r.State), Attempts: r.Attempts,
 			RemoteID: optional(r.RemoteID), LastError: optional(r.LastError), CaseID: a.CaseID, Title: a.Title, Payload: a.Payload,
-			ApprovedAt: stamp(r.ApprovedAt), LastAttemptAt: stamp(r.LastAttemptAt), SentAt: stamp(r.SentAt)})
+			ApprovedAt: stamp(r.CreatedAt), LastAttemptAt: stamp(r.LastAttemptAt), SentAt: stamp(r.SentAt)})
 	}
 	if v.crmPath != "" {
 		out.CRMTasks = []jsonTask{}
