@@ -191,7 +191,7 @@ func TestDeliverOne(t *testing.T) {
 				t.Fatal(err)
 			}
 			for range tt.attempts {
-				_, _ = app.DeliverOne(ctx, tt.before) // its effect shows in the delivery under test
+				_, _ = app.DeliverOne(ctx, tt.before)       // its effect shows in the delivery under test
 				if _, err := app.Recover(ctx); err != nil { // as the worker does when it starts again
 					t.Fatal(err)
 				}
