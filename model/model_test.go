@@ -91,7 +91,7 @@ func TestTransitions(t *testing.T) {
 			if diff := cmp.Diff(tt.results, results); diff != "" {
 				t.Errorf("results (-want +got):\n%s", diff)
 			}
-			if len(s.Outbox) != 1 || s.Outbox[0] != tt.row {
+			if len(s.Outbox) != 1 || s.Outbox[0].Untimed() != tt.row {
 				t.Errorf("got rows %+v, want [%+v]", s.Outbox, tt.row)
 			}
 			if len(s.Tasks) != tt.tasks {
