@@ -105,14 +105,105 @@ func TestTransitions(t *testing.T) {
 // it was given: the harness keeps old states to compare against.
 func TestTransitionsArePure(t *testing.T) {
 	s, _, _ := model.New(3).Approve("case-1", "t", false)
+	s, _ = s.Claim("B")
+	s, _ = s.Send("B", model.Request{Network: model.LostReply})
+	s, _, _ = s.Settle("B", 0)
+	s, _, _ = s.Approve("case-2", "t", false)
+	s, _ = s.Claim("C") // the claims, memory and audit are not nil
+	s, _ = s.Reconcile(model.Operator{}, key2, 1)
 	before := s
 	snapshot := cmp.Diff(model.State{}, s)
 	s.Deliver(model.Delivery{Network: model.LostReply})
 	s.Deliver(model.Delivery{Network: model.ForeignTask, Foreign: foreign})
 	s.Approve("case-3", "t", false)
 	s.Converge()
+	s.Claim("A")
+	c, _ := s.Claim("A")
+	c.Send("A", model.Request{Network: model.ForeignTask, Foreign: foreign})
+	c.Crash("A")
+	c.Restart("A")
+	c.Tick(5)
+	sent, _ := c.Send("A", model.Request{})
+	sent.Settle("A", 0)
+	sent.Reconcile(model.Operator{}, key, 1)
+	sent.ReconcileAbsent(model.Operator{}, key)
+	sent.Stale(0)
+	b, _, _ := sent.Deliver(model.Delivery{Network: model.Refused})
+	b.Requeue(model.Operator{}, key)
 	if got := cmp.Diff(model.State{}, before); got != snapshot {
 		t.Errorf("a transition changed its input state:\n%s", got)
+	}
+}
+
+func TestConvergeWithTime(t *testing.T) {
+	c := model.Scenario()
+	c.BackoffBase = 1_000
+	s, _ := model.Open(c)
+	for _, id := range []string{"case-1", "case-2", "case-3"} {
+		s, _, _ = s.Approve(id, "t", false)
+	}
+	s, _, _ = s.Deliver(model.Delivery{Network: model.Throttled, RetryAfter: 90_000}) // case-1 waits 90 s
+	s, _, _ = s.Deliver(model.Delivery{Network: model.Offline, Jitter: 1_000})        // case-2 waits 1 s
+	s, _ = s.Claim("A")                                                               // case-3 leased for 30 s
+	s = s.Crash("A")
+	s, n := s.Converge()
+	if n != 4 || s.Now != start+90_000 {
+		t.Errorf("got %d deliveries at %d, want 4 at %d", n, s.Now, start+90_000)
+	}
+	for _, r := range s.Outbox {
+		if r.State != model.Sent || r.LeaseOwner != "" {
+			t.Errorf("got %+v, want sent without a lease", r)
+		}
+	}
+	if len(s.Tasks) != 3 {
+		t.Errorf("got %d tasks, want 3", len(s.Tasks))
+	}
+}
+
+func TestDeliverAsTheDefaultWorker(t *testing.T) {
+	s, _, _ := model.New(3).Approve("case-1", "t", false)
+	if _, r, _ := s.Deliver(model.Delivery{Network: model.Offline, Jitter: 1}); r != model.ResultInvalidJitter {
+		t.Errorf("a jitter while backoff is off: got %s, want invalid-jitter", r)
+	}
+	s, r, _ := s.Deliver(model.Delivery{Network: model.Throttled, RetryAfter: 2_000})
+	if r != model.ResultPending || s.Outbox[0].NextAttemptAt != start+2_000 {
+		t.Errorf("throttled: got %s and %+v, want pending until %d", r, s.Outbox[0], start+2_000)
+	}
+	if _, r, _ := s.Deliver(model.Delivery{}); r != model.Idle {
+		t.Errorf("before the retry hint: got %s, want idle", r)
+	}
+	s, r, _ = tick(t, s, 2_000).Deliver(model.Delivery{Crash: model.CrashBeforeSend})
+	if r != model.ResultCrashed || s.Outbox[0].LeaseOwner != "" || s.Outbox[0].Fence != 3 {
+		t.Errorf("a crash releases the lease at once: got %s and %+v, want fence 3", r, s.Outbox[0])
+	}
+	s, _ = s.Claim(model.DefaultWorker)
+	s, r, _ = s.Deliver(model.Delivery{})
+	if r != model.Idle || s.Outbox[0].LeaseOwner != model.DefaultWorker || s.Claims[model.DefaultWorker] != (model.Claim{}) {
+		t.Errorf("a claim in flight is dropped and its lease kept: got %s, %+v, %+v", r, s.Outbox[0], s.Claims)
+	}
+	s, r, _ = s.Deliver(model.Delivery{Network: model.Refused})
+	if r != model.Idle {
+		t.Errorf("got %s, want idle while the lease lives", r)
+	}
+	s, r, _ = tick(t, s, 30_000).Deliver(model.Delivery{Network: model.Refused})
+	if r != model.ResultBlocked || s.Outbox[0].LastError != model.BudgetExhausted {
+		t.Errorf("got %s and %+v, want blocked: the dropped claim counted the third attempt", r, s.Outbox[0])
+	}
+}
+
+func TestUntimed(t *testing.T) {
+	s, _, _ := model.New(3).Approve("case-1", "t", false)
+	s, _, _ = s.Deliver(model.Delivery{})
+	want := model.Observation{
+		Approvals: s.Approvals,
+		Outbox:    []model.Row{{Key: key, State: model.Sent, Attempts: 1, RemoteID: 1}},
+		Tasks:     s.Tasks,
+	}
+	if diff := cmp.Diff(want, s.Observation.Untimed()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if s.Outbox[0].Fence != 1 {
+		t.Errorf("Untimed changed its input: %+v", s.Outbox[0])
 	}
 }
 

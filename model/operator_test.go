@@ -82,7 +82,7 @@ func TestOperatorActions(t *testing.T) {
 }
 
 func TestStale(t *testing.T) {
-	s := blocked(t, same)                   // case-1, created at the start
+	s := blocked(t, same)                     // case-1, created at the start
 	s, _, _ = s.Approve("case-2", "t", false) // pending, created at the start
 	s = tick(t, s, 100)
 	s, _, _ = s.Approve("case-3", "t", false) // pending, created 100 ms later
