@@ -111,27 +111,36 @@ func TestTransitionsArePure(t *testing.T) {
 	s, _, _ = s.Approve("case-2", "t", false)
 	s, _ = s.Claim("C") // the claims, memory and audit are not nil
 	s, _ = s.Reconcile(model.Operator{}, key2, 1)
-	before := s
-	snapshot := cmp.Diff(model.State{}, s)
-	s.Deliver(model.Delivery{Network: model.LostReply})
-	s.Deliver(model.Delivery{Network: model.ForeignTask, Foreign: foreign})
-	s.Approve("case-3", "t", false)
-	s.Converge()
-	s.Claim("A")
-	c, _ := s.Claim("A")
-	c.Send("A", model.Request{Network: model.ForeignTask, Foreign: foreign})
-	c.Crash("A")
-	c.Restart("A")
-	c.Tick(5)
-	sent, _ := c.Send("A", model.Request{})
-	sent.Settle("A", 0)
-	sent.Reconcile(model.Operator{}, key, 1)
-	sent.ReconcileAbsent(model.Operator{}, key)
-	sent.Stale(0)
-	b, _, _ := sent.Deliver(model.Delivery{Network: model.Refused})
-	b.Requeue(model.Operator{}, key)
-	if got := cmp.Diff(model.State{}, before); got != snapshot {
-		t.Errorf("a transition changed its input state:\n%s", got)
+	s, _, _ = s.Approve("case-3", "t", false)
+	claimed, _ := s.Claim("A")
+	sent, _ := claimed.Send("A", model.Request{Network: model.ForeignTask, Foreign: foreign})
+	blocked, _, _ := sent.Deliver(model.Delivery{Network: model.Refused})
+	transitions := []struct {
+		name string
+		from model.State
+		do   func(model.State)
+	}{
+		{"deliver a lost reply", s, func(s model.State) { s.Deliver(model.Delivery{Network: model.LostReply}) }},
+		{"deliver to a foreign task", s, func(s model.State) { s.Deliver(model.Delivery{Network: model.ForeignTask, Foreign: foreign}) }},
+		{"approve", s, func(s model.State) { s.Approve("case-4", "t", false) }},
+		{"converge", s, func(s model.State) { s.Converge() }},
+		{"claim", s, func(s model.State) { s.Claim("A") }},
+		{"send", claimed, func(s model.State) { s.Send("A", model.Request{}) }},
+		{"crash", claimed, func(s model.State) { s.Crash("A") }},
+		{"restart", claimed, func(s model.State) { s.Restart("A") }},
+		{"tick", claimed, func(s model.State) { s.Tick(5) }},
+		{"settle", sent, func(s model.State) { s.Settle("A", 0) }},
+		{"reconcile", sent, func(s model.State) { s.Reconcile(model.Operator{}, key, 1) }},
+		{"reconcile absent", sent, func(s model.State) { s.ReconcileAbsent(model.Operator{}, key) }},
+		{"stale", sent, func(s model.State) { s.Stale(0) }},
+		{"requeue", blocked, func(s model.State) { s.Requeue(model.Operator{}, key) }},
+	}
+	for _, tt := range transitions {
+		snapshot := cmp.Diff(model.State{}, tt.from)
+		tt.do(tt.from)
+		if got := cmp.Diff(model.State{}, tt.from); got != snapshot {
+			t.Errorf("%s changed its input state:\n%s", tt.name, got)
+		}
 	}
 }
 
