@@ -91,7 +91,7 @@ func TestTransitions(t *testing.T) {
 			if diff := cmp.Diff(tt.results, results); diff != "" {
 				t.Errorf("results (-want +got):\n%s", diff)
 			}
-			if len(s.Outbox) != 1 || s.Outbox[0] != tt.row {
+			if len(s.Outbox) != 1 || s.Outbox[0].Untimed() != tt.row {
 				t.Errorf("got rows %+v, want [%+v]", s.Outbox, tt.row)
 			}
 			if len(s.Tasks) != tt.tasks {
@@ -105,14 +105,114 @@ func TestTransitions(t *testing.T) {
 // it was given: the harness keeps old states to compare against.
 func TestTransitionsArePure(t *testing.T) {
 	s, _, _ := model.New(3).Approve("case-1", "t", false)
-	before := s
-	snapshot := cmp.Diff(model.State{}, s)
-	s.Deliver(model.Delivery{Network: model.LostReply})
-	s.Deliver(model.Delivery{Network: model.ForeignTask, Foreign: foreign})
-	s.Approve("case-3", "t", false)
-	s.Converge()
-	if got := cmp.Diff(model.State{}, before); got != snapshot {
-		t.Errorf("a transition changed its input state:\n%s", got)
+	s, _ = s.Claim("B")
+	s, _ = s.Send("B", model.Request{Network: model.LostReply})
+	s, _, _ = s.Settle("B", 0)
+	s, _, _ = s.Approve("case-2", "t", false)
+	s, _ = s.Claim("C") // the claims, memory and audit are not nil
+	s, _ = s.Reconcile(model.Operator{}, key2, 1)
+	s, _, _ = s.Approve("case-3", "t", false)
+	claimed, _ := s.Claim("A")
+	sent, _ := claimed.Send("A", model.Request{Network: model.ForeignTask, Foreign: foreign})
+	blocked, _, _ := sent.Deliver(model.Delivery{Network: model.Refused})
+	transitions := []struct {
+		name string
+		from model.State
+		do   func(model.State)
+	}{
+		{"deliver a lost reply", s, func(s model.State) { s.Deliver(model.Delivery{Network: model.LostReply}) }},
+		{"deliver to a foreign task", s, func(s model.State) { s.Deliver(model.Delivery{Network: model.ForeignTask, Foreign: foreign}) }},
+		{"approve", s, func(s model.State) { s.Approve("case-4", "t", false) }},
+		{"converge", s, func(s model.State) { s.Converge() }},
+		{"claim", s, func(s model.State) { s.Claim("A") }},
+		{"send", claimed, func(s model.State) { s.Send("A", model.Request{}) }},
+		{"crash", claimed, func(s model.State) { s.Crash("A") }},
+		{"restart", claimed, func(s model.State) { s.Restart("A") }},
+		{"tick", claimed, func(s model.State) { s.Tick(5) }},
+		{"settle", sent, func(s model.State) { s.Settle("A", 0) }},
+		{"reconcile", sent, func(s model.State) { s.Reconcile(model.Operator{}, key, 1) }},
+		{"reconcile absent", sent, func(s model.State) { s.ReconcileAbsent(model.Operator{}, key) }},
+		{"stale", sent, func(s model.State) { s.Stale(0) }},
+		{"requeue", blocked, func(s model.State) { s.Requeue(model.Operator{}, key) }},
+	}
+	for _, tt := range transitions {
+		snapshot := cmp.Diff(model.State{}, tt.from)
+		tt.do(tt.from)
+		if got := cmp.Diff(model.State{}, tt.from); got != snapshot {
+			t.Errorf("%s changed its input state:\n%s", tt.name, got)
+		}
+	}
+}
+
+func TestConvergeWithTime(t *testing.T) {
+	c := model.Scenario()
+	c.BackoffBase = 1_000
+	s, _ := model.Open(c)
+	for _, id := range []string{"case-1", "case-2", "case-3"} {
+		s, _, _ = s.Approve(id, "t", false)
+	}
+	s, _, _ = s.Deliver(model.Delivery{Network: model.Throttled, RetryAfter: 90_000}) // case-1 waits 90 s
+	s, _, _ = s.Deliver(model.Delivery{Network: model.Offline, Jitter: 1_000})        // case-2 waits 1 s
+	s, _ = s.Claim("A")                                                               // case-3 leased for 30 s
+	s = s.Crash("A")
+	s, n := s.Converge()
+	if n != 4 || s.Now != start+90_000 {
+		t.Errorf("got %d deliveries at %d, want 4 at %d", n, s.Now, start+90_000)
+	}
+	for _, r := range s.Outbox {
+		if r.State != model.Sent || r.LeaseOwner != "" {
+			t.Errorf("got %+v, want sent without a lease", r)
+		}
+	}
+	if len(s.Tasks) != 3 {
+		t.Errorf("got %d tasks, want 3", len(s.Tasks))
+	}
+}
+
+func TestDeliverAsTheDefaultWorker(t *testing.T) {
+	s, _, _ := model.New(3).Approve("case-1", "t", false)
+	if _, r, _ := s.Deliver(model.Delivery{Network: model.Offline, Jitter: 1}); r != model.ResultInvalidJitter {
+		t.Errorf("a jitter while backoff is off: got %s, want invalid-jitter", r)
+	}
+	s, r, _ := s.Deliver(model.Delivery{Network: model.Throttled, RetryAfter: 2_000})
+	if r != model.ResultPending || s.Outbox[0].NextAttemptAt != start+2_000 {
+		t.Errorf("throttled: got %s and %+v, want pending until %d", r, s.Outbox[0], start+2_000)
+	}
+	if _, r, _ := s.Deliver(model.Delivery{}); r != model.Idle {
+		t.Errorf("before the retry hint: got %s, want idle", r)
+	}
+	s, r, _ = tick(t, s, 2_000).Deliver(model.Delivery{Crash: model.CrashBeforeSend})
+	if r != model.ResultCrashed || s.Outbox[0].LeaseOwner != "" || s.Outbox[0].Fence != 3 {
+		t.Errorf("a crash releases the lease at once: got %s and %+v, want fence 3", r, s.Outbox[0])
+	}
+	s, _ = s.Claim(model.DefaultWorker)
+	s, r, _ = s.Deliver(model.Delivery{})
+	if r != model.Idle || s.Outbox[0].LeaseOwner != model.DefaultWorker || s.Claims[model.DefaultWorker] != (model.Claim{}) {
+		t.Errorf("a claim in flight is dropped and its lease kept: got %s, %+v, %+v", r, s.Outbox[0], s.Claims)
+	}
+	s, r, _ = s.Deliver(model.Delivery{Network: model.Refused})
+	if r != model.Idle {
+		t.Errorf("got %s, want idle while the lease lives", r)
+	}
+	s, r, _ = tick(t, s, 30_000).Deliver(model.Delivery{Network: model.Refused})
+	if r != model.ResultBlocked || s.Outbox[0].LastError != model.BudgetExhausted {
+		t.Errorf("got %s and %+v, want blocked: the dropped claim counted the third attempt", r, s.Outbox[0])
+	}
+}
+
+func TestUntimed(t *testing.T) {
+	s, _, _ := model.New(3).Approve("case-1", "t", false)
+	s, _, _ = s.Deliver(model.Delivery{})
+	want := model.Observation{
+		Approvals: s.Approvals,
+		Outbox:    []model.Row{{Key: key, State: model.Sent, Attempts: 1, RemoteID: 1}},
+		Tasks:     s.Tasks,
+	}
+	if diff := cmp.Diff(want, s.Observation.Untimed()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if s.Outbox[0].Fence != 1 {
+		t.Errorf("Untimed changed its input: %+v", s.Outbox[0])
 	}
 }
 

@@ -29,7 +29,7 @@ func (s State) Approve(caseID, title string, crash bool) (State, Verdict, string
 	}
 	s = s.clone()
 	s.Approvals = append(s.Approvals, a)
-	s.Outbox = append(s.Outbox, Row{Key: a.Key, State: Pending})
+	s.Outbox = append(s.Outbox, Row{Key: a.Key, State: Pending, CreatedAt: s.Now, NextAttemptAt: s.Now})
 	return s, Recorded, a.Key
 }
 
@@ -42,6 +42,8 @@ const (
 	LostReply                       // the receiver acts and the reply is lost
 	DuplicateRequest                // the receiver gets the request twice; the reply arrives
 	ForeignTask                     // another system puts Delivery.Foreign under the key first
+	Throttled                       // the receiver answers transient with a retry hint, without acting (429, 503)
+	Refused                         // the receiver refuses the request for good, without acting (rejected)
 )
 
 // Crash is where, if anywhere, the worker dies during a delivery.
@@ -53,7 +55,8 @@ const (
 	CrashAfterReply       // after the reply, before it is recorded
 )
 
-// Result is the model's prediction for one delivery.
+// Result is the model's prediction for one delivery, or for one phase of
+// a worker's delivery (Claim, Send, Settle).
 type Result string
 
 const (
@@ -62,88 +65,81 @@ const (
 	ResultPending Result = "pending"
 	ResultBlocked Result = "blocked"
 	ResultCrashed Result = "crashed"
+
+	ResultClaimed       Result = "claimed"        // Claim: a lease and an attempt; send next
+	ResultOutOfTurn     Result = "out-of-turn"    // the worker is not at this phase: nothing changes
+	ResultTask          Result = "task"           // Send: a task id came back
+	ResultTransient     Result = "transient"      // Send: a transient failure (maybe with a retry hint)
+	ResultConflict      Result = "conflict"       // Send: the key holds other content
+	ResultRejected      Result = "rejected"       // Send: the receiver refused the request for good
+	ResultStale         Result = "stale"          // Settle: the fence moved on; nothing written
+	ResultInvalidJitter Result = "invalid-jitter" // Settle: jitter outside [0, ceiling]; nothing changes
 )
 
 // Delivery is the input of one delivery attempt: what happens on the way
-// to the receiver, where the worker dies if it does, and, for ForeignTask,
-// the content another system puts under the key.
+// to the receiver, where the worker dies if it does, for ForeignTask the
+// content another system puts under the key, for Throttled the retry hint
+// in milliseconds, and the backoff jitter drawn for a transient failure.
 type Delivery struct {
-	Network Network
-	Crash   Crash
-	Foreign string
+	Network    Network
+	Crash      Crash
+	Foreign    string
+	RetryAfter int64
+	Jitter     int64
 }
 
-// Deliver predicts one delivery attempt. It returns the key of the row it
-// worked on (empty when Idle).
+// Deliver predicts one delivery attempt by DefaultWorker: a claim, a send
+// and a settle in one step. A crash in it is the default worker dying and
+// starting again at once, which releases its lease at once. Any claim the
+// default worker had in flight is dropped first (its lease stays). It
+// returns the key of the row it worked on (empty when Idle). With an
+// invalid jitter it returns ResultInvalidJitter and s unchanged.
 func (s State) Deliver(in Delivery) (State, Result, string) {
-	i := -1
-	for j, r := range s.Outbox {
-		if r.State == Pending {
-			i = j
-			break
-		}
+	next, c := s.Crash(DefaultWorker).Claim(DefaultWorker)
+	if c.Result != ResultClaimed {
+		return next, c.Result, c.Key
 	}
-	if i < 0 {
-		return s, Idle, ""
-	}
-	s = s.clone()
-	row := &s.Outbox[i]
-	if row.Attempts == s.MaxAttempts {
-		row.State, row.LastError = Blocked, BudgetExhausted
-		return s, ResultBlocked, row.Key
-	}
-	row.Attempts++
 	if in.Crash == CrashBeforeSend {
-		return s, ResultCrashed, row.Key
+		next, _ = next.Restart(DefaultWorker)
+		return next, ResultCrashed, c.Key
 	}
-	a, _ := s.approval(row.Key)
-	var id int64
-	var conflict bool
-	switch in.Network {
-	case ForeignTask:
-		s, _, _ = s.receive(a.Key, in.Foreign)
-		s, id, conflict = s.receive(a.Key, a.Payload)
-	case DuplicateRequest:
-		s, id, conflict = s.receive(a.Key, a.Payload)
-		s, _, _ = s.receive(a.Key, a.Payload)
-	case Delivered, LostReply:
-		s, id, conflict = s.receive(a.Key, a.Payload)
-	}
-	row = &s.Outbox[i]
+	next, _ = next.Send(DefaultWorker, Request{Network: in.Network, Foreign: in.Foreign, RetryAfter: in.RetryAfter})
 	if in.Crash == CrashAfterReply {
-		return s, ResultCrashed, row.Key
+		next, _ = next.Restart(DefaultWorker)
+		return next, ResultCrashed, c.Key
 	}
-	switch {
-	case in.Network == Offline || in.Network == LostReply:
-		row.LastError = Transient
-		if row.Attempts == s.MaxAttempts {
-			row.State = Blocked
-			return s, ResultBlocked, row.Key
-		}
-		return s, ResultPending, row.Key
-	case conflict:
-		row.State, row.LastError = Blocked, Conflict
-		return s, ResultBlocked, row.Key
+	next, r, _ := next.Settle(DefaultWorker, in.Jitter)
+	if r == ResultInvalidJitter {
+		return s, r, c.Key
 	}
-	row.State, row.RemoteID, row.LastError = Sent, id, ""
-	return s, ResultSent, row.Key
+	return next, r, c.Key
 }
 
-// receive applies the receiver's contract to one request: a new key gets
-// the next task id, a replay gets the existing id, another payload is a
-// conflict. s must already be a private clone.
+// receive applies the receiver's contract at s.Now to one request: a key
+// it does not remember (never stored, or stored Retention or more ago)
+// gets a new task with the next id, a replay gets the remembered id,
+// another payload is a conflict. s must already be a private clone.
 func (s State) receive(key, payload string) (State, int64, bool) {
-	if t, known := s.task(key); known {
-		return s, t.ID, t.Payload != payload
+	if m, known := s.Memory[key]; known && (s.Retention == 0 || s.Now < m.StoredAt+s.Retention) {
+		return s, m.TaskID, s.Tasks[m.TaskID-1].Payload != payload
 	}
 	id := int64(len(s.Tasks)) + 1
 	s.Tasks = append(s.Tasks, Task{ID: id, Key: key, Payload: payload})
+	s.Memory = cloneOrMake(s.Memory)
+	s.Memory[key] = Memory{TaskID: id, StoredAt: s.Now}
 	return s, id, false
 }
 
-// Converge predicts delivering without faults until the worker is idle and
-// returns how many deliveries that took, the idle one included.
+// Converge predicts the default worker delivering without faults until it
+// is idle, after moving the clock to the instant every lease and backoff
+// of a pending row has run out (if that is later than now). It returns
+// how many deliveries that took, the idle one included.
 func (s State) Converge() (State, int) {
+	for _, r := range s.Outbox {
+		if r.State == Pending {
+			s.Now = max(s.Now, eligibleAt(r))
+		}
+	}
 	for n := 1; ; n++ {
 		var r Result
 		s, r, _ = s.Deliver(Delivery{})

@@ -1,0 +1,225 @@
+package model
+
+import "maps"
+
+// ClaimResult is the model's prediction for one claim. Result is Idle,
+// ResultClaimed, ResultBlocked or ResultOutOfTurn. Key is the row claimed
+// or blocked; LastError is why it blocked. Wake is, when Idle, the
+// earliest time a pending row becomes eligible (0 when none is pending).
+type ClaimResult struct {
+	Result    Result
+	Key       string
+	LastError string
+	Wake      int64
+}
+
+// Tick predicts the virtual clock moving ms milliseconds forward; ok is
+// false, and nothing changes, when ms is negative.
+func (s State) Tick(ms int64) (next State, ok bool) {
+	if ms < 0 {
+		return s, false
+	}
+	s.Now += ms
+	return s, true
+}
+
+// eligibleAt returns when a pending row r becomes eligible for a claim:
+// its next attempt time, or its lease's end if that is later.
+func eligibleAt(r Row) int64 {
+	if r.LeaseOwner == "" {
+		return r.NextAttemptAt
+	}
+	return max(r.NextAttemptAt, r.LeaseUntil)
+}
+
+// Claim predicts worker claiming the oldest eligible row. A worker that
+// still has a claim in flight, or has no name, gets ResultOutOfTurn and
+// nothing changes.
+func (s State) Claim(worker string) (State, ClaimResult) {
+	if _, busy := s.Claims[worker]; busy || worker == "" {
+		return s, ClaimResult{Result: ResultOutOfTurn}
+	}
+	i, wake := -1, int64(0)
+	for j, r := range s.Outbox {
+		if r.State != Pending {
+			continue
+		}
+		if at := eligibleAt(r); at > s.Now {
+			if wake == 0 || at < wake {
+				wake = at
+			}
+			continue
+		}
+		i = j
+		break
+	}
+	if i < 0 {
+		return s, ClaimResult{Result: Idle, Wake: wake}
+	}
+	s = s.clone()
+	row := &s.Outbox[i]
+	row.Fence++
+	row.release()
+	if reason := s.blocks(*row); reason != "" {
+		row.State, row.LastError = Blocked, reason
+		return s, ClaimResult{Result: ResultBlocked, Key: row.Key, LastError: reason}
+	}
+	row.Attempts++
+	row.LeaseOwner, row.LeaseUntil = worker, s.Now+s.Lease
+	if row.FirstClaimedAt == 0 {
+		row.FirstClaimedAt = s.Now
+	}
+	s.Claims = cloneOrMake(s.Claims)
+	s.Claims[worker] = Claim{Key: row.Key, Fence: row.Fence, Attempt: row.Attempts}
+	return s, ClaimResult{Result: ResultClaimed, Key: row.Key}
+}
+
+// blocks returns the last error with which a claim at s.Now blocks r
+// instead of sending it, in SPEC's order, or "" when r may be sent.
+func (s State) blocks(r Row) string {
+	if r.Attempts >= s.MaxAttempts {
+		return BudgetExhausted
+	}
+	if at, ok := s.AgeDeadline(r); ok && s.Now >= at {
+		return Deadline
+	}
+	if at, ok := s.RetentionDeadline(r); ok && s.Now >= at {
+		return RetentionExpired
+	}
+	return ""
+}
+
+// cloneOrMake returns a map to write to: m itself when s.clone already
+// copied it, or a new map when m is nil.
+func cloneOrMake[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return m
+}
+
+// Request is what happens to one send on the network and at the receiver.
+// Foreign is the content another system puts under the key first, for
+// ForeignTask; RetryAfter is the receiver's not-before hint in
+// milliseconds, for Throttled.
+type Request struct {
+	Network    Network
+	Foreign    string
+	RetryAfter int64
+}
+
+// Send predicts worker sending its claimed row's key and payload at s.Now
+// and returns what the worker heard: ResultTask, ResultTransient,
+// ResultConflict or ResultRejected. The worker keeps what it heard until
+// it settles. A worker with no claim, or one already sent, gets
+// ResultOutOfTurn and nothing changes. A send is made whatever has
+// happened to the row since the claim: only the settle is fenced.
+func (s State) Send(worker string, in Request) (State, Result) {
+	c, ok := s.Claims[worker]
+	if !ok || c.Heard != "" {
+		return s, ResultOutOfTurn
+	}
+	s = s.clone()
+	a, _ := s.approval(c.Key)
+	var id int64
+	var conflict bool
+	switch in.Network {
+	case ForeignTask:
+		s, _, _ = s.receive(a.Key, in.Foreign)
+		s, id, conflict = s.receive(a.Key, a.Payload)
+	case DuplicateRequest:
+		s, id, conflict = s.receive(a.Key, a.Payload)
+		s, _, _ = s.receive(a.Key, a.Payload)
+	case Delivered, LostReply:
+		s, id, conflict = s.receive(a.Key, a.Payload)
+	}
+	switch {
+	case in.Network == Offline || in.Network == LostReply:
+		c.Heard = ResultTransient
+	case in.Network == Throttled:
+		c.Heard, c.RetryAfter = ResultTransient, in.RetryAfter
+	case in.Network == Refused:
+		c.Heard = ResultRejected
+	case conflict:
+		c.Heard = ResultConflict
+	default:
+		c.Heard, c.RemoteID = ResultTask, id
+	}
+	s.Claims[worker] = c
+	return s, c.Heard
+}
+
+// Settle predicts worker recording what it heard, with jitter the drawn
+// backoff jitter in milliseconds (used only for a transient failure that
+// leaves the row pending). It returns the result and the row's key:
+//
+//   - ResultOutOfTurn: the worker has nothing sent to settle; no change.
+//   - ResultInvalidJitter: a transient failure with jitter outside
+//     [0, JitterCeiling(attempt)]; no change, the claim stays.
+//   - ResultStale: the row is no longer pending or no longer carries the
+//     claim's fence; nothing is written and the claim ends.
+//   - ResultSent, ResultPending or ResultBlocked: the outcome is written
+//     and the claim ends.
+func (s State) Settle(worker string, jitter int64) (State, Result, string) {
+	c, ok := s.Claims[worker]
+	if !ok || c.Heard == "" {
+		return s, ResultOutOfTurn, ""
+	}
+	if c.Heard == ResultTransient && (jitter < 0 || jitter > s.JitterCeiling(c.Attempt)) {
+		return s, ResultInvalidJitter, c.Key
+	}
+	s = s.clone()
+	delete(s.Claims, worker)
+	i := s.row(c.Key)
+	row := &s.Outbox[i]
+	if row.State != Pending || row.Fence != c.Fence {
+		return s, ResultStale, c.Key
+	}
+	row.release()
+	switch c.Heard {
+	case ResultTask:
+		row.State, row.RemoteID, row.LastError = Sent, c.RemoteID, ""
+		return s, ResultSent, c.Key
+	case ResultConflict:
+		row.State, row.LastError = Blocked, Conflict
+		return s, ResultBlocked, c.Key
+	case ResultRejected:
+		row.State, row.LastError = Blocked, Rejected
+		return s, ResultBlocked, c.Key
+	}
+	row.LastError = Transient
+	if row.Attempts >= s.MaxAttempts {
+		row.State = Blocked
+		return s, ResultBlocked, c.Key
+	}
+	row.NextAttemptAt = NextAttemptAfter(s.Now, jitter, c.RetryAfter)
+	return s, ResultPending, c.Key
+}
+
+// Crash predicts worker dying: its claim in flight is gone, and the lease
+// it holds stays until it runs out.
+func (s State) Crash(worker string) State {
+	if _, ok := s.Claims[worker]; !ok {
+		return s
+	}
+	s.Claims = maps.Clone(s.Claims)
+	delete(s.Claims, worker)
+	return s
+}
+
+// Restart predicts worker starting again: any claim in flight is gone and
+// every lease held under its name, run out or not, is released, adding
+// one to the row's fence. It returns the released rows' keys in
+// insertion order.
+func (s State) Restart(worker string) (State, []string) {
+	s = s.Crash(worker).clone()
+	var released []string
+	for i := range s.Outbox {
+		if row := &s.Outbox[i]; row.LeaseOwner != "" && row.LeaseOwner == worker {
+			row.release()
+			row.Fence++
+			released = append(released, row.Key)
+		}
+	}
+	return s, released
+}

@@ -1,0 +1,344 @@
+package model_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/outboxlab/handoff/model"
+)
+
+const (
+	start = model.ScenarioStart
+	key2  = model.KeyPrefix + "case-2"
+)
+
+// opened returns the empty state under the scenario options changed by
+// change, with case-1 (and more cases) approved.
+func opened(t *testing.T, change func(*model.Config), cases ...string) model.State {
+	t.Helper()
+	c := model.Scenario()
+	change(&c)
+	s, err := model.Open(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range append([]string{"case-1"}, cases...) {
+		s, _, _ = s.Approve(id, "t", false)
+	}
+	return s
+}
+
+func same(*model.Config) {}
+
+func tick(t *testing.T, s model.State, ms int64) model.State {
+	t.Helper()
+	s, ok := s.Tick(ms)
+	if !ok {
+		t.Fatalf("Tick(%d) refused", ms)
+	}
+	return s
+}
+
+// claim claims for worker and fails the test unless it got a claim.
+func claim(t *testing.T, s model.State, worker string) model.State {
+	t.Helper()
+	s, c := s.Claim(worker)
+	if c.Result != model.ResultClaimed {
+		t.Fatalf("Claim(%s): got %+v, want claimed", worker, c)
+	}
+	return s
+}
+
+// send sends for worker and fails the test unless it heard want.
+func send(t *testing.T, s model.State, worker string, in model.Request, want model.Result) model.State {
+	t.Helper()
+	s, r := s.Send(worker, in)
+	if r != want {
+		t.Fatalf("Send(%s, %+v): got %s, want %s", worker, in, r, want)
+	}
+	return s
+}
+
+func TestTick(t *testing.T) {
+	s := model.New(3)
+	if s, ok := s.Tick(5); !ok || s.Now != start+5 {
+		t.Errorf("Tick(5): got %d, %v; want %d, true", s.Now, ok, start+5)
+	}
+	if s, ok := s.Tick(-1); ok || s.Now != start {
+		t.Errorf("Tick(-1): got %d, %v; want %d, false", s.Now, ok, start)
+	}
+}
+
+func TestClaim(t *testing.T) {
+	failed := func(s model.State) model.State {
+		s = claim(t, s, "A")
+		s = send(t, s, "A", model.Request{Network: model.Offline}, model.ResultTransient)
+		s, _, _ = s.Settle("A", 0)
+		return s
+	}
+	tests := []struct {
+		name   string
+		change func(*model.Config)
+		setup  func(model.State) model.State
+		want   model.ClaimResult
+		row    model.Row // the first row afterwards
+	}{
+		{"claimed", same, func(s model.State) model.State { return tick(t, s, 7) },
+			model.ClaimResult{Result: model.ResultClaimed, Key: key},
+			model.Row{Key: key, State: model.Pending, Attempts: 1, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start + 7, LeaseOwner: "B", LeaseUntil: start + 7 + 30_000, Fence: 1}},
+		{"a second claim keeps the first claim's time", same, func(s model.State) model.State { return tick(t, failed(s), 7) },
+			model.ClaimResult{Result: model.ResultClaimed, Key: key},
+			model.Row{Key: key, State: model.Pending, Attempts: 2, LastError: model.Transient, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, LeaseOwner: "B", LeaseUntil: start + 7 + 30_000, Fence: 2}},
+		{"nothing pending", same, func(s model.State) model.State {
+			s, _ = s.Reconcile(model.Operator{}, key, 9)
+			return s
+		}, model.ClaimResult{Result: model.Idle},
+			model.Row{Key: key, State: model.Sent, RemoteID: 9, CreatedAt: start, NextAttemptAt: start, Fence: 1}},
+		{"backoff: idle until the next attempt", func(c *model.Config) { c.BackoffBase = 1_000 }, func(s model.State) model.State {
+			s = claim(t, s, "A")
+			s = send(t, s, "A", model.Request{Network: model.Offline}, model.ResultTransient)
+			s, _, _ = s.Settle("A", 600)
+			return tick(t, s, 599)
+		}, model.ClaimResult{Result: model.Idle, Wake: start + 600},
+			model.Row{Key: key, State: model.Pending, Attempts: 1, LastError: model.Transient, CreatedAt: start, NextAttemptAt: start + 600, FirstClaimedAt: start, Fence: 1}},
+		{"a live lease: idle until it runs out", same, func(s model.State) model.State { return tick(t, claim(t, s, "A"), 29_999) },
+			model.ClaimResult{Result: model.Idle, Wake: start + 30_000},
+			model.Row{Key: key, State: model.Pending, Attempts: 1, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, LeaseOwner: "A", LeaseUntil: start + 30_000, Fence: 1}},
+		{"a lease that ran out", same, func(s model.State) model.State { return tick(t, claim(t, s, "A").Crash("A"), 30_000) },
+			model.ClaimResult{Result: model.ResultClaimed, Key: key},
+			model.Row{Key: key, State: model.Pending, Attempts: 2, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, LeaseOwner: "B", LeaseUntil: start + 60_000, Fence: 2}},
+		{"budget exhausted", func(c *model.Config) { c.MaxAttempts = 1 }, func(s model.State) model.State { return tick(t, claim(t, s, "A").Crash("A"), 30_000) },
+			model.ClaimResult{Result: model.ResultBlocked, Key: key, LastError: model.BudgetExhausted},
+			model.Row{Key: key, State: model.Blocked, Attempts: 1, LastError: model.BudgetExhausted, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, Fence: 2}},
+		{"budget exhausted comes before deadline and retention", func(c *model.Config) { c.MaxAttempts, c.MaxAge, c.Retention = 1, 1, 10_001 }, func(s model.State) model.State { return tick(t, claim(t, s, "A").Crash("A"), 30_000) },
+			model.ClaimResult{Result: model.ResultBlocked, Key: key, LastError: model.BudgetExhausted},
+			model.Row{Key: key, State: model.Blocked, Attempts: 1, LastError: model.BudgetExhausted, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, Fence: 2}},
+		{"not yet the deadline", func(c *model.Config) { c.MaxAge = 5 }, func(s model.State) model.State { return tick(t, s, 4) },
+			model.ClaimResult{Result: model.ResultClaimed, Key: key},
+			model.Row{Key: key, State: model.Pending, Attempts: 1, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start + 4, LeaseOwner: "B", LeaseUntil: start + 4 + 30_000, Fence: 1}},
+		{"deadline", func(c *model.Config) { c.MaxAge = 5 }, func(s model.State) model.State { return tick(t, s, 5) },
+			model.ClaimResult{Result: model.ResultBlocked, Key: key, LastError: model.Deadline},
+			model.Row{Key: key, State: model.Blocked, LastError: model.Deadline, CreatedAt: start, NextAttemptAt: start, Fence: 1}},
+		{"deadline comes before retention", func(c *model.Config) { c.MaxAge, c.Retention = 30_000, 40_000 }, func(s model.State) model.State { return tick(t, claim(t, s, "A").Crash("A"), 30_000) },
+			model.ClaimResult{Result: model.ResultBlocked, Key: key, LastError: model.Deadline},
+			model.Row{Key: key, State: model.Blocked, Attempts: 1, LastError: model.Deadline, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, Fence: 2}},
+		{"not yet past retention", func(c *model.Config) { c.Retention = 40_001 }, func(s model.State) model.State { return tick(t, claim(t, s, "A").Crash("A"), 30_000) },
+			model.ClaimResult{Result: model.ResultClaimed, Key: key},
+			model.Row{Key: key, State: model.Pending, Attempts: 2, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, LeaseOwner: "B", LeaseUntil: start + 60_000, Fence: 2}},
+		{"retention expired", func(c *model.Config) { c.Retention = 40_000 }, func(s model.State) model.State { return tick(t, claim(t, s, "A").Crash("A"), 30_000) },
+			model.ClaimResult{Result: model.ResultBlocked, Key: key, LastError: model.RetentionExpired},
+			model.Row{Key: key, State: model.Blocked, Attempts: 1, LastError: model.RetentionExpired, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, Fence: 2}},
+		{"the worker still holds a claim", same, func(s model.State) model.State {
+			s, _, _ = s.Approve("case-2", "t", false)
+			return claim(t, s, "B")
+		}, model.ClaimResult{Result: model.ResultOutOfTurn},
+			model.Row{Key: key, State: model.Pending, Attempts: 1, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, LeaseOwner: "B", LeaseUntil: start + 30_000, Fence: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.setup(opened(t, tt.change))
+			s, got := s.Claim("B")
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+			if diff := cmp.Diff(tt.row, s.Outbox[0]); diff != "" {
+				t.Errorf("row (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestClaimTakesTheOldestEligibleRow(t *testing.T) {
+	s := claim(t, opened(t, same, "case-2", "case-3"), "A")
+	s, c := s.Claim("B")
+	if c.Key != key2 {
+		t.Errorf("got %+v, want %s: case-1 is leased to A", c, key2)
+	}
+	if s, c = s.Claim(""); c.Result != model.ResultOutOfTurn {
+		t.Errorf("a worker without a name: got %+v, want out-of-turn", c)
+	}
+	s, c = s.Claim("C")
+	if c.Key != model.KeyPrefix+"case-3" {
+		t.Errorf("got %+v, want case-3", c)
+	}
+	if s, c = s.Claim("D"); c.Result != model.Idle || c.Wake != start+30_000 {
+		t.Errorf("got %+v, want idle until %d", c, start+30_000)
+	}
+}
+
+func TestSendOutOfTurn(t *testing.T) {
+	s := opened(t, same)
+	if _, r := s.Send("A", model.Request{}); r != model.ResultOutOfTurn {
+		t.Errorf("a send without a claim: got %s, want out-of-turn", r)
+	}
+	s = send(t, claim(t, s, "A"), "A", model.Request{}, model.ResultTask)
+	if _, r := s.Send("A", model.Request{}); r != model.ResultOutOfTurn {
+		t.Errorf("a second send: got %s, want out-of-turn", r)
+	}
+	if len(s.Tasks) != 1 {
+		t.Errorf("got %d tasks, want 1", len(s.Tasks))
+	}
+}
+
+func TestSettle(t *testing.T) {
+	backoff := func(c *model.Config) { c.BackoffBase, c.BackoffCap = 1_000, 1_500 }
+	tests := []struct {
+		name   string
+		change func(*model.Config)
+		setup  func(*testing.T, model.State) model.State // claims and sends for A
+		jitter int64
+		result model.Result
+		row    model.Row
+	}{
+		{"a task id", same, func(t *testing.T, s model.State) model.State {
+			return send(t, claim(t, s, "A"), "A", model.Request{}, model.ResultTask)
+		}, 0, model.ResultSent,
+			model.Row{Key: key, State: model.Sent, Attempts: 1, RemoteID: 1, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, Fence: 1}},
+		{"a transient failure waits for the jitter", backoff, func(t *testing.T, s model.State) model.State {
+			return tick(t, send(t, claim(t, s, "A"), "A", model.Request{Network: model.Throttled, RetryAfter: 300}, model.ResultTransient), 10)
+		}, 1_000, model.ResultPending,
+			model.Row{Key: key, State: model.Pending, Attempts: 1, LastError: model.Transient, CreatedAt: start, NextAttemptAt: start + 10 + 1_000, FirstClaimedAt: start, Fence: 1}},
+		{"a retry hint larger than the jitter", backoff, func(t *testing.T, s model.State) model.State {
+			return tick(t, send(t, claim(t, s, "A"), "A", model.Request{Network: model.Throttled, RetryAfter: 5_000}, model.ResultTransient), 10)
+		}, 1_000, model.ResultPending,
+			model.Row{Key: key, State: model.Pending, Attempts: 1, LastError: model.Transient, CreatedAt: start, NextAttemptAt: start + 10 + 5_000, FirstClaimedAt: start, Fence: 1}},
+		{"a jitter above the ceiling", backoff, func(t *testing.T, s model.State) model.State {
+			return send(t, claim(t, s, "A"), "A", model.Request{Network: model.LostReply}, model.ResultTransient)
+		}, 1_001, model.ResultInvalidJitter,
+			model.Row{Key: key, State: model.Pending, Attempts: 1, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, LeaseOwner: "A", LeaseUntil: start + 30_000, Fence: 1}},
+		{"a negative jitter", backoff, func(t *testing.T, s model.State) model.State {
+			return send(t, claim(t, s, "A"), "A", model.Request{Network: model.LostReply}, model.ResultTransient)
+		}, -1, model.ResultInvalidJitter,
+			model.Row{Key: key, State: model.Pending, Attempts: 1, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, LeaseOwner: "A", LeaseUntil: start + 30_000, Fence: 1}},
+		{"any jitter while backoff is off is too large", same, func(t *testing.T, s model.State) model.State {
+			return send(t, claim(t, s, "A"), "A", model.Request{Network: model.Offline}, model.ResultTransient)
+		}, 1, model.ResultInvalidJitter,
+			model.Row{Key: key, State: model.Pending, Attempts: 1, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, LeaseOwner: "A", LeaseUntil: start + 30_000, Fence: 1}},
+		{"the ceiling doubles with the attempt", backoff, func(t *testing.T, s model.State) model.State {
+			s = send(t, claim(t, s, "A"), "A", model.Request{Network: model.Offline}, model.ResultTransient)
+			s, _, _ = s.Settle("A", 0)
+			return send(t, claim(t, s, "A"), "A", model.Request{Network: model.Offline}, model.ResultTransient)
+		}, 1_500, model.ResultPending,
+			model.Row{Key: key, State: model.Pending, Attempts: 2, LastError: model.Transient, CreatedAt: start, NextAttemptAt: start + 1_500, FirstClaimedAt: start, Fence: 2}},
+		{"a transient failure of the last attempt blocks", func(c *model.Config) { c.MaxAttempts = 1 }, func(t *testing.T, s model.State) model.State {
+			return send(t, claim(t, s, "A"), "A", model.Request{Network: model.Offline}, model.ResultTransient)
+		}, 0, model.ResultBlocked,
+			model.Row{Key: key, State: model.Blocked, Attempts: 1, LastError: model.Transient, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, Fence: 1}},
+		{"a key conflict blocks", same, func(t *testing.T, s model.State) model.State {
+			return send(t, claim(t, s, "A"), "A", model.Request{Network: model.ForeignTask, Foreign: foreign}, model.ResultConflict)
+		}, 0, model.ResultBlocked,
+			model.Row{Key: key, State: model.Blocked, Attempts: 1, LastError: model.Conflict, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, Fence: 1}},
+		{"a refusal for good blocks", same, func(t *testing.T, s model.State) model.State {
+			return send(t, claim(t, s, "A"), "A", model.Request{Network: model.Refused}, model.ResultRejected)
+		}, 0, model.ResultBlocked,
+			model.Row{Key: key, State: model.Blocked, Attempts: 1, LastError: model.Rejected, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, Fence: 1}},
+		{"nothing sent yet", same, func(t *testing.T, s model.State) model.State { return claim(t, s, "A") }, 0, model.ResultOutOfTurn,
+			model.Row{Key: key, State: model.Pending, Attempts: 1, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, LeaseOwner: "A", LeaseUntil: start + 30_000, Fence: 1}},
+		{"another worker claimed after the lease ran out", same, func(t *testing.T, s model.State) model.State {
+			s = tick(t, claim(t, s, "A"), 30_000)
+			return send(t, claim(t, s, "B"), "A", model.Request{}, model.ResultTask)
+		}, 0, model.ResultStale,
+			model.Row{Key: key, State: model.Pending, Attempts: 2, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, LeaseOwner: "B", LeaseUntil: start + 60_000, Fence: 2}},
+		{"a person reconciled after the lease ran out", same, func(t *testing.T, s model.State) model.State {
+			s = tick(t, send(t, claim(t, s, "A"), "A", model.Request{}, model.ResultTask), 30_000)
+			s, _ = s.Reconcile(model.Operator{Actor: "ann"}, key, 1)
+			return s
+		}, 0, model.ResultStale,
+			model.Row{Key: key, State: model.Sent, Attempts: 1, RemoteID: 1, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, Fence: 2}},
+		{"a person requeued a row blocked after the lease ran out", func(c *model.Config) { c.MaxAttempts = 1 }, func(t *testing.T, s model.State) model.State {
+			s = tick(t, send(t, claim(t, s, "A"), "A", model.Request{Network: model.Offline}, model.ResultTransient), 30_000)
+			s, _ = s.Claim("B")
+			s, _ = s.Requeue(model.Operator{Actor: "ann"}, key)
+			return s
+		}, 0, model.ResultStale,
+			model.Row{Key: key, State: model.Pending, CreatedAt: start, NextAttemptAt: start + 30_000, FirstClaimedAt: start, Fence: 3}},
+		{"the worker's name was restarted", same, func(t *testing.T, s model.State) model.State {
+			s = send(t, claim(t, s, "A"), "A", model.Request{}, model.ResultTask)
+			claims := s.Claims
+			s, _ = s.Restart("A")
+			s.Claims = claims // a zombie of the old process settles
+			return s
+		}, 0, model.ResultStale,
+			model.Row{Key: key, State: model.Pending, Attempts: 1, CreatedAt: start, NextAttemptAt: start, FirstClaimedAt: start, Fence: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.setup(t, opened(t, tt.change))
+			s, r, _ := s.Settle("A", tt.jitter)
+			if r != tt.result {
+				t.Errorf("got %s, want %s", r, tt.result)
+			}
+			if diff := cmp.Diff(tt.row, s.Outbox[0]); diff != "" {
+				t.Errorf("row (-want +got):\n%s", diff)
+			}
+			_, held := s.Claims["A"]
+			if want := tt.result == model.ResultInvalidJitter || tt.result == model.ResultOutOfTurn; held != want {
+				t.Errorf("A holds a claim: got %v, want %v", held, want)
+			}
+		})
+	}
+}
+
+func TestCrashAndRestart(t *testing.T) {
+	s := claim(t, claim(t, opened(t, same, "case-2", "case-3"), "A"), "B")
+	s = send(t, s.Crash("A"), "B", model.Request{}, model.ResultTask)
+	s, _, _ = s.Settle("B", 0)
+	s = claim(t, s.Crash("A"), "A")
+	if _, held := s.Claims["A"]; !held {
+		t.Fatal("A lost the claim it made after crashing")
+	}
+	s = s.Crash("A")
+	if _, held := s.Claims["A"]; held || s.Outbox[0].LeaseOwner != "A" {
+		t.Errorf("after a crash: got claims %v and lease owner %q, want no claim and A's lease", s.Claims, s.Outbox[0].LeaseOwner)
+	}
+	s, released := s.Restart("A")
+	if diff := cmp.Diff([]string{key, model.KeyPrefix + "case-3"}, released); diff != "" {
+		t.Errorf("released (-want +got):\n%s", diff)
+	}
+	var fences []int64
+	for _, r := range s.Outbox {
+		fences = append(fences, r.Fence)
+		if r.LeaseOwner != "" || r.LeaseUntil != 0 {
+			t.Errorf("%s keeps a lease: %+v", r.Key, r)
+		}
+	}
+	if diff := cmp.Diff([]int64{2, 1, 2}, fences); diff != "" {
+		t.Errorf("fences (-want +got):\n%s", diff)
+	}
+	if _, c := s.Claim("C"); c.Key != key {
+		t.Errorf("after the restart: got %+v, want %s eligible at once", c, key)
+	}
+	if _, released := s.Restart("A"); released != nil {
+		t.Errorf("a second restart released %v, want nothing", released)
+	}
+}
+
+func TestReceiverRetention(t *testing.T) {
+	s := opened(t, func(c *model.Config) { c.Retention = 60_000 })
+	s = send(t, claim(t, s, "A"), "A", model.Request{Network: model.LostReply}, model.ResultTransient)
+	s, _, _ = s.Settle("A", 0)
+	s = claim(t, tick(t, s, 49_999), "B") // claims stop at 60 s − 10 s after the first claim
+	payload := `{"case_id":"case-1","title":"t"}`
+
+	// A send that arrives before the key is forgotten is a replay.
+	replay := send(t, tick(t, s, 10_000), "B", model.Request{}, model.ResultTask)
+	if diff := cmp.Diff([]model.Task{{ID: 1, Key: key, Payload: payload}}, replay.Tasks); diff != "" {
+		t.Errorf("a remembered key (-want +got):\n%s", diff)
+	}
+	if replay.Memory[key] != (model.Memory{TaskID: 1, StoredAt: start}) {
+		t.Errorf("got memory %+v, want task 1 stored at the start", replay.Memory[key])
+	}
+
+	// A send slower than the send timeout arrives after the key is forgotten.
+	late := send(t, tick(t, s, 10_001), "B", model.Request{}, model.ResultTask)
+	want := []model.Task{{ID: 1, Key: key, Payload: payload}, {ID: 2, Key: key, Payload: payload}}
+	if diff := cmp.Diff(want, late.Tasks); diff != "" {
+		t.Errorf("a forgotten key makes a second task (-want +got):\n%s", diff)
+	}
+	if late.Memory[key] != (model.Memory{TaskID: 2, StoredAt: start + 60_000}) {
+		t.Errorf("got memory %+v, want task 2 stored at %d", late.Memory[key], start+60_000)
+	}
+	if late, r, _ := late.Settle("B", 0); r != model.ResultSent || late.Outbox[0].RemoteID != 2 {
+		t.Errorf("got %s with row %+v, want sent with remote id 2", r, late.Outbox[0])
+	}
+}
