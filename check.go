@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
@@ -138,6 +139,15 @@ func attemptsWithin(o model.Observation, maxAttempts int) string {
 	return ""
 }
 
+// millis is t as the model counts time: milliseconds since the Unix
+// epoch, 0 for the zero time (unset).
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
 // observation is what the model compares: the app's approvals and rows
 // and the CRM's tasks.
 func observation(snap system.Snapshot, tasks []system.Task) model.Observation {
@@ -146,7 +156,9 @@ func observation(snap system.Snapshot, tasks []system.Task) model.Observation {
 		o.Approvals = append(o.Approvals, model.Approval{Key: a.Key, Payload: a.Payload})
 	}
 	for _, r := range snap.Outbox {
-		o.Outbox = append(o.Outbox, model.Row{Key: r.Key, State: string(r.State), Attempts: r.Attempts, RemoteID: r.RemoteID, LastError: r.LastError})
+		o.Outbox = append(o.Outbox, model.Row{Key: r.Key, State: string(r.State), Attempts: r.Attempts, RemoteID: r.RemoteID, LastError: r.LastError,
+			CreatedAt: millis(r.CreatedAt), NextAttemptAt: millis(r.NextAttemptAt), FirstClaimedAt: millis(r.FirstClaimedAt),
+			LeaseOwner: r.LeaseOwner, LeaseUntil: millis(r.LeaseUntil), Fence: r.Fence})
 	}
 	for _, t := range tasks {
 		o.Tasks = append(o.Tasks, model.Task{ID: t.ID, Key: t.Key, Payload: t.Payload})

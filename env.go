@@ -33,7 +33,7 @@ type Config struct {
 // simulationClock is the clock of every simulated system: time stands
 // still at one instant, so that nothing a step does depends on when it
 // runs.
-func simulationClock() time.Time { return time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC) }
+func simulationClock() time.Time { return time.UnixMilli(model.ScenarioStart).UTC() }
 
 // Env applies scenario steps to the reference model and to the real
 // databases of a design, side by side, and checks the invariants of SPEC
@@ -100,7 +100,7 @@ func newEnvIn(ctx context.Context, dir string, design designs.Design, files map[
 
 func (e *Env) open() error {
 	app, err := e.cfg.Design.OpenApp(e.ctx, filepath.Join(e.cfg.Dir, "app.db"),
-		system.Options{Durability: e.cfg.Durability, Hook: e.injector.Hook(), Now: simulationClock, NoBackoff: true})
+		system.Options{Durability: e.cfg.Durability, Hook: e.injector.Hook(), Now: simulationClock, NoBackoff: true, Worker: model.DefaultWorker})
 	if err != nil {
 		return fmt.Errorf("handoff: opening the app database: %w", err)
 	}

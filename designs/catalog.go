@@ -52,7 +52,7 @@ var Fragile = []Design{
 			"the two leaves an approved action that nothing will ever deliver or flag (lost work). Invariant 2 " +
 			"catches it in one step: an approval with no outbox row.",
 		Failure: LostWork, Invariant: 2, MinimalSteps: 1,
-		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App { return twoWrites{o, opts.Hook} }),
+		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App { return twoWrites{o, opts} }),
 		OpenCRM: openCRM,
 	},
 	{
@@ -130,7 +130,7 @@ var Fragile = []Design{
 			"(silently replaced instruction). Invariant 6 catches it in two steps: the second approval is " +
 			"accepted where SPEC refuses it.",
 		Failure: ReplacedInstruction, Invariant: 6, MinimalSteps: 2,
-		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App { return overwrite{o, opts.Hook} }),
+		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App { return overwrite{o, opts} }),
 		OpenCRM: openCRM,
 	},
 	{

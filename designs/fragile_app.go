@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/outboxlab/handoff/system"
 )
@@ -33,23 +34,29 @@ func heldPayload(ctx context.Context, q querier, key string) (string, bool, erro
 }
 
 // insertApproval inserts a's approval, passes the fault point between the
-// two inserts, then inserts its pending outbox row.
-func insertApproval(ctx context.Context, q querier, hook system.Hook, a system.Approval) error {
+// two inserts, then inserts its pending outbox row, created (and eligible)
+// at the time opts' clock says.
+func insertApproval(ctx context.Context, q querier, opts system.Options, a system.Approval) error {
 	if _, err := q.ExecContext(ctx, `INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`,
 		a.Key, a.CaseID, a.Title, a.Payload); err != nil {
 		return err
 	}
-	if err := pass(hook, system.PointBetweenApprovalInserts); err != nil {
+	if err := pass(opts.Hook, system.PointBetweenApprovalInserts); err != nil {
 		return err
 	}
-	_, err := q.ExecContext(ctx, `INSERT INTO outbox (key, state, attempts) VALUES (?, 'pending', 0)`, a.Key)
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	created := now().UnixMilli()
+	_, err := q.ExecContext(ctx, `INSERT INTO outbox (key, state, attempts, created_at, next_attempt_at) VALUES (?, 'pending', 0, ?, ?)`, a.Key, created, created)
 	return err
 }
 
 // twoWrites records the approval and its outbox row in two transactions.
 type twoWrites struct {
 	*system.Outbox
-	hook system.Hook
+	opts system.Options
 }
 
 func (w twoWrites) RecordApproval(ctx context.Context, caseID, title string) (string, error) {
@@ -66,13 +73,13 @@ func (w twoWrites) RecordApproval(ctx context.Context, caseID, title string) (st
 		return "", fmt.Errorf("%w: %s", system.ErrKeyConflict, a.Key)
 	}
 	// The shortcut: no transaction, so the approval commits on its own.
-	return a.Key, insertApproval(ctx, w.DB(), w.hook, a)
+	return a.Key, insertApproval(ctx, w.DB(), w.opts, a)
 }
 
 // overwrite replaces the approved payload when a case is approved again.
 type overwrite struct {
 	*system.Outbox
-	hook system.Hook
+	opts system.Options
 }
 
 func (o overwrite) RecordApproval(ctx context.Context, caseID, title string) (string, error) {
@@ -94,7 +101,7 @@ func (o overwrite) RecordApproval(ctx context.Context, caseID, title string) (st
 			return "", err
 		}
 	case !ok:
-		if err := insertApproval(ctx, tx, o.hook, a); err != nil {
+		if err := insertApproval(ctx, tx, o.opts, a); err != nil {
 			return "", err
 		}
 	}

@@ -99,9 +99,9 @@ const (
 		WHERE seq = ?`
 	sqlBlockRow = `UPDATE outbox SET state = 'blocked', last_error = ?, lease_owner = NULL, lease_until = 0, fence = fence + 1
 		WHERE seq = ?`
-	sqlSettle = `UPDATE outbox SET state = ?, remote_id = ?, last_error = ?, sent_at = ?, next_attempt_at = ?,
-		lease_owner = NULL, lease_until = 0
-		WHERE seq = ? AND state = 'pending' AND fence = ?`
+	sqlSettle = `UPDATE outbox SET state = ?1, remote_id = ?2, last_error = ?3, sent_at = ?4,
+		next_attempt_at = CASE WHEN ?1 = 'pending' THEN ?5 ELSE next_attempt_at END, lease_owner = NULL, lease_until = 0
+		WHERE seq = ?6 AND state = 'pending' AND fence = ?7`
 	sqlLocalError = `UPDATE outbox SET last_error = ? WHERE seq = ? AND state = 'pending' AND fence = ?`
 )
 
