@@ -146,19 +146,18 @@ func (e *Env) Design() designs.Design { return e.cfg.Design }
 type Outcome struct {
 	Output    string
 	Violation *Violation
-	// Result is the system's answer in a word or two ("sent harbor:...",
-	// "crashed", "conflict"); Key the action key the step worked on, if
-	// any; Observed everything observable after the step.
-	Result   string
+	// Answer is the system's answer; Key the action key the step worked
+	// on, if any; Observed everything observable after the step.
+	Answer   Answer
 	Key      string
 	Observed model.Observation
 }
 
 // stepResult is what a handler reports: a line in words, and the system's
-// answer and the model's prediction in comparable form.
+// answer and the model's prediction.
 type stepResult struct {
 	line      string
-	got, want string
+	got, want Answer
 	key       string // the action key the step worked on
 	converged bool   // the step claims convergence: invariant 7 applies
 	// fired is the fault that took effect: a crash struck, or a request
@@ -213,7 +212,7 @@ func (e *Env) Apply(s Step) (Outcome, error) {
 	if v != nil {
 		out = append(out, v.String())
 	}
-	return Outcome{Output: strings.Join(out, "\n"), Violation: v, Result: r.got, Key: r.key, Observed: obs}, nil
+	return Outcome{Output: strings.Join(out, "\n"), Violation: v, Answer: r.got, Key: r.key, Observed: obs}, nil
 }
 
 // observe reads everything observable of the system.
@@ -263,16 +262,16 @@ func (e *Env) approve(s Step) (stepResult, error) {
 	crashed := e.injector.Crashed()
 	switch {
 	case crashed != "":
-		r.line, r.got, r.fired = fmt.Sprintf("crashed at %s; restarted", crashed), "crashed", fault
+		r.line, r.got, r.fired = fmt.Sprintf("crashed at %s; restarted", crashed), Answer{Kind: Crashed}, fault
 		if err := e.restart(); err != nil {
 			return stepResult{}, err
 		}
 	case err == nil:
 		a, _ := system.NewApproval(caseID, title) // valid: the system just accepted it
-		r.line, r.got = fmt.Sprintf("approved %s %s", key, visible(a.Payload)), "approved "+key
+		r.line, r.got = fmt.Sprintf("approved %s %s", key, visible(a.Payload)), Answer{Kind: Approved, Key: key}
 		r.ifUnchanged = " (already approved: nothing changed)"
 	default:
-		r.line, r.got = "refused: "+err.Error(), errorWord(err)
+		r.line, r.got = "refused: "+err.Error(), Answer{Kind: refusal(err)}
 	}
 
 	// The model hears of the crash the step asked for, or of one that
@@ -280,27 +279,22 @@ func (e *Env) approve(s Step) (stepResult, error) {
 	crash := fault == faults.CrashBetweenInserts || crashed == system.PointBetweenApprovalInserts
 	var verdict model.Verdict
 	e.model, verdict, key = e.model.Approve(caseID, title, crash)
-	r.key = key
-	switch verdict {
-	case model.Recorded, model.Repeated:
-		r.want = "approved " + key
-	case model.Conflicting:
-		r.want = "conflict"
-	default:
-		r.want = string(verdict)
+	r.key, r.want = key, Answer{Kind: verdictAnswers[verdict]}
+	if r.want.Kind == Approved {
+		r.want.Key = key
 	}
 	return r, nil
 }
 
-// errorWord classifies a refusal for comparison with the model.
-func errorWord(err error) string {
+// refusal classifies a refused approval for comparison with the model.
+func refusal(err error) AnswerKind {
 	switch {
 	case errors.Is(err, system.ErrInvalidInput):
-		return "invalid"
+		return Invalid
 	case errors.Is(err, system.ErrKeyConflict):
-		return "conflict"
+		return Conflict
 	}
-	return "error"
+	return Error
 }
 
 // deliver makes one delivery attempt with an optional fault.
@@ -325,14 +319,14 @@ func (e *Env) deliver(s Step) (stepResult, error) {
 	crashed := e.injector.Crashed()
 	switch {
 	case crashed != "":
-		r.line, r.got, r.fired = fmt.Sprintf("crashed at %s delivering %s; restarted", crashed, d.Key), "crashed "+d.Key, fault
+		r.line, r.got, r.fired = fmt.Sprintf("crashed at %s delivering %s; restarted", crashed, d.Key), Answer{Kind: Crashed, Key: d.Key}, fault
 		if err := e.restart(); err != nil {
 			return stepResult{}, err
 		}
 	case err != nil:
-		r.line, r.got = "error: "+err.Error(), "error"
+		r.line, r.got = "error: "+err.Error(), Answer{Kind: Error}
 	default:
-		r.line, r.got = e.describe(d), string(d.Result)+" "+d.Key
+		r.line, r.got = e.describe(d), Answer{Kind: workerAnswers[d.Result], Key: d.Key}
 	}
 
 	in := model.Delivery{Network: modelNetwork(fault), Crash: modelCrash(fault), Foreign: faults.ForeignPayload}
@@ -344,7 +338,7 @@ func (e *Env) deliver(s Step) (stepResult, error) {
 	}
 	var result model.Result
 	e.model, result, r.key = e.model.Deliver(in)
-	r.want = string(result) + " " + r.key
+	r.want = Answer{Kind: resultAnswers[result], Key: r.key}
 	return r, nil
 }
 
@@ -419,7 +413,7 @@ func (e *Env) restartStep(s Step) (stepResult, error) {
 	if err := e.restart(); err != nil {
 		return stepResult{}, err
 	}
-	return stepResult{line: "restarted: every handle closed and reopened from its file", got: "restarted", want: "restarted", fired: faults.Restart}, nil
+	return stepResult{line: "restarted: every handle closed and reopened from its file", got: Answer{Kind: Restarted}, want: Answer{Kind: Restarted}, fired: faults.Restart}, nil
 }
 
 // converge turns faults off and delivers until the worker is idle.
@@ -438,22 +432,22 @@ func (e *Env) converge(s Step) (stepResult, error) {
 		d, err := e.app.DeliverOne(e.ctx, faults.Counted(e.sends, e.crm))
 		n++
 		if err != nil {
-			r.line, r.got = fmt.Sprintf("error on delivery %d: %v", n, err), "error"
+			r.line, r.got = fmt.Sprintf("error on delivery %d: %v", n, err), Answer{Kind: Error}
 			break
 		}
 		if d.Result == system.Idle {
-			r.line, r.got = "converged after "+plural(n, "delivery", "deliveries"), fmt.Sprint("idle after ", n)
+			r.line, r.got = "converged after "+plural(n, "delivery", "deliveries"), Answer{Kind: Idle, N: n}
 			break
 		}
 		if n == limit {
-			r.line, r.got = fmt.Sprintf("not idle after %d deliveries", n), "busy"
+			r.line, r.got = fmt.Sprintf("not idle after %d deliveries", n), Answer{Kind: Busy, N: n}
 			r.violation = &Violation{Invariant: 7, Detail: fmt.Sprintf("the worker was still not idle after %d deliveries without faults", n)}
 			break
 		}
 	}
 	var m int
 	e.model, m = e.model.Converge()
-	r.want = fmt.Sprint("idle after ", m)
+	r.want = Answer{Kind: Idle, N: m}
 	return r, nil
 }
 
@@ -477,8 +471,7 @@ func (e *Env) design(s Step) (stepResult, error) {
 			return stepResult{}, err
 		}
 	}
-	word := "design " + d.Name
-	return stepResult{line: fmt.Sprintf("design %s: %s", d.Name, d.Summary), got: word, want: word}, nil
+	return stepResult{line: fmt.Sprintf("design %s: %s", d.Name, d.Summary), got: Answer{Kind: Designed}, want: Answer{Kind: Designed}}, nil
 }
 
 // switchDesign closes the databases, removes their files and opens d's.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
-	"github.com/outboxlab/handoff/model"
 )
 
 // fragileSeeds are the seeds every fragile design is explored with: the
@@ -114,8 +113,8 @@ func TestReach(t *testing.T) {
 			t.Errorf("transition %s never happened", tr)
 		}
 	}
-	for _, res := range []model.Result{model.Idle, model.ResultSent, model.ResultPending, model.ResultBlocked, model.ResultCrashed} {
-		if r.Stats.Results[string(res)] == 0 {
+	for _, res := range []AnswerKind{Idle, Sent, Pending, Blocked, Crashed} {
+		if r.Stats.Results[res] == 0 {
 			t.Errorf("worker result %s never happened", res)
 		}
 	}

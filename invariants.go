@@ -161,7 +161,7 @@ func tasksHaveApprovals(o model.Observation) string {
 // are what the model predicts.
 func (e *Env) matchesModel(o model.Observation, r stepResult, agrees bool) string {
 	if r.got != r.want {
-		return fmt.Sprintf("the system answered %q, the model predicted %q", r.got, r.want)
+		return fmt.Sprintf("the system answered %q, the model predicted %q", r.got.String(), r.want.String())
 	}
 	if agrees {
 		return ""

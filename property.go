@@ -284,7 +284,6 @@ func (f *Failure) Table() string {
 		if out.Key != "" {
 			key = out.Key
 		}
-		result, _, _ := strings.Cut(out.Result, " ")
 		state, attempts, tasks := "none", 0, 0
 		for _, r := range out.Observed.Outbox {
 			if r.Key == key {
@@ -296,7 +295,7 @@ func (f *Failure) Table() string {
 				tasks++
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\n", i+1, s, result, state, attempts, tasks)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\n", i+1, s, out.Answer.Kind, state, attempts, tasks)
 	}
 	tw.Flush()
 	fmt.Fprintf(&b, "%s\n", f.Violation)
