@@ -156,16 +156,15 @@ type Outcome struct {
 // stepResult is what a handler reports: a line in words, and the system's
 // answer and the model's prediction.
 type stepResult struct {
-	line      string
-	got, want Answer
-	key       string // the action key the step worked on
-	converged bool   // the step claims convergence: invariant 7 applies
+	line       string
+	got, want  Answer
+	key        string // the action key the step worked on
+	converging bool   // the step claims convergence: invariant 7 applies
 	// fired is the fault that took effect: a crash struck, or a request
 	// went out over a faulty network.
 	fired faults.Kind
 	// ifUnchanged is added to line when the step changed nothing observable.
 	ifUnchanged string
-	violation   *Violation
 }
 
 // handlers maps every directive to the one method that runs it.
@@ -195,12 +194,8 @@ func (e *Env) Apply(s Step) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	agrees := cmp.Equal(e.model.Observation, obs)
-	v := r.violation
-	if v == nil {
-		v = e.check(obs, r, agrees)
-	}
-	if !agrees && e.Disagreement == "" {
+	v := checkInvariants(checkInput{obs: obs, model: e.model, sends: e.sends, got: r.got, want: r.want, converging: r.converging})
+	if e.Disagreement == "" && !cmp.Equal(e.model.Observation, obs) {
 		e.Disagreement, e.DisagreementStep = cmp.Diff(e.model.Observation, obs), e.applied
 	}
 	if r.ifUnchanged != "" && cmp.Equal(obs, e.before) {
@@ -426,7 +421,7 @@ func (e *Env) converge(s Step) (stepResult, error) {
 	// No correct worker needs more than one claim per attempt, one block
 	// and one idle answer per row.
 	limit := (len(e.before.Outbox)+1)*(system.DefaultMaxAttempts+2) + 1
-	r := stepResult{converged: true}
+	r := stepResult{converging: true}
 	n := 0
 	for {
 		d, err := e.app.DeliverOne(e.ctx, faults.Counted(e.sends, e.crm))
@@ -441,7 +436,6 @@ func (e *Env) converge(s Step) (stepResult, error) {
 		}
 		if n == limit {
 			r.line, r.got = fmt.Sprintf("not idle after %d deliveries", n), Answer{Kind: Busy, N: n}
-			r.violation = &Violation{Invariant: 7, Detail: fmt.Sprintf("the worker was still not idle after %d deliveries without faults", n)}
 			break
 		}
 	}
