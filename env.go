@@ -250,7 +250,7 @@ func (e *Env) approve(s Step) (stepResult, error) {
 	caseID, _ := s.Arg("case")
 	title, _ := s.Arg("title")
 
-	e.injector.Arm(fault.Point())
+	e.injector.Arm(FaultPoint(fault))
 	key, err := e.app.RecordApproval(e.ctx, caseID, title)
 	e.injector.Arm("")
 	var r stepResult
@@ -271,7 +271,7 @@ func (e *Env) approve(s Step) (stepResult, error) {
 
 	// The model hears of the crash the step asked for, or of one that
 	// struck where the harness enumerates crash points.
-	crash := fault == faults.CrashBetweenInserts || crashed == system.PointBetweenApprovalInserts
+	crash := faultTable[fault].crashesApproval || crashAt(crashed).crashesApproval
 	var verdict model.Verdict
 	e.model, verdict, key = e.model.Approve(caseID, title, crash)
 	r.key, r.want = key, Answer{Kind: verdictAnswers[verdict]}
@@ -304,11 +304,11 @@ func (e *Env) deliver(s Step) (stepResult, error) {
 		return stepResult{}, err
 	}
 	sent := e.sendCount()
-	e.injector.Arm(fault.Point())
+	e.injector.Arm(FaultPoint(fault))
 	d, err := e.app.DeliverOne(e.ctx, faults.Counted(e.sends, faults.Network(fault, e.crm)))
 	e.injector.Arm("")
 	var r stepResult
-	if fault.Point() == "" && e.sendCount() > sent {
+	if FaultPoint(fault) == "" && e.sendCount() > sent {
 		r.fired = fault
 	}
 	crashed := e.injector.Crashed()
@@ -324,12 +324,10 @@ func (e *Env) deliver(s Step) (stepResult, error) {
 		r.line, r.got = e.describe(d), Answer{Kind: workerAnswers[d.Result], Key: d.Key}
 	}
 
-	in := model.Delivery{Network: modelNetwork(fault), Crash: modelCrash(fault), Foreign: faults.ForeignPayload}
-	switch crashed { // a crash the harness injected where it enumerates crash points
-	case system.PointBeforeSend:
-		in.Crash = model.CrashBeforeSend
-	case system.PointAfterReply:
-		in.Crash = model.CrashAfterReply
+	effect := faultTable[fault]
+	in := model.Delivery{Network: effect.network, Crash: effect.crash, Foreign: faults.ForeignPayload}
+	if c := crashAt(crashed).crash; c != model.NoCrash { // also a crash the harness enumerated
+		in.Crash = c
 	}
 	var result model.Result
 	e.model, result, r.key = e.model.Deliver(in)
@@ -344,32 +342,6 @@ func (e *Env) sendCount() int {
 		n += c
 	}
 	return n
-}
-
-// modelNetwork translates a delivery fault into the model's network.
-func modelNetwork(k faults.Kind) model.Network {
-	switch k {
-	case faults.Offline:
-		return model.Offline
-	case faults.LostReply:
-		return model.LostReply
-	case faults.DuplicateRequest:
-		return model.DuplicateRequest
-	case faults.ForeignTask:
-		return model.ForeignTask
-	}
-	return model.Delivered
-}
-
-// modelCrash translates a delivery fault into the model's crash.
-func modelCrash(k faults.Kind) model.Crash {
-	switch k {
-	case faults.CrashBeforeSend:
-		return model.CrashBeforeSend
-	case faults.CrashAfterReply:
-		return model.CrashAfterReply
-	}
-	return model.NoCrash
 }
 
 // describe says in words what a delivery did.

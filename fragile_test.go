@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/outboxlab/handoff/designs"
-	"github.com/outboxlab/handoff/faults"
 )
 
 // fragileSeeds are the seeds every fragile design is explored with: the
@@ -103,7 +102,7 @@ func TestReach(t *testing.T) {
 			t.Errorf("input class %q never drawn", c)
 		}
 	}
-	for _, k := range append([]faults.Kind{faults.CrashBetweenInserts, faults.Restart}, faults.DeliveryKinds...) {
+	for k := range faultTable {
 		if r.Stats.Faults[k] == 0 {
 			t.Errorf("fault %s never took effect", k)
 		}
