@@ -132,7 +132,7 @@ func Replay(ctx context.Context, sc Scenario, dir string) ([]string, []Problem, 
 	var outputs []string
 	var problems []Problem
 	for _, c := range sc.Cases {
-		out, err := env.Apply(c.Step)
+		out, err := env.Apply(ctx, c.Step)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s:%d: %w", sc.Name, c.Line, err)
 		}

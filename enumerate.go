@@ -72,7 +72,7 @@ func enumerationRun(ctx context.Context, name string, cases []Case, design desig
 	defer done()
 	env.CrashAtPass(crashAt)
 	for i, c := range append(cases, Case{Line: 0, Text: "converge", Step: NewStep("converge")}) {
-		out, err := env.Apply(c.Step)
+		out, err := env.Apply(ctx, c.Step)
 		if err != nil {
 			return res, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 		}

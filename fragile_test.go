@@ -66,7 +66,7 @@ func TestFragileCorpus(t *testing.T) {
 			defer env.Close()
 			var last Outcome
 			for _, c := range sc.Cases {
-				if last, err = env.Apply(c.Step); err != nil {
+				if last, err = env.Apply(t.Context(), c.Step); err != nil {
 					t.Fatal(err)
 				}
 				if last.Violation != nil && c.Line != sc.Cases[len(sc.Cases)-1].Line {
