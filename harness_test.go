@@ -67,8 +67,8 @@ func TestReplayReportsMismatchesAndBadSteps(t *testing.T) {
 	if len(outputs) != 2 || len(problems) != 2 || problems[0].Case.Line != 1 || problems[1].Case.Line != 5 {
 		t.Fatalf("got %d outputs and problems %+v, want two mismatches at lines 1 and 5", len(outputs), problems)
 	}
-	if !strings.HasPrefix(problems[0].Error("s.txt"), "s.txt:1: approve case=a title=b: output differs") {
-		t.Errorf("got %q", problems[0].Error("s.txt"))
+	if !strings.HasPrefix(problems[0].Error(), "s.txt:1: approve case=a title=b: output differs") {
+		t.Errorf("got %q", problems[0].Error())
 	}
 	for _, text := range []string{"launch\n----\n", "deliver fault=meteor\n----\n", "deliver case=a\n----\n", "restart\n----\n\ndesign name=handoff\n----\n"} {
 		sc, err := ParseScenario("bad.txt", text)

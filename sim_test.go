@@ -130,7 +130,7 @@ func TestCorpus(t *testing.T) {
 				return
 			}
 			for _, p := range problems {
-				t.Error(p.Error(file))
+				t.Error(p)
 			}
 		})
 	}
