@@ -8,7 +8,9 @@ import (
 	"github.com/outboxlab/handoff/system"
 )
 
-// converge turns faults off and delivers until the worker is idle.
+// converge turns faults off and delivers until the worker is idle. The
+// step claims convergence: invariant 7 checks what it leaves, and a worker
+// still busy at the limit (Busy) breaks it.
 //
 //	converge
 func (e *Env) converge(ctx context.Context, s Step) (stepResult, error) {
