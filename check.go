@@ -100,43 +100,21 @@ func readCRM(ctx context.Context, path string, files *Files) ([]Finding, error) 
 	return nil, err
 }
 
-// fileInvariants checks the invariants of SPEC that files alone show: 1,
-// 3 and 5 need the CRM's tasks, 2 and 4 (attempts within the budget) only
-// the app database.
+// fileInvariants checks the invariants that files alone show: those that
+// need the CRM's tasks when withCRM, and those that need only the app
+// database (invariant 4 without sends: attempts within the budget).
 func fileInvariants(o model.Observation, maxAttempts int, withCRM bool) []Finding {
-	checks := []struct {
-		invariant int
-		needsCRM  bool
-		check     func(model.Observation) string
-	}{
-		{1, true, oneTaskPerKey},
-		{2, false, oneRowPerApproval},
-		{3, true, sentRowsNameTheirTask},
-		{4, false, func(o model.Observation) string { return attemptsWithin(o, maxAttempts) }},
-		{5, true, tasksHaveApprovals},
-	}
+	in := checkInput{obs: o, model: model.New(maxAttempts)}
 	var findings []Finding
-	for _, c := range checks {
-		if c.needsCRM && !withCRM {
+	for _, inv := range invariants {
+		if inv.Scope == simulationOnly || inv.Scope == needsCRM && !withCRM {
 			continue
 		}
-		if detail := c.check(o); detail != "" {
-			v := Violation{Invariant: c.invariant, Detail: detail}
-			findings = append(findings, Finding{fmt.Sprintf("invariant %d (%s)", v.Invariant, v.Name()), detail})
+		if detail := inv.Check(in); detail != "" {
+			findings = append(findings, Finding{fmt.Sprintf("invariant %d (%s)", inv.Number, inv.Name), detail})
 		}
 	}
 	return findings
-}
-
-// attemptsWithin is the part of invariant 4 that files show: no row has
-// more attempts than the budget.
-func attemptsWithin(o model.Observation, maxAttempts int) string {
-	for _, r := range o.Outbox {
-		if r.Attempts > maxAttempts {
-			return fmt.Sprintf("%s has %d attempts, the budget is %d", r.Key, r.Attempts, maxAttempts)
-		}
-	}
-	return ""
 }
 
 // millis is t as the model counts time: milliseconds since the Unix

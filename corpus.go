@@ -106,16 +106,19 @@ func (sc Scenario) Format(outputs []string) string {
 }
 
 // Problem is a way a replayed case failed: its output differs from the
-// expected one, or the real design broke an invariant.
+// expected one, or the real design broke an invariant. It is an error that
+// names the file and line of the case.
 type Problem struct {
+	File    string // the scenario's name
 	Case    Case
 	Got     string
 	Message string
 }
 
-// Error prints the problem with the file and line of its case.
-func (p Problem) Error(file string) string {
-	return fmt.Sprintf("%s:%d: %s: %s\n--- got:\n%s\n--- want:\n%s", file, p.Case.Line, p.Case.Text, p.Message, p.Got, p.Case.Want)
+// Error prints the problem with the file and line of its case, the output
+// got and the one wanted.
+func (p Problem) Error() string {
+	return fmt.Sprintf("%s:%d: %s: %s\n--- got:\n%s\n--- want:\n%s", p.File, p.Case.Line, p.Case.Text, p.Message, p.Got, p.Case.Want)
 }
 
 // Replay runs the scenario in a fresh pair of databases inside dir (which
@@ -132,16 +135,16 @@ func Replay(ctx context.Context, sc Scenario, dir string) ([]string, []Problem, 
 	var outputs []string
 	var problems []Problem
 	for _, c := range sc.Cases {
-		out, err := env.Apply(c.Step)
+		out, err := env.Apply(ctx, c.Step)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s:%d: %w", sc.Name, c.Line, err)
 		}
 		outputs = append(outputs, out.Output)
 		switch {
 		case out.Output != c.Want:
-			problems = append(problems, Problem{c, out.Output, "output differs"})
+			problems = append(problems, Problem{sc.Name, c, out.Output, "output differs"})
 		case out.Violation != nil && env.Design().Name == designs.Handoff.Name:
-			problems = append(problems, Problem{c, out.Output, "the real design broke an invariant"})
+			problems = append(problems, Problem{sc.Name, c, out.Output, "the real design broke an invariant"})
 		}
 	}
 	return outputs, problems, nil

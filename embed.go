@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"embed"
+	"fmt"
 	"io/fs"
 	"strings"
 )
@@ -22,4 +23,22 @@ func CorpusFiles() []string {
 		return err
 	})
 	return files
+}
+
+// CorpusScenarios parses every scenario file of Corpus, in the order of
+// CorpusFiles; each is named by its path.
+func CorpusScenarios() ([]Scenario, error) {
+	var scenarios []Scenario
+	for _, name := range CorpusFiles() {
+		b, err := Corpus.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("handoff: %w", err)
+		}
+		sc, err := ParseScenario(name, string(b))
+		if err != nil {
+			return nil, err
+		}
+		scenarios = append(scenarios, sc)
+	}
+	return scenarios, nil
 }

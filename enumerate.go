@@ -14,10 +14,9 @@ type CrashPoint struct {
 	Pass  int               // which pass crashed, 1-based over the scenario
 	Point system.FaultPoint // where that pass is
 	Case  Case              // the scenario step that passed it
-	// Violation is the first invariant broken after the crash, or nil.
-	Violation *Violation
-	// Output is the output of the step that broke it.
-	Output string
+	// Outcome is the outcome of the first step that broke an invariant
+	// after the crash; zero (no Violation) when none did.
+	Outcome
 }
 
 // Enumerate re-runs sc on design once per fault-point pass the scenario
@@ -47,7 +46,7 @@ func Enumerate(ctx context.Context, sc Scenario, design designs.Design, dir stri
 		}
 		points = append(points, CrashPoint{
 			Pass: pass, Point: baseline.trace[pass-1], Case: cases[baseline.stepOfPass[pass-1]],
-			Violation: run.violation, Output: run.output,
+			Outcome: run.broke,
 		})
 	}
 	return points, nil
@@ -56,9 +55,8 @@ func Enumerate(ctx context.Context, sc Scenario, design designs.Design, dir stri
 // enumerationResult is what one run of Enumerate saw.
 type enumerationResult struct {
 	trace      []system.FaultPoint
-	stepOfPass []int // for every pass, the index of the case that made it
-	violation  *Violation
-	output     string
+	stepOfPass []int   // for every pass, the index of the case that made it
+	broke      Outcome // the outcome of the first step that broke an invariant
 }
 
 // enumerationRun runs cases, crashing at pass crashAt (0: never), then
@@ -72,7 +70,7 @@ func enumerationRun(ctx context.Context, name string, cases []Case, design desig
 	defer done()
 	env.CrashAtPass(crashAt)
 	for i, c := range append(cases, Case{Line: 0, Text: "converge", Step: NewStep("converge")}) {
-		out, err := env.Apply(c.Step)
+		out, err := env.Apply(ctx, c.Step)
 		if err != nil {
 			return res, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 		}
@@ -80,8 +78,8 @@ func enumerationRun(ctx context.Context, name string, cases []Case, design desig
 		for len(res.stepOfPass) < len(trace) {
 			res.stepOfPass = append(res.stepOfPass, i)
 		}
-		if out.Violation != nil && res.violation == nil {
-			res.violation, res.output = out.Violation, out.Output
+		if out.Violation != nil && res.broke.Violation == nil {
+			res.broke = out
 		}
 		if c.Step.Directive != "converge" {
 			res.trace = trace

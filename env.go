@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,7 +43,6 @@ func simulationClock() time.Time { return time.UnixMilli(model.ScenarioStart).UT
 // how often the worker sent each key. Nothing of the system's own survives
 // a restart.
 type Env struct {
-	ctx      context.Context
 	cfg      Config
 	injector faults.Injector
 	app      designs.App
@@ -50,13 +51,19 @@ type Env struct {
 	sends    map[string]int
 	applied  int
 	before   model.Observation
-
-	// Disagreement is the go-cmp diff (-model +system) at the first step
-	// where the system's observation and the model's differed, and Step the
-	// 1-based index of that step; both are zero while they agree.
-	Disagreement     string
-	DisagreementStep int
+	diverged Disagreement
 }
+
+// Disagreement is where the model and the system first disagreed: the
+// 1-based index of the step, and the go-cmp diff (-model +system) of
+// their observations after it. Both are zero while they agree.
+type Disagreement struct {
+	Step int
+	Diff string
+}
+
+// Disagreement returns where the model and the system first disagreed.
+func (e *Env) Disagreement() Disagreement { return e.diverged }
 
 // NewEnv opens cfg.Design's databases in cfg.Dir with an empty model.
 func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
@@ -64,12 +71,11 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 		cfg.Design = designs.Handoff
 	}
 	e := &Env{
-		ctx:   ctx,
 		cfg:   cfg,
 		model: model.New(system.DefaultMaxAttempts),
 		sends: map[string]int{},
 	}
-	if err := e.open(); err != nil {
+	if err := e.open(ctx); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -98,13 +104,13 @@ func newEnvIn(ctx context.Context, dir string, design designs.Design, files map[
 	return env, func() { env.Close(); os.RemoveAll(sub) }, nil
 }
 
-func (e *Env) open() error {
-	app, err := e.cfg.Design.OpenApp(e.ctx, filepath.Join(e.cfg.Dir, "app.db"),
+func (e *Env) open(ctx context.Context) error {
+	app, err := e.cfg.Design.OpenApp(ctx, filepath.Join(e.cfg.Dir, "app.db"),
 		system.Options{Durability: e.cfg.Durability, Hook: e.injector.Hook(), Now: simulationClock, NoBackoff: true, Worker: model.DefaultWorker})
 	if err != nil {
 		return fmt.Errorf("handoff: opening the app database: %w", err)
 	}
-	crm, err := e.cfg.Design.OpenCRM(e.ctx, filepath.Join(e.cfg.Dir, "crm.db"), e.cfg.Durability)
+	crm, err := e.cfg.Design.OpenCRM(ctx, filepath.Join(e.cfg.Dir, "crm.db"), e.cfg.Durability)
 	if err != nil {
 		app.Close()
 		return fmt.Errorf("handoff: opening the receiver database: %w", err)
@@ -124,15 +130,15 @@ func (e *Env) Close() error {
 }
 
 // restart closes every handle and reopens both databases from their files.
-func (e *Env) restart() error {
+func (e *Env) restart(ctx context.Context) error {
 	if err := e.Close(); err != nil {
 		return fmt.Errorf("handoff: restart: %w", err)
 	}
-	if err := e.open(); err != nil {
+	if err := e.open(ctx); err != nil {
 		return err
 	}
 	// The worker starts again: nothing it had in flight survived.
-	if _, err := e.app.Recover(e.ctx); err != nil {
+	if _, err := e.app.Recover(ctx); err != nil {
 		return fmt.Errorf("handoff: restart: %w", err)
 	}
 	return nil
@@ -153,31 +159,30 @@ func (e *Env) Design() designs.Design { return e.cfg.Design }
 type Outcome struct {
 	Output    string
 	Violation *Violation
-	// Result is the system's answer in a word or two ("sent harbor:...",
-	// "crashed", "conflict"); Key the action key the step worked on, if
-	// any; Observed everything observable after the step.
-	Result   string
+	// Answer is the system's answer; Key the action key the step worked
+	// on, if any; Observed everything observable after the step.
+	Answer   Answer
 	Key      string
 	Observed model.Observation
 }
 
 // stepResult is what a handler reports: a line in words, and the system's
-// answer and the model's prediction in comparable form.
+// answer and the model's prediction.
 type stepResult struct {
-	line      string
-	got, want string
-	key       string // the action key the step worked on
-	converged bool   // the step claims convergence: invariant 7 applies
+	line       string
+	got, want  Answer
+	key        string // the action key the step worked on
+	converging bool   // the step claims convergence: invariant 7 applies
 	// fired is the fault that took effect: a crash struck, or a request
 	// went out over a faulty network.
 	fired faults.Kind
 	// ifUnchanged is added to line when the step changed nothing observable.
 	ifUnchanged string
-	violation   *Violation
 }
 
-// handlers maps every directive to the one method that runs it.
-var handlers = map[string]func(*Env, Step) (stepResult, error){
+// handlers maps every directive to the one method that runs it, each in
+// a file of its own (directive_NAME.go).
+var handlers = map[string]func(*Env, context.Context, Step) (stepResult, error){
 	"approve":  (*Env).approve,
 	"deliver":  (*Env).deliver,
 	"restart":  (*Env).restartStep,
@@ -189,27 +194,23 @@ var handlers = map[string]func(*Env, Step) (stepResult, error){
 // An error means the step could not run (ErrScenario for bad scenario
 // text, or a failure of the harness itself); what the system answers, its
 // errors included, is output.
-func (e *Env) Apply(s Step) (Outcome, error) {
+func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	h, ok := handlers[s.Directive]
 	if !ok {
-		return Outcome{}, fmt.Errorf("%w: unknown directive %q (want approve, deliver, restart, converge or design)", ErrScenario, s.Directive)
+		return Outcome{}, fmt.Errorf("%w: unknown directive %q (want one of %s)", ErrScenario, s.Directive, strings.Join(slices.Sorted(maps.Keys(handlers)), ", "))
 	}
-	r, err := h(e, s)
+	r, err := h(e, ctx, s)
 	if err != nil {
 		return Outcome{}, err
 	}
 	e.applied++
-	obs, err := e.observe()
+	obs, err := e.observe(ctx)
 	if err != nil {
 		return Outcome{}, err
 	}
-	agrees := cmp.Equal(e.model.Observation, obs)
-	v := r.violation
-	if v == nil {
-		v = e.check(obs, r, agrees)
-	}
-	if !agrees && e.Disagreement == "" {
-		e.Disagreement, e.DisagreementStep = cmp.Diff(e.model.Observation, obs), e.applied
+	v := checkInvariants(checkInput{obs: obs, model: e.model, sends: e.sends, got: r.got, want: r.want, converging: r.converging})
+	if e.diverged.Step == 0 && !cmp.Equal(e.model.Observation, obs) {
+		e.diverged = Disagreement{Step: e.applied, Diff: cmp.Diff(e.model.Observation, obs)}
 	}
 	if r.ifUnchanged != "" && cmp.Equal(obs, e.before) {
 		r.line += r.ifUnchanged
@@ -220,16 +221,16 @@ func (e *Env) Apply(s Step) (Outcome, error) {
 	if v != nil {
 		out = append(out, v.String())
 	}
-	return Outcome{Output: strings.Join(out, "\n"), Violation: v, Result: r.got, Key: r.key, Observed: obs}, nil
+	return Outcome{Output: strings.Join(out, "\n"), Violation: v, Answer: r.got, Key: r.key, Observed: obs}, nil
 }
 
 // observe reads everything observable of the system.
-func (e *Env) observe() (model.Observation, error) {
-	snap, err := e.app.Snapshot(e.ctx)
+func (e *Env) observe(ctx context.Context) (model.Observation, error) {
+	snap, err := e.app.Snapshot(ctx)
 	if err != nil {
 		return model.Observation{}, fmt.Errorf("handoff: reading the app database: %w", err)
 	}
-	tasks, err := e.crm.Tasks(e.ctx)
+	tasks, err := e.crm.Tasks(ctx)
 	if err != nil {
 		return model.Observation{}, fmt.Errorf("handoff: reading the receiver database: %w", err)
 	}
@@ -247,257 +248,4 @@ func faultArg(s Step, allowed ...faults.Kind) (faults.Kind, error) {
 		return "", fmt.Errorf("%w: %s: %v", ErrScenario, s.Directive, err)
 	}
 	return k, nil
-}
-
-// approve records an approval; case and title may be missing (then empty).
-//
-//	approve case=case-104 title="Call about the approved repair plan" [fault=crash-between-inserts]
-func (e *Env) approve(s Step) (stepResult, error) {
-	if err := s.only("case", "title", "fault"); err != nil {
-		return stepResult{}, err
-	}
-	fault, err := faultArg(s, faults.CrashBetweenInserts)
-	if err != nil {
-		return stepResult{}, err
-	}
-	caseID, _ := s.Arg("case")
-	title, _ := s.Arg("title")
-
-	e.injector.Arm(fault.Point())
-	key, err := e.app.RecordApproval(e.ctx, caseID, title)
-	e.injector.Arm("")
-	var r stepResult
-	crashed := e.injector.Crashed()
-	switch {
-	case crashed != "":
-		r.line, r.got, r.fired = fmt.Sprintf("crashed at %s; restarted", crashed), "crashed", fault
-		if err := e.restart(); err != nil {
-			return stepResult{}, err
-		}
-	case err == nil:
-		a, _ := system.NewApproval(caseID, title) // valid: the system just accepted it
-		r.line, r.got = fmt.Sprintf("approved %s %s", key, visible(a.Payload)), "approved "+key
-		r.ifUnchanged = " (already approved: nothing changed)"
-	default:
-		r.line, r.got = "refused: "+err.Error(), errorWord(err)
-	}
-
-	// The model hears of the crash the step asked for, or of one that
-	// struck where the harness enumerates crash points.
-	crash := fault == faults.CrashBetweenInserts || crashed == system.PointBetweenApprovalInserts
-	var verdict model.Verdict
-	e.model, verdict, key = e.model.Approve(caseID, title, crash)
-	r.key = key
-	switch verdict {
-	case model.Recorded, model.Repeated:
-		r.want = "approved " + key
-	case model.Conflicting:
-		r.want = "conflict"
-	default:
-		r.want = string(verdict)
-	}
-	return r, nil
-}
-
-// errorWord classifies a refusal for comparison with the model.
-func errorWord(err error) string {
-	switch {
-	case errors.Is(err, system.ErrInvalidInput):
-		return "invalid"
-	case errors.Is(err, system.ErrKeyConflict):
-		return "conflict"
-	}
-	return "error"
-}
-
-// deliver makes one delivery attempt with an optional fault.
-//
-//	deliver [fault=duplicate-request|foreign-task|offline|lost-reply|crash-after-reply|crash-before-send]
-func (e *Env) deliver(s Step) (stepResult, error) {
-	if err := s.only("fault"); err != nil {
-		return stepResult{}, err
-	}
-	fault, err := faultArg(s, faults.DeliveryKinds...)
-	if err != nil {
-		return stepResult{}, err
-	}
-	sent := e.sendCount()
-	e.injector.Arm(fault.Point())
-	d, err := e.app.DeliverOne(e.ctx, faults.Counted(e.sends, faults.Network(fault, e.crm)))
-	e.injector.Arm("")
-	var r stepResult
-	if fault.Point() == "" && e.sendCount() > sent {
-		r.fired = fault
-	}
-	crashed := e.injector.Crashed()
-	switch {
-	case crashed != "":
-		r.line, r.got, r.fired = fmt.Sprintf("crashed at %s delivering %s; restarted", crashed, d.Key), "crashed "+d.Key, fault
-		if err := e.restart(); err != nil {
-			return stepResult{}, err
-		}
-	case err != nil:
-		r.line, r.got = "error: "+err.Error(), "error"
-	default:
-		r.line, r.got = e.describe(d), string(d.Result)+" "+d.Key
-	}
-
-	in := model.Delivery{Network: modelNetwork(fault), Crash: modelCrash(fault), Foreign: faults.ForeignPayload}
-	switch crashed { // a crash the harness injected where it enumerates crash points
-	case system.PointBeforeSend:
-		in.Crash = model.CrashBeforeSend
-	case system.PointAfterReply:
-		in.Crash = model.CrashAfterReply
-	}
-	var result model.Result
-	e.model, result, r.key = e.model.Deliver(in)
-	r.want = string(result) + " " + r.key
-	return r, nil
-}
-
-// sendCount is how many requests the worker has sent in all.
-func (e *Env) sendCount() int {
-	n := 0
-	for _, c := range e.sends {
-		n += c
-	}
-	return n
-}
-
-// modelNetwork translates a delivery fault into the model's network.
-func modelNetwork(k faults.Kind) model.Network {
-	switch k {
-	case faults.Offline:
-		return model.Offline
-	case faults.LostReply:
-		return model.LostReply
-	case faults.DuplicateRequest:
-		return model.DuplicateRequest
-	case faults.ForeignTask:
-		return model.ForeignTask
-	}
-	return model.Delivered
-}
-
-// modelCrash translates a delivery fault into the model's crash.
-func modelCrash(k faults.Kind) model.Crash {
-	switch k {
-	case faults.CrashBeforeSend:
-		return model.CrashBeforeSend
-	case faults.CrashAfterReply:
-		return model.CrashAfterReply
-	}
-	return model.NoCrash
-}
-
-// describe says in words what a delivery did.
-func (e *Env) describe(d system.Delivery) string {
-	switch {
-	case d.Result == system.Idle:
-		blocked := 0
-		for _, r := range e.before.Outbox {
-			if r.State == model.Blocked {
-				blocked++
-			}
-		}
-		if blocked > 0 {
-			return fmt.Sprintf("idle: nothing pending, but %s for a person", plural(blocked, "blocked row waits", "blocked rows wait"))
-		}
-		return "idle: nothing pending"
-	case d.Result == system.ResultSent:
-		return fmt.Sprintf("sent %s: task %d", d.Key, d.RemoteID)
-	case d.Result == system.ResultPending:
-		return fmt.Sprintf("pending %s: %s failure, the retry sends the same key", d.Key, d.LastError)
-	case d.LastError == system.LastErrorConflict:
-		return fmt.Sprintf("blocked %s: the receiver holds other content for the key", d.Key)
-	case d.LastError == system.LastErrorBudgetExhausted:
-		return fmt.Sprintf("blocked %s: budget exhausted after %d attempts, nothing sent", d.Key, d.Attempts)
-	}
-	return fmt.Sprintf("blocked %s: %s failure on the last of %d attempts", d.Key, d.LastError, d.Attempts)
-}
-
-// restartStep closes every database handle and reopens it from its file.
-//
-//	restart
-func (e *Env) restartStep(s Step) (stepResult, error) {
-	if err := s.only(); err != nil {
-		return stepResult{}, err
-	}
-	if err := e.restart(); err != nil {
-		return stepResult{}, err
-	}
-	return stepResult{line: "restarted: every handle closed and reopened from its file", got: "restarted", want: "restarted", fired: faults.Restart}, nil
-}
-
-// converge turns faults off and delivers until the worker is idle.
-//
-//	converge
-func (e *Env) converge(s Step) (stepResult, error) {
-	if err := s.only(); err != nil {
-		return stepResult{}, err
-	}
-	// No correct worker needs more than one claim per attempt, one block
-	// and one idle answer per row.
-	limit := (len(e.before.Outbox)+1)*(system.DefaultMaxAttempts+2) + 1
-	r := stepResult{converged: true}
-	n := 0
-	for {
-		d, err := e.app.DeliverOne(e.ctx, faults.Counted(e.sends, e.crm))
-		n++
-		if err != nil {
-			r.line, r.got = fmt.Sprintf("error on delivery %d: %v", n, err), "error"
-			break
-		}
-		if d.Result == system.Idle {
-			r.line, r.got = "converged after "+plural(n, "delivery", "deliveries"), fmt.Sprint("idle after ", n)
-			break
-		}
-		if n == limit {
-			r.line, r.got = fmt.Sprintf("not idle after %d deliveries", n), "busy"
-			r.violation = &Violation{Invariant: 7, Detail: fmt.Sprintf("the worker was still not idle after %d deliveries without faults", n)}
-			break
-		}
-	}
-	var m int
-	e.model, m = e.model.Converge()
-	r.want = fmt.Sprint("idle after ", m)
-	return r, nil
-}
-
-// design switches the Env to another design; only the first step may.
-//
-//	design name=two-writes
-func (e *Env) design(s Step) (stepResult, error) {
-	if err := s.only("name"); err != nil {
-		return stepResult{}, err
-	}
-	if e.applied > 0 {
-		return stepResult{}, fmt.Errorf("%w: design must be the first step", ErrScenario)
-	}
-	name, _ := s.Arg("name")
-	d, err := designs.Lookup(name)
-	if err != nil {
-		return stepResult{}, fmt.Errorf("%w: %v", ErrScenario, err)
-	}
-	if d.Name != e.cfg.Design.Name {
-		if err := e.switchDesign(d); err != nil {
-			return stepResult{}, err
-		}
-	}
-	word := "design " + d.Name
-	return stepResult{line: fmt.Sprintf("design %s: %s", d.Name, d.Summary), got: word, want: word}, nil
-}
-
-// switchDesign closes the databases, removes their files and opens d's.
-func (e *Env) switchDesign(d designs.Design) error {
-	if err := e.Close(); err != nil {
-		return err
-	}
-	for _, f := range []string{"app.db", "crm.db"} {
-		if err := os.Remove(filepath.Join(e.cfg.Dir, f)); err != nil {
-			return fmt.Errorf("handoff: switching design: %w", err)
-		}
-	}
-	e.cfg.Design = d
-	return e.open()
 }

@@ -30,7 +30,7 @@ func TestExploreCounts(t *testing.T) {
 		{designs.Handoff, 9, 2, false},
 		{twoWrites, 500, 1, true},
 	} {
-		r, err := Explore(context.Background(), ExploreConfig{Design: tt.design, Checks: tt.checks, Steps: DefaultSteps, Seed: 1, Parallel: tt.parallel, Dir: t.TempDir()})
+		r, err := Explore(t.Context(), ExploreConfig{Design: tt.design, Checks: tt.checks, Steps: DefaultSteps, Seed: 1, Parallel: tt.parallel, Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestExploreCounts(t *testing.T) {
 func TestExploreLanesAndShards(t *testing.T) {
 	t.Parallel()
 	explore := func(checks, parallel, shard, shards int) *Stats {
-		r, err := Explore(context.Background(), ExploreConfig{Checks: checks, Steps: DefaultSteps, Seed: 7, Parallel: parallel, Shard: shard, Shards: shards, Dir: t.TempDir()})
+		r, err := Explore(t.Context(), ExploreConfig{Checks: checks, Steps: DefaultSteps, Seed: 7, Parallel: parallel, Shard: shard, Shards: shards, Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestExploreLanesAndShards(t *testing.T) {
 // interrupted, and its folder removed.
 func TestExploreInterrupted(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	dir := t.TempDir()
 	start := time.Now()

@@ -2,22 +2,66 @@ package handoff
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/model"
 )
 
-// invariantNames says in plain words what each invariant of SPEC demands.
-var invariantNames = map[int]string{
-	1: "at most one CRM task per action key",
-	2: "every approval has exactly one outbox row and every row its approval",
-	3: "a sent row names the task of its key and payload; other rows name none",
-	4: "attempts stay within the budget and cover every send",
-	5: "no CRM task without an approval of the same key and payload, but those another system put there",
-	6: "the system matches the model",
-	7: "with faults off, the worker converges",
+// scope says what an invariant needs to be checked: a simulation (the
+// model, the sends the worker made, the step's answers), or only files.
+type scope int
+
+const (
+	// simulationOnly invariants need the model or the step: CheckFiles
+	// cannot check them.
+	simulationOnly scope = iota
+	// needsCRM invariants need the app database and the CRM's tasks.
+	needsCRM
+	// appOnly invariants need only the app database.
+	appOnly
+)
+
+// checkInput is everything an invariant looks at after a step.
+type checkInput struct {
+	// obs is what the system shows after the step.
+	obs model.Observation
+	// model is the model's state after the step; on files only its
+	// MaxAttempts is known.
+	model model.State
+	// sends is how often the worker sent each key (nil on files).
+	sends map[string]int
+	// got and want are the system's answer to the step and the model's
+	// prediction.
+	got, want Answer
+	// converging says the step claims convergence: faults off, the worker
+	// run until idle.
+	converging bool
+}
+
+// invariant is one invariant of SPEC: its number, what it demands in plain
+// words, what it needs, and its check, which says what broke it, or "".
+type invariant struct {
+	Number int
+	Name   string
+	Scope  scope
+	Check  func(in checkInput) string
+}
+
+// invariants are SPEC's invariants, in the order they are checked after
+// every step: the first broken one is reported. CheckFiles checks those
+// that files show.
+var invariants = []invariant{
+	{1, "at most one CRM task per action key", needsCRM, oneTaskPerKey},
+	{2, "every approval has exactly one outbox row and every row its approval", appOnly, oneRowPerApproval},
+	{3, "a sent row names the task of its key and payload; other rows name none", needsCRM, sentRowsNameTheirTask},
+	{4, "attempts stay within the budget and cover every send", appOnly, attemptsCoverSends},
+	{5, "no CRM task without an approval of the same key and payload, but those another system put there", needsCRM, tasksHaveApprovals},
+	{6, "the system matches the model", simulationOnly, matchesModel},
+	{7, "with faults off, the worker converges", simulationOnly, converged},
 }
 
 // Violation is a broken invariant: its number in SPEC and what broke it.
@@ -27,31 +71,25 @@ type Violation struct {
 }
 
 // Name says what the broken invariant demands.
-func (v Violation) Name() string { return invariantNames[v.Invariant] }
+func (v Violation) Name() string {
+	for _, inv := range invariants {
+		if inv.Number == v.Invariant {
+			return inv.Name
+		}
+	}
+	return ""
+}
 
 // String is the line a scenario shows for v.
 func (v Violation) String() string {
 	return fmt.Sprintf("violation: invariant %d (%s): %s", v.Invariant, v.Name(), v.Detail)
 }
 
-// check returns the first invariant obs breaks after a step that produced
-// r, in SPEC's order, or nil. agrees says whether obs equals the model's
-// observation, which the caller has already compared.
-func (e *Env) check(obs model.Observation, r stepResult, agrees bool) *Violation {
-	checks := []func(model.Observation) string{
-		oneTaskPerKey,
-		oneRowPerApproval,
-		sentRowsNameTheirTask,
-		e.attemptsCoverSends,
-		tasksHaveApprovals,
-		func(obs model.Observation) string { return e.matchesModel(obs, r, agrees) },
-	}
-	if r.converged {
-		checks = append(checks, converged)
-	}
-	for i, c := range checks {
-		if detail := c(obs); detail != "" {
-			return &Violation{Invariant: i + 1, Detail: detail}
+// checkInvariants returns the first of invariants that in breaks, or nil.
+func checkInvariants(in checkInput) *Violation {
+	for _, inv := range invariants {
+		if detail := inv.Check(in); detail != "" {
+			return &Violation{Invariant: inv.Number, Detail: detail}
 		}
 	}
 	return nil
@@ -66,9 +104,9 @@ func approvalsByKey(o model.Observation) map[string]string {
 }
 
 // oneTaskPerKey is invariant 1.
-func oneTaskPerKey(o model.Observation) string {
+func oneTaskPerKey(in checkInput) string {
 	ids := map[string][]int64{}
-	for _, t := range o.Tasks {
+	for _, t := range in.obs.Tasks {
 		ids[t.Key] = append(ids[t.Key], t.ID)
 		if len(ids[t.Key]) > 1 {
 			return fmt.Sprintf("%s has tasks %v", t.Key, ids[t.Key])
@@ -78,16 +116,16 @@ func oneTaskPerKey(o model.Observation) string {
 }
 
 // oneRowPerApproval is invariant 2.
-func oneRowPerApproval(o model.Observation) string {
-	approved := approvalsByKey(o)
+func oneRowPerApproval(in checkInput) string {
+	approved := approvalsByKey(in.obs)
 	rows := map[string]int{}
-	for _, r := range o.Outbox {
+	for _, r := range in.obs.Outbox {
 		rows[r.Key]++
 		if _, ok := approved[r.Key]; !ok {
 			return fmt.Sprintf("outbox row %s has no approval", r.Key)
 		}
 	}
-	for _, a := range o.Approvals {
+	for _, a := range in.obs.Approvals {
 		if rows[a.Key] != 1 {
 			return fmt.Sprintf("approval %s has %d outbox rows", a.Key, rows[a.Key])
 		}
@@ -96,7 +134,8 @@ func oneRowPerApproval(o model.Observation) string {
 }
 
 // sentRowsNameTheirTask is invariant 3.
-func sentRowsNameTheirTask(o model.Observation) string {
+func sentRowsNameTheirTask(in checkInput) string {
+	o := in.obs
 	approved := approvalsByKey(o)
 	for _, r := range o.Outbox {
 		if r.State != model.Sent {
@@ -118,32 +157,29 @@ func sentRowsNameTheirTask(o model.Observation) string {
 	return ""
 }
 
-// attemptsCoverSends is invariant 4.
-func (e *Env) attemptsCoverSends(o model.Observation) string {
-	if detail := attemptsWithin(o, e.model.MaxAttempts); detail != "" {
-		return detail
-	}
+// attemptsCoverSends is invariant 4: no row has more attempts than the
+// budget, and none fewer than the sends of its key (on files, which show
+// no sends, only the first part).
+func attemptsCoverSends(in checkInput) string {
 	attempts := map[string]int{}
-	for _, r := range o.Outbox {
+	for _, r := range in.obs.Outbox {
+		if r.Attempts > in.model.MaxAttempts {
+			return fmt.Sprintf("%s has %d attempts, the budget is %d", r.Key, r.Attempts, in.model.MaxAttempts)
+		}
 		attempts[r.Key] = r.Attempts
 	}
-	keys := make([]string, 0, len(e.sends))
-	for k := range e.sends {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if e.sends[k] > attempts[k] {
-			return fmt.Sprintf("the worker sent %s %d time(s), but its row counts %d attempt(s)", k, e.sends[k], attempts[k])
+	for _, k := range slices.Sorted(maps.Keys(in.sends)) {
+		if in.sends[k] > attempts[k] {
+			return fmt.Sprintf("the worker sent %s %d time(s), but its row counts %d attempt(s)", k, in.sends[k], attempts[k])
 		}
 	}
 	return ""
 }
 
 // tasksHaveApprovals is invariant 5.
-func tasksHaveApprovals(o model.Observation) string {
-	approved := approvalsByKey(o)
-	for _, t := range o.Tasks {
+func tasksHaveApprovals(in checkInput) string {
+	approved := approvalsByKey(in.obs)
+	for _, t := range in.obs.Tasks {
 		if t.Payload == faults.ForeignPayload {
 			continue // put there by another system, on purpose
 		}
@@ -158,15 +194,19 @@ func tasksHaveApprovals(o model.Observation) string {
 }
 
 // matchesModel is invariant 6: the step's answer and the whole observation
-// are what the model predicts.
-func (e *Env) matchesModel(o model.Observation, r stepResult, agrees bool) string {
-	if r.got != r.want {
-		return fmt.Sprintf("the system answered %q, the model predicted %q", r.got, r.want)
-	}
-	if agrees {
+// are what the model predicts. A worker still busy at the end of a
+// converge step is invariant 7's to report.
+func matchesModel(in checkInput) string {
+	if in.got.Kind == Busy {
 		return ""
 	}
-	got, want := facts(o), facts(e.model.Observation)
+	if in.got != in.want {
+		return fmt.Sprintf("the system answered %q, the model predicted %q", in.got.String(), in.want.String())
+	}
+	if cmp.Equal(in.model.Observation, in.obs) {
+		return ""
+	}
+	got, want := facts(in.obs), facts(in.model.Observation)
 	var extra, missing []string
 	for _, f := range got {
 		if !slices.Contains(want, f) {
@@ -181,13 +221,21 @@ func (e *Env) matchesModel(o model.Observation, r stepResult, agrees bool) strin
 	return fmt.Sprintf("the system has [%s] where the model predicts [%s]", strings.Join(extra, "; "), strings.Join(missing, "; "))
 }
 
-// converged is invariant 7, after the worker went idle without faults.
-func converged(o model.Observation) string {
+// converged is invariant 7, after a step that claims convergence: the
+// worker went idle, and left no row pending and every sent key with
+// exactly one task.
+func converged(in checkInput) string {
+	if !in.converging {
+		return ""
+	}
+	if in.got.Kind == Busy {
+		return fmt.Sprintf("the worker was still not idle after %d deliveries without faults", in.got.N)
+	}
 	tasks := map[string]int{}
-	for _, t := range o.Tasks {
+	for _, t := range in.obs.Tasks {
 		tasks[t.Key]++
 	}
-	for _, r := range o.Outbox {
+	for _, r := range in.obs.Outbox {
 		switch {
 		case r.State == model.Pending:
 			return fmt.Sprintf("%s is still pending after the worker went idle", r.Key)

@@ -84,11 +84,9 @@ func (r Run) Length() int { return len(r.Steps) - r.designLines() }
 type Failure struct {
 	Run
 	Violation Violation
-	// Disagreement is the go-cmp diff (-model +system) where the model and
-	// the system first disagreed, at step DisagreementStep (1-based, not
-	// counting a design line); empty when they never did.
-	Disagreement     string
-	DisagreementStep int
+	// Disagreement is where the model and the system first disagreed, its
+	// step counted without a design line; zero when they never did.
+	Disagreement Disagreement
 }
 
 // Recorder keeps the last failing run of a property. rapid replays the
@@ -165,15 +163,18 @@ func Property(ctx context.Context, cfg PropertyConfig) func(*rapid.T) {
 		var failure *Failure
 		// apply runs a step and reports whether the sequence may go on.
 		apply := func(s Step) bool {
-			out, err := env.Apply(s)
+			out, err := env.Apply(dbCtx, s)
 			if err != nil {
 				t.Fatalf("step %d %q: %v", len(run.Steps)+1, s, err)
 			}
 			run.Steps = append(run.Steps, s)
 			run.Outcomes = append(run.Outcomes, out)
 			if out.Violation != nil {
-				failure = &Failure{Run: run, Violation: *out.Violation, Disagreement: env.Disagreement,
-					DisagreementStep: env.DisagreementStep - run.designLines()}
+				d := env.Disagreement()
+				if d.Step > 0 {
+					d.Step -= run.designLines()
+				}
+				failure = &Failure{Run: run, Violation: *out.Violation, Disagreement: d}
 			}
 			return failure == nil
 		}
@@ -265,10 +266,10 @@ func (f *Failure) Report(reproduce string) string {
 // Diverged says where the model and the system first disagreed, as a
 // go-cmp diff; empty when they never did.
 func (f *Failure) Diverged() string {
-	if f.Disagreement == "" {
+	if f.Disagreement.Diff == "" {
 		return ""
 	}
-	return fmt.Sprintf("\nthe model and the system first disagreed at step %d (-model +system):\n%s", f.DisagreementStep, f.Disagreement)
+	return fmt.Sprintf("\nthe model and the system first disagreed at step %d (-model +system):\n%s", f.Disagreement.Step, f.Disagreement.Diff)
 }
 
 // Table prints the failing run as a table: every step with the system's
@@ -284,7 +285,6 @@ func (f *Failure) Table() string {
 		if out.Key != "" {
 			key = out.Key
 		}
-		result, _, _ := strings.Cut(out.Result, " ")
 		state, attempts, tasks := "none", 0, 0
 		for _, r := range out.Observed.Outbox {
 			if r.Key == key {
@@ -296,7 +296,7 @@ func (f *Failure) Table() string {
 				tasks++
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\n", i+1, s, result, state, attempts, tasks)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\n", i+1, s, out.Answer.Kind, state, attempts, tasks)
 	}
 	tw.Flush()
 	fmt.Fprintf(&b, "%s\n", f.Violation)

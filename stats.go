@@ -1,7 +1,6 @@
 package handoff
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -33,7 +32,7 @@ type Stats struct {
 
 	mu           sync.Mutex // guards the maps while sequences count
 	Faults       map[faults.Kind]int
-	Results      map[string]int // worker results: idle, sent, pending, blocked, crashed, error
+	Results      map[AnswerKind]int // the worker's answers to deliver steps: idle, sent, pending, blocked, crashed, error
 	Transitions  map[Transition]int
 	InputClasses map[InputClass]int // the classes of the approvals' case ids and titles
 }
@@ -42,7 +41,7 @@ type Stats struct {
 func NewStats() *Stats {
 	return &Stats{
 		Faults:       map[faults.Kind]int{},
-		Results:      map[string]int{},
+		Results:      map[AnswerKind]int{},
 		Transitions:  map[Transition]int{},
 		InputClasses: map[InputClass]int{},
 	}
@@ -65,8 +64,7 @@ func (st *Stats) count(s Step, r stepResult, before, after model.Observation) {
 		st.Faults[r.fired]++
 	}
 	if s.Directive == "deliver" {
-		word, _, _ := strings.Cut(r.got, " ")
-		st.Results[word]++
+		st.Results[r.got.Kind]++
 	}
 	rows := map[string]model.Row{}
 	for _, row := range before.Outbox {

@@ -36,7 +36,7 @@ func wrapApp(wrap func(*system.Outbox, system.Options) App) func(context.Context
 // openNaive opens the real outbox behind a naiveWorker with w's flags.
 func openNaive(w naiveWorker) func(context.Context, string, system.Options) (App, error) {
 	return wrapApp(func(o *system.Outbox, opts system.Options) App {
-		w.Outbox, w.hook = o, opts.Hook
+		w.Outbox, w.opts = o, opts
 		return w
 	})
 }

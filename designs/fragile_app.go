@@ -163,7 +163,7 @@ func openNoBudget(ctx context.Context, path string, opts system.Options) (App, e
 // of its flags is set in each design that uses it.
 type naiveWorker struct {
 	*system.Outbox
-	hook system.Hook
+	opts system.Options
 
 	countAfterSend bool // the attempt is counted with the answer, not before the send
 	txAcrossSend   bool // one transaction from the claim to the record
@@ -188,19 +188,34 @@ func (w naiveWorker) DeliverOne(ctx context.Context, r system.Receiver) (system.
 	if err != nil {
 		return system.Delivery{}, err
 	}
+	// The lease and fence bookkeeping is the real worker's: the one
+	// shortcut of each design is elsewhere.
 	if d.Attempts >= w.MaxAttempts() {
 		d.Result, d.LastError = system.ResultBlocked, system.LastErrorBudgetExhausted
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET fence = fence + 1 WHERE seq = ?`, seq); err != nil {
+			return d, err
+		}
 		return d, record(ctx, tx, seq, d)
 	}
-	state, remote := "pending", any(nil)
+	now := time.Now
+	if w.opts.Now != nil {
+		now = w.opts.Now
+	}
+	lease := w.opts.Lease
+	if lease == 0 {
+		lease = system.DefaultLease
+	}
+	state, remote, owner := "pending", any(nil), any(w.Worker())
 	if w.sentBeforeSend {
-		state, remote = "sent", 0
+		state, remote, owner = "sent", 0, nil
 	}
 	if !w.countAfterSend {
 		d.Attempts++
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET state = ?, attempts = ?, remote_id = ? WHERE seq = ?`,
-		state, d.Attempts, remote, seq); err != nil {
+	at := now().UnixMilli()
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET state = ?, attempts = ?, remote_id = ?, fence = fence + 1,
+		lease_owner = ?, lease_until = ?, first_claimed_at = CASE WHEN first_claimed_at = 0 THEN ? ELSE first_claimed_at END
+		WHERE seq = ?`, state, d.Attempts, remote, owner, at+lease.Milliseconds(), at, seq); err != nil {
 		return d, err
 	}
 	if !w.txAcrossSend {
@@ -208,11 +223,11 @@ func (w naiveWorker) DeliverOne(ctx context.Context, r system.Receiver) (system.
 			return d, err
 		}
 	}
-	if err := pass(w.hook, system.PointBeforeSend); err != nil {
+	if err := pass(w.opts.Hook, system.PointBeforeSend); err != nil {
 		return d, err
 	}
 	id, sendErr := r.CreateTask(ctx, d.Key, payload)
-	if err := pass(w.hook, system.PointAfterReply); err != nil {
+	if err := pass(w.opts.Hook, system.PointAfterReply); err != nil {
 		return d, err
 	}
 	if !w.txAcrossSend {
@@ -248,7 +263,8 @@ func record(ctx context.Context, tx *sql.Tx, seq int64, d system.Delivery) error
 	if d.LastError != "" {
 		lastError = d.LastError
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET state = ?, attempts = ?, remote_id = ?, last_error = ? WHERE seq = ?`,
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET state = ?, attempts = ?, remote_id = ?, last_error = ?,
+		lease_owner = NULL, lease_until = 0 WHERE seq = ?`,
 		state, d.Attempts, remote, lastError, seq); err != nil {
 		return err
 	}

@@ -8,8 +8,6 @@ package faults
 import (
 	"errors"
 	"fmt"
-
-	"github.com/outboxlab/handoff/system"
 )
 
 // ErrCrash is returned by an operation the Injector crashed. The harness
@@ -64,18 +62,4 @@ func ParseKind(s string, allowed ...Kind) (Kind, error) {
 		}
 	}
 	return "", fmt.Errorf("faults: unknown fault %q, want one of %v", s, allowed)
-}
-
-// Point is the system fault point where a crash fault strikes, or "" for
-// faults that are not crashes.
-func (k Kind) Point() system.FaultPoint {
-	switch k {
-	case CrashBetweenInserts:
-		return system.PointBetweenApprovalInserts
-	case CrashBeforeSend:
-		return system.PointBeforeSend
-	case CrashAfterReply:
-		return system.PointAfterReply
-	}
-	return ""
 }

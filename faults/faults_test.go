@@ -81,7 +81,7 @@ func TestNetwork(t *testing.T) {
 		t.Run(string(tt.kind), func(t *testing.T) {
 			f := &fake{}
 			sends := map[string]int{}
-			id, err := faults.Counted(sends, faults.Network(tt.kind, f)).CreateTask(context.Background(), "k", "p")
+			id, err := faults.Counted(sends, faults.Network(tt.kind, f)).CreateTask(t.Context(), "k", "p")
 			if id != tt.wantID || errors.Is(err, system.ErrTransient) != tt.transient {
 				t.Errorf("got %d, %v; want %d, transient %v", id, err, tt.wantID, tt.transient)
 			}
@@ -91,7 +91,7 @@ func TestNetwork(t *testing.T) {
 		})
 	}
 	w := &windowed{}
-	if _, err := faults.Network(faults.DuplicateRequest, w).CreateTask(context.Background(), "k", "p"); err != nil {
+	if _, err := faults.Network(faults.DuplicateRequest, w).CreateTask(t.Context(), "k", "p"); err != nil {
 		t.Fatal(err)
 	}
 	if w.inWindow != 1 || w.calls != 2 {

@@ -202,7 +202,7 @@ func printJSON(w io.Writer, r handoff.Report, reproduce string) error {
 		Parallel: r.Config.Parallel, Shard: fmt.Sprintf("%d/%d", r.Config.Shard, r.Config.Shards), Interrupted: r.Interrupted,
 		InputClasses:   stringKeys(st.InputClasses),
 		ElapsedSeconds: r.Elapsed.Seconds(), StepsPerSecond: r.StepsPerSecond(),
-		Faults: stringKeys(st.Faults), Transitions: stringKeys(st.Transitions), Results: st.Results,
+		Faults: stringKeys(st.Faults), Transitions: stringKeys(st.Transitions), Results: stringKeys(st.Results),
 	}
 	if f := r.Failure; f != nil {
 		scenario := f.Scenario(f.Header()...)

@@ -130,7 +130,7 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 
-	injector.Arm(kind.Point())
+	injector.Arm(handoff.FaultPoint(kind))
 	d, err := app.DeliverOne(ctx, faults.Network(kind, crm))
 	if p := injector.Crashed(); p != "" {
 		return fmt.Errorf("simulated crash at %s delivering %s: attempt %d of %d counted; deliver again", p, d.Key, d.Attempts, app.MaxAttempts())

@@ -37,7 +37,7 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 		}
 		for _, p := range problems {
-			fmt.Fprintln(stderr, p.Error(sc.Name))
+			fmt.Fprintln(stderr, p.Error())
 		}
 	}
 	if mismatches > 0 {

@@ -1,12 +1,8 @@
 package handoff
 
 import (
-	"context"
 	"encoding/binary"
 	"flag"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,7 +11,6 @@ import (
 )
 
 var (
-	rewrite = flag.Bool("rewrite", false, "TestCorpus: rewrite the expected outputs of the corpus files (only commit the diff if you understand it)")
 	save    = flag.String("save", "", "TestSimulation: save the minimal failing scenario into this folder")
 	steps   = flag.Int("steps", DefaultSteps, "TestSimulation: the most random steps a sequence takes")
 	noSwarm = flag.Bool("noswarm", false, "TestSimulation, FuzzSimulation: draw every sequence at the default levels, without swarm testing")
@@ -44,7 +39,7 @@ func TestSimulation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rapid.Check(t, Property(context.Background(), PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: *steps, NoSwarm: *noSwarm, Stats: stats, Recorder: rec}))
+	rapid.Check(t, Property(t.Context(), PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: *steps, NoSwarm: *noSwarm, Stats: stats, Recorder: rec}))
 }
 
 // FuzzSimulation is the property of TestSimulation driven by Go's
@@ -62,7 +57,7 @@ func FuzzSimulation(f *testing.F) {
 		f.Fatal(err)
 	}
 	rec := &Recorder{}
-	check := rapid.MakeFuzz(Property(context.Background(), PropertyConfig{Design: d, Dir: f.TempDir(), MaxSteps: *steps, NoSwarm: *noSwarm, Recorder: rec}))
+	check := rapid.MakeFuzz(Property(f.Context(), PropertyConfig{Design: d, Dir: f.TempDir(), MaxSteps: *steps, NoSwarm: *noSwarm, Recorder: rec}))
 	f.Fuzz(func(t *testing.T, input []byte) {
 		rec.Failure = nil
 		t.Cleanup(func() {
@@ -95,43 +90,4 @@ func drawStream(seed uint64, n int) []byte {
 		b = binary.LittleEndian.AppendUint64(b, splitmix64(seed, int64(i+1)))
 	}
 	return b
-}
-
-// TestCorpus replays every scenario file under corpus/ and compares each
-// step's output with the file. With -rewrite it writes the outputs back.
-func TestCorpus(t *testing.T) {
-	var files []string
-	err := filepath.WalkDir("corpus", func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".txt") {
-			files = append(files, path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no scenario files under corpus/")
-	}
-	for _, file := range files {
-		t.Run(filepath.ToSlash(strings.TrimSuffix(strings.TrimPrefix(file, "corpus"+string(filepath.Separator)), ".txt")), func(t *testing.T) {
-			sc, err := ReadScenario(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			outputs, problems, err := Replay(context.Background(), sc, t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *rewrite {
-				if err := os.WriteFile(file, []byte(sc.Format(outputs)), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			for _, p := range problems {
-				t.Error(p.Error(file))
-			}
-		})
-	}
 }

@@ -1,44 +1,57 @@
 package handoff
 
 import (
-	"context"
 	"errors"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
-func TestStepRoundTrip(t *testing.T) {
-	for _, s := range []Step{
-		NewStep("restart"),
-		NewStep("deliver", "fault", "lost-reply"),
-		NewStep("approve", "case", "case-104", "title", "Call about the plan"),
-		NewStep("approve", "case", "", "title", "  tab\there \"quoted\" \\ ü\u2028 "),
-		NewStep("approve", "title", "bad \xff byte", "case", "a=b#c"),
-	} {
-		got, err := ParseStep(s.String())
-		if err != nil {
-			t.Fatalf("ParseStep(%q): %v", s, err)
-		}
-		if diff := cmp.Diff(s, got); diff != "" {
-			t.Errorf("round trip of %q (-want +got):\n%s", s, diff)
-		}
+var rewrite = flag.Bool("rewrite", false, "TestCorpus: rewrite the expected outputs of the corpus files (only commit the diff if you understand it)")
+
+// TestCorpus replays every scenario file under corpus/ and compares each
+// step's output with the file. With -rewrite it writes the outputs back.
+func TestCorpus(t *testing.T) {
+	scenarios, err := CorpusScenarios()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scenarios) == 0 {
+		t.Fatal("no scenario files under corpus/")
+	}
+	for _, sc := range scenarios {
+		t.Run(strings.TrimSuffix(strings.TrimPrefix(sc.Name, "corpus/"), ".txt"), func(t *testing.T) {
+			outputs, problems, err := Replay(t.Context(), sc, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *rewrite {
+				if err := os.WriteFile(filepath.FromSlash(sc.Name), []byte(sc.Format(outputs)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			for _, p := range problems {
+				t.Error(p)
+			}
+		})
 	}
 }
 
-func TestParseStepRejects(t *testing.T) {
-	for _, line := range []string{
-		`approve case`,
-		`approve =x`,
-		`approve title="unclosed`,
-		`approve title="a"b`,
-		`approve case=a case=b`,
-	} {
-		if _, err := ParseStep(line); !errors.Is(err, ErrScenario) {
-			t.Errorf("ParseStep(%q): got %v, want ErrScenario", line, err)
-		}
+// corpus returns the scenarios of CorpusScenarios by name (corpus/NAME.txt).
+func corpus(t *testing.T) map[string]Scenario {
+	t.Helper()
+	scenarios, err := CorpusScenarios()
+	if err != nil {
+		t.Fatal(err)
 	}
+	byPath := map[string]Scenario{}
+	for _, sc := range scenarios {
+		byPath[sc.Name] = sc
+	}
+	return byPath
 }
 
 func TestParseScenarioNamesTheLine(t *testing.T) {
@@ -55,7 +68,7 @@ func TestParseScenarioNamesTheLine(t *testing.T) {
 }
 
 func TestReplayReportsMismatchesAndBadSteps(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	sc, err := ParseScenario("s.txt", "approve case=a title=b\n----\nsomething else\n\nrestart\n----\nrestarted: every handle closed and reopened from its file\noutbox a\n")
 	if err != nil {
 		t.Fatal(err)
@@ -67,8 +80,8 @@ func TestReplayReportsMismatchesAndBadSteps(t *testing.T) {
 	if len(outputs) != 2 || len(problems) != 2 || problems[0].Case.Line != 1 || problems[1].Case.Line != 5 {
 		t.Fatalf("got %d outputs and problems %+v, want two mismatches at lines 1 and 5", len(outputs), problems)
 	}
-	if !strings.HasPrefix(problems[0].Error("s.txt"), "s.txt:1: approve case=a title=b: output differs") {
-		t.Errorf("got %q", problems[0].Error("s.txt"))
+	if !strings.HasPrefix(problems[0].Error(), "s.txt:1: approve case=a title=b: output differs") {
+		t.Errorf("got %q", problems[0].Error())
 	}
 	for _, text := range []string{"launch\n----\n", "deliver fault=meteor\n----\n", "deliver case=a\n----\n", "restart\n----\n\ndesign name=handoff\n----\n"} {
 		sc, err := ParseScenario("bad.txt", text)
@@ -90,25 +103,5 @@ func TestFormatKeepsCommentsAndRewritesOutputs(t *testing.T) {
 	want := "# why\napprove case=a title=b\n----\nnew 1\n\n# then\nrestart\n----\nnew 2\n\n# end\n"
 	if got := sc.Format([]string{"new 1", "new 2"}); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-}
-
-func TestDemoMatchesSpec(t *testing.T) {
-	d, err := RunDemo(context.Background(), t.TempDir()+"/demo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	one := int64(1)
-	want := Demo{OperationKey: "harbor:create-followup:v1:case-104", Steps: []DemoStep{
-		{"reply_lost", "pending", 1, 1, nil},
-		{"retry_same_action", "sent", 1, 2, &one},
-		{"run_again", "idle", 1, 2, &one},
-	}}
-	if diff := cmp.Diff(want, d); diff != "" {
-		t.Errorf("demo (-SPEC +got):\n%s", diff)
-	}
-	dir := t.TempDir()
-	if _, err := RunDemo(context.Background(), dir); !errors.Is(err, ErrDirExists) {
-		t.Errorf("existing folder: got %v, want ErrDirExists", err)
 	}
 }
