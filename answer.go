@@ -29,6 +29,29 @@ const (
 	Error     AnswerKind = "error"
 	Restarted AnswerKind = "restarted"
 	Designed  AnswerKind = "design"
+
+	// The phases of a named worker and the clock: a claim is Claimed,
+	// Blocked or Idle (At: when a row becomes eligible); a send hears
+	// Task (N: the task id), Transient, Conflict or Rejected; a settle is
+	// Sent, Pending, Blocked or Stale; a crash Crashed; a step out of turn
+	// (a send without a claim) OutOfTurn.
+	Claimed    AnswerKind = "claimed"
+	Task       AnswerKind = "task"
+	Transient  AnswerKind = "transient"
+	Rejected   AnswerKind = "rejected"
+	Stale      AnswerKind = "stale"
+	OutOfTurn  AnswerKind = "out-of-turn"
+	Ticked     AnswerKind = "ticked"
+	Configured AnswerKind = "configured"
+
+	// An operator action is Done, or refused: the row is in the wrong
+	// state, past the receiver's retention, unknown, or the input is
+	// invalid.
+	Done             AnswerKind = "done"
+	RefusedState     AnswerKind = "refused-state"
+	RefusedRetention AnswerKind = "refused-retention"
+	RefusedUnknown   AnswerKind = "refused-unknown"
+	RefusedInput     AnswerKind = "refused-input"
 )
 
 // Answer is what the system answered a step, or what the model predicted
@@ -38,8 +61,12 @@ type Answer struct {
 	// Key is the action key the answer names, if any.
 	Key string
 	// N is how many deliveries a converge step took (Idle) or made before
-	// it gave up (Busy).
-	N int
+	// it gave up (Busy), or the task id a send heard (Task).
+	N int64
+	// At is, for a claim that found nothing eligible, when a pending row
+	// becomes eligible (milliseconds since the epoch; 0 when none is
+	// pending).
+	At int64
 }
 
 // String prints a as invariant 6 quotes it: "sent KEY", "idle after 3".
@@ -48,8 +75,13 @@ func (a Answer) String() string {
 	if a.Key != "" {
 		s += " " + a.Key
 	}
-	if a.Kind == Idle && a.N > 0 {
+	switch {
+	case a.Kind == Idle && a.N > 0:
 		s += fmt.Sprintf(" after %d", a.N)
+	case a.Kind == Task:
+		s += fmt.Sprintf(" %d", a.N)
+	case a.At > 0:
+		s += fmt.Sprintf(" until %d", a.At)
 	}
 	return s
 }
@@ -60,15 +92,34 @@ var workerAnswers = map[system.Result]AnswerKind{
 	system.ResultSent:    Sent,
 	system.ResultPending: Pending,
 	system.ResultBlocked: Blocked,
+	system.ResultStale:   Stale,
 }
 
 // resultAnswers are the kinds of the model's predictions for a delivery.
 var resultAnswers = map[model.Result]AnswerKind{
-	model.Idle:          Idle,
-	model.ResultSent:    Sent,
-	model.ResultPending: Pending,
-	model.ResultBlocked: Blocked,
-	model.ResultCrashed: Crashed,
+	model.Idle:            Idle,
+	model.ResultSent:      Sent,
+	model.ResultPending:   Pending,
+	model.ResultBlocked:   Blocked,
+	model.ResultCrashed:   Crashed,
+	model.ResultClaimed:   Claimed,
+	model.ResultOutOfTurn: OutOfTurn,
+	model.ResultTask:      Task,
+	model.ResultTransient: Transient,
+	model.ResultConflict:  Conflict,
+	model.ResultRejected:  Rejected,
+	model.ResultStale:     Stale,
+}
+
+// opAnswers are the kinds of the model's verdicts on operator actions.
+var opAnswers = map[model.OpVerdict]AnswerKind{
+	model.OpDone:            Done,
+	model.OpNotBlocked:      RefusedState,
+	model.OpAlreadySent:     RefusedState,
+	model.OpLeased:          RefusedState,
+	model.OpRetentionPassed: RefusedRetention,
+	model.OpUnknownKey:      RefusedUnknown,
+	model.OpInvalidRemoteID: RefusedInput,
 }
 
 // verdictAnswers are the kinds of the model's predictions for an approval.

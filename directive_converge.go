@@ -17,11 +17,15 @@ func (e *Env) converge(ctx context.Context, s Step) (stepResult, error) {
 	if err := s.only(); err != nil {
 		return stepResult{}, err
 	}
+	// Faults stop and time passes every lease and backoff: the model says
+	// how far, and the system's clock follows.
+	next, m := e.model.Converge()
+	e.now = next.Now
 	// No correct worker needs more than one claim per attempt, one block
 	// and one idle answer per row.
-	limit := (len(e.before.Outbox)+1)*(system.DefaultMaxAttempts+2) + 1
+	limit := (len(e.before.Outbox)+1)*(e.model.MaxAttempts+2) + 1
 	r := stepResult{converging: true}
-	n := 0
+	var n int64
 	for {
 		d, err := e.app.DeliverOne(ctx, faults.Counted(e.sends, e.crm))
 		n++
@@ -30,16 +34,15 @@ func (e *Env) converge(ctx context.Context, s Step) (stepResult, error) {
 			break
 		}
 		if d.Result == system.Idle {
-			r.line, r.got = "converged after "+plural(n, "delivery", "deliveries"), Answer{Kind: Idle, N: n}
+			r.line, r.got = "converged after "+plural(int(n), "delivery", "deliveries"), Answer{Kind: Idle, N: n}
 			break
 		}
-		if n == limit {
+		if n == int64(limit) {
 			r.line, r.got = fmt.Sprintf("not idle after %d deliveries", n), Answer{Kind: Busy, N: n}
 			break
 		}
 	}
-	var m int
-	e.model, m = e.model.Converge()
-	r.want = Answer{Kind: Idle, N: m}
+	e.model = next
+	r.want = Answer{Kind: Idle, N: int64(m)}
 	return r, nil
 }

@@ -32,11 +32,6 @@ type Config struct {
 	Stats *Stats
 }
 
-// simulationClock is the clock of every simulated system: time stands
-// still at one instant, so that nothing a step does depends on when it
-// runs.
-func simulationClock() time.Time { return time.UnixMilli(model.ScenarioStart).UTC() }
-
 // Env applies scenario steps to the reference model and to the real
 // databases of a design, side by side, and checks the invariants of SPEC
 // after every step. It keeps what an observer outside the system would:
@@ -52,6 +47,48 @@ type Env struct {
 	applied  int
 	before   model.Observation
 	diverged Disagreement
+	// started is set by the first step that is not design or config.
+	started bool
+
+	// now is the virtual clock in milliseconds since the Unix epoch: time
+	// moves only with a tick step (and converge), so nothing a step does
+	// depends on when it runs.
+	now int64
+	// jitter is what the next backoff draws: a settle step sets it.
+	jitter time.Duration
+	// workers are the named workers of the scenario, each its own handle
+	// on the app database, as another process would have.
+	workers map[string]*worker
+	// actedFence is, for a key a person acted on, the fence the action
+	// left: a send of an older claim (a zombie's) is not the row's to count.
+	actedFence map[string]int64
+}
+
+// worker is a named worker: its handle, the claim it holds, and what its
+// send heard until it settles.
+type worker struct {
+	app     designs.App
+	claim   *system.Claim
+	heard   bool
+	taskID  int64
+	sendErr error
+}
+
+// clock is the systems' clock: the Env's virtual time.
+func (e *Env) clock() time.Time { return time.UnixMilli(e.now).UTC() }
+
+// systemOptions are the system's options for the model's configuration,
+// on the Env's clock, drawing the Env's jitter.
+func (e *Env) systemOptions(worker string, hook system.Hook) system.Options {
+	c := e.model.Config
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	return system.Options{
+		Durability: e.cfg.Durability, Hook: hook, Now: e.clock, Worker: worker,
+		Jitter:      func(time.Duration) time.Duration { return e.jitter },
+		MaxAttempts: c.MaxAttempts, Lease: ms(c.Lease), SendTimeout: ms(c.SendTimeout),
+		BackoffBase: ms(c.BackoffBase), BackoffCap: ms(c.BackoffCap), NoBackoff: c.BackoffBase == 0,
+		MaxAge: ms(c.MaxAge), Retention: ms(c.Retention),
+	}
 }
 
 // Disagreement is where the model and the system first disagreed: the
@@ -71,10 +108,13 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 		cfg.Design = designs.Handoff
 	}
 	e := &Env{
-		cfg:   cfg,
-		model: model.New(system.DefaultMaxAttempts),
-		sends: map[string]int{},
+		cfg:        cfg,
+		model:      model.New(system.DefaultMaxAttempts),
+		sends:      map[string]int{},
+		workers:    map[string]*worker{},
+		actedFence: map[string]int64{},
 	}
+	e.now = e.model.Now
 	if err := e.open(ctx); err != nil {
 		return nil, err
 	}
@@ -105,12 +145,12 @@ func newEnvIn(ctx context.Context, dir string, design designs.Design, files map[
 }
 
 func (e *Env) open(ctx context.Context) error {
-	app, err := e.cfg.Design.OpenApp(ctx, filepath.Join(e.cfg.Dir, "app.db"),
-		system.Options{Durability: e.cfg.Durability, Hook: e.injector.Hook(), Now: simulationClock, NoBackoff: true, Worker: model.DefaultWorker})
+	app, err := e.cfg.Design.OpenApp(ctx, filepath.Join(e.cfg.Dir, "app.db"), e.systemOptions(model.DefaultWorker, e.injector.Hook()))
 	if err != nil {
 		return fmt.Errorf("handoff: opening the app database: %w", err)
 	}
-	crm, err := e.cfg.Design.OpenCRM(ctx, filepath.Join(e.cfg.Dir, "crm.db"), e.cfg.Durability)
+	crm, err := e.cfg.Design.OpenCRM(ctx, filepath.Join(e.cfg.Dir, "crm.db"), system.CRMOptions{
+		Durability: e.cfg.Durability, Retention: time.Duration(e.model.Retention) * time.Millisecond, Now: e.clock})
 	if err != nil {
 		app.Close()
 		return fmt.Errorf("handoff: opening the receiver database: %w", err)
@@ -119,25 +159,74 @@ func (e *Env) open(ctx context.Context) error {
 	return nil
 }
 
-// Close closes every database handle. The files stay in Dir.
+// Close closes every database handle, the named workers' too. The files
+// stay in Dir.
 func (e *Env) Close() error {
 	if e.app == nil {
 		return nil
 	}
 	err := errors.Join(e.app.Close(), e.crm.Close())
+	for name, w := range e.workers {
+		err = errors.Join(err, w.app.Close())
+		delete(e.workers, name)
+	}
 	e.app, e.crm = nil, nil
 	return err
 }
 
-// restart closes every handle and reopens both databases from their files.
+// worker returns the named worker's handle. On first use, and after its
+// process died, the worker starts: it opens its handle and releases every
+// lease held under its name, and the model hears of it.
+func (e *Env) worker(ctx context.Context, s Step) (string, *worker, error) {
+	name, ok := s.Arg("worker")
+	switch {
+	case !ok || name == "":
+		return "", nil, fmt.Errorf("%w: %s needs worker=NAME", ErrScenario, s.Directive)
+	case name == model.DefaultWorker:
+		return "", nil, fmt.Errorf("%w: worker %q is the one deliver and converge use; name another", ErrScenario, name)
+	}
+	if w, ok := e.workers[name]; ok {
+		return name, w, nil
+	}
+	app, err := e.cfg.Design.OpenApp(ctx, filepath.Join(e.cfg.Dir, "app.db"), e.systemOptions(name, nil))
+	if err != nil {
+		return "", nil, fmt.Errorf("handoff: opening the app database for worker %s: %w", name, err)
+	}
+	if _, err := app.Recover(ctx); err != nil {
+		app.Close()
+		return "", nil, fmt.Errorf("handoff: worker %s starting: %w", name, err)
+	}
+	e.model, _ = e.model.Restart(name)
+	w := &worker{app: app}
+	e.workers[name] = w
+	return name, w, nil
+}
+
+// restart is the default worker's process dying and starting again: its
+// handles are closed and reopened from their files, and it releases its
+// leases. The named workers, other processes, go on.
 func (e *Env) restart(ctx context.Context) error {
-	if err := e.Close(); err != nil {
+	if err := errors.Join(e.app.Close(), e.crm.Close()); err != nil {
 		return fmt.Errorf("handoff: restart: %w", err)
 	}
 	if err := e.open(ctx); err != nil {
 		return err
 	}
 	// The worker starts again: nothing it had in flight survived.
+	if _, err := e.app.Recover(ctx); err != nil {
+		return fmt.Errorf("handoff: restart: %w", err)
+	}
+	return nil
+}
+
+// restartAll is every process dying and starting again.
+func (e *Env) restartAll(ctx context.Context) error {
+	if err := e.Close(); err != nil {
+		return fmt.Errorf("handoff: restart: %w", err)
+	}
+	if err := e.open(ctx); err != nil {
+		return err
+	}
 	if _, err := e.app.Recover(ctx); err != nil {
 		return fmt.Errorf("handoff: restart: %w", err)
 	}
@@ -178,16 +267,36 @@ type stepResult struct {
 	fired faults.Kind
 	// ifUnchanged is added to line when the step changed nothing observable.
 	ifUnchanged string
+	// lateClaim, for a claim that leads to a send, says how it came at or
+	// after the row's retention deadline (invariant 11); "" otherwise.
+	lateClaim string
+	// settled, for a settle that wrote a final state, is the row and the
+	// fence of the claim it settled (invariant 8).
+	settled *fenced
+}
+
+// fenced is a row's key and the fence a claim gave it.
+type fenced struct {
+	key   string
+	fence int64
 }
 
 // handlers maps every directive to the one method that runs it, each in
 // a file of its own (directive_NAME.go).
 var handlers = map[string]func(*Env, context.Context, Step) (stepResult, error){
-	"approve":  (*Env).approve,
-	"deliver":  (*Env).deliver,
-	"restart":  (*Env).restartStep,
-	"converge": (*Env).converge,
-	"design":   (*Env).design,
+	"approve":   (*Env).approve,
+	"deliver":   (*Env).deliver,
+	"restart":   (*Env).restartStep,
+	"converge":  (*Env).converge,
+	"design":    (*Env).design,
+	"config":    (*Env).config,
+	"tick":      (*Env).tick,
+	"claim":     (*Env).claim,
+	"send":      (*Env).send,
+	"settle":    (*Env).settle,
+	"crash":     (*Env).crash,
+	"requeue":   (*Env).requeue,
+	"reconcile": (*Env).reconcile,
 }
 
 // Apply runs one step against model and system and checks the invariants.
@@ -203,12 +312,13 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	e.started = e.started || s.Directive != "design" && s.Directive != "config"
 	e.applied++
 	obs, err := e.observe(ctx)
 	if err != nil {
 		return Outcome{}, err
 	}
-	v := checkInvariants(checkInput{obs: obs, model: e.model, sends: e.sends, got: r.got, want: r.want, converging: r.converging})
+	v := checkInvariants(checkInput{obs: obs, model: e.model, sends: e.sends, got: r.got, want: r.want, converging: r.converging, lateClaim: r.lateClaim, settled: r.settled})
 	if e.diverged.Step == 0 && !cmp.Equal(e.model.Observation, obs) {
 		e.diverged = Disagreement{Step: e.applied, Diff: cmp.Diff(e.model.Observation, obs)}
 	}

@@ -26,6 +26,8 @@ var faultTable = map[faults.Kind]faultEffect{
 	faults.LostReply:           {network: model.LostReply},
 	faults.DuplicateRequest:    {network: model.DuplicateRequest},
 	faults.ForeignTask:         {network: model.ForeignTask},
+	faults.Throttled:           {network: model.Throttled},
+	faults.Refused:             {network: model.Refused},
 	faults.Restart:             {},
 }
 

@@ -40,6 +40,10 @@ type checkInput struct {
 	// converging says the step claims convergence: faults off, the worker
 	// run until idle.
 	converging bool
+	// lateClaim and settled are what a claim and a settle step report
+	// for invariants 11 and 8.
+	lateClaim string
+	settled   *fenced
 }
 
 // invariant is one invariant of SPEC: its number, what it demands in plain
@@ -62,7 +66,40 @@ var invariants = []invariant{
 	{5, "no CRM task without an approval of the same key and payload, but those another system put there", needsCRM, tasksHaveApprovals},
 	{6, "the system matches the model", simulationOnly, matchesModel},
 	{7, "with faults off, the worker converges", simulationOnly, converged},
+	{8, "every recorded outcome comes from the holder of the row's current fence", simulationOnly, settledUnderFence},
+	{9, "a row has at most one live lease; sent and blocked rows have none", appOnly, finalRowsUnleased},
+	{11, "no claim that leads to a send at or after first_claimed_at + retention - send timeout", simulationOnly, noLateClaim},
 }
+
+// settledUnderFence is invariant 8: a settle that wrote a final state
+// (sent, blocked) wrote it under its claim's fence, which the row still
+// carries (nothing but a claim or an operator moves a fence, and neither
+// touches a final row).
+func settledUnderFence(in checkInput) string {
+	if in.settled == nil {
+		return ""
+	}
+	for _, r := range in.obs.Outbox {
+		if r.Key == in.settled.key && r.Fence != in.settled.fence {
+			return fmt.Sprintf("%s was settled under fence %d, but the row carries fence %d", r.Key, in.settled.fence, r.Fence)
+		}
+	}
+	return ""
+}
+
+// finalRowsUnleased is invariant 9: the schema allows one lease per row;
+// a sent or blocked row has none.
+func finalRowsUnleased(in checkInput) string {
+	for _, r := range in.obs.Outbox {
+		if r.State != model.Pending && (r.LeaseOwner != "" || r.LeaseUntil != 0) {
+			return fmt.Sprintf("%s is %s and still leased to %q until %d", r.Key, r.State, r.LeaseOwner, r.LeaseUntil)
+		}
+	}
+	return ""
+}
+
+// noLateClaim is invariant 11.
+func noLateClaim(in checkInput) string { return in.lateClaim }
 
 // Violation is a broken invariant: its number in SPEC and what broke it.
 type Violation struct {

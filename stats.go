@@ -12,14 +12,30 @@ import (
 type Transition string
 
 // The transitions an exploration counts: a row leaving pending for sent,
-// for blocked by a key conflict, for blocked by its spent budget, or
-// staying pending with one more attempt.
+// for blocked by a key conflict, by its spent budget, by its time budget,
+// by the receiver's retention or by a rejection, or staying pending with
+// one more attempt; and a person's repair of a blocked row.
 const (
-	PendingToSent            Transition = "pending->sent"
-	PendingToBlockedConflict Transition = "pending->blocked (conflict)"
-	PendingToBlockedBudget   Transition = "pending->blocked (budget)"
-	PendingToPending         Transition = "pending->pending"
+	PendingToSent             Transition = "pending->sent"
+	PendingToBlockedConflict  Transition = "pending->blocked (conflict)"
+	PendingToBlockedBudget    Transition = "pending->blocked (budget)"
+	PendingToBlockedDeadline  Transition = "pending->blocked (deadline)"
+	PendingToBlockedRetention Transition = "pending->blocked (retention-expired)"
+	PendingToBlockedRejected  Transition = "pending->blocked (rejected)"
+	PendingToPending          Transition = "pending->pending"
+	BlockedToPending          Transition = "blocked->pending"
+	BlockedToSent             Transition = "blocked->sent"
 )
+
+// blockedBy names the transition to blocked for each last error.
+var blockedBy = map[string]Transition{
+	model.Conflict:         PendingToBlockedConflict,
+	model.BudgetExhausted:  PendingToBlockedBudget,
+	model.Transient:        PendingToBlockedBudget,
+	model.Deadline:         PendingToBlockedDeadline,
+	model.RetentionExpired: PendingToBlockedRetention,
+	model.Rejected:         PendingToBlockedRejected,
+}
 
 // Stats counts what an exploration did. Sequences the property ran (not
 // counting the runs of rapid's shrinking, ShrinkRuns), and steps of both.
@@ -33,6 +49,7 @@ type Stats struct {
 	mu           sync.Mutex // guards the maps while sequences count
 	Faults       map[faults.Kind]int
 	Results      map[AnswerKind]int // the worker's answers to deliver steps: idle, sent, pending, blocked, crashed, error
+	Phases       map[string]int     // the answers to the other steps, as "directive answer": "settle stale", "claim blocked"
 	Transitions  map[Transition]int
 	InputClasses map[InputClass]int // the classes of the approvals' case ids and titles
 }
@@ -42,6 +59,7 @@ func NewStats() *Stats {
 	return &Stats{
 		Faults:       map[faults.Kind]int{},
 		Results:      map[AnswerKind]int{},
+		Phases:       map[string]int{},
 		Transitions:  map[Transition]int{},
 		InputClasses: map[InputClass]int{},
 	}
@@ -63,8 +81,12 @@ func (st *Stats) count(s Step, r stepResult, before, after model.Observation) {
 	if r.fired != "" {
 		st.Faults[r.fired]++
 	}
-	if s.Directive == "deliver" {
+	switch s.Directive {
+	case "deliver":
 		st.Results[r.got.Kind]++
+	case "approve", "converge", "design":
+	default:
+		st.Phases[s.Directive+" "+string(r.got.Kind)]++
 	}
 	rows := map[string]model.Row{}
 	for _, row := range before.Outbox {
@@ -72,17 +94,18 @@ func (st *Stats) count(s Step, r stepResult, before, after model.Observation) {
 	}
 	for _, row := range after.Outbox {
 		was, ok := rows[row.Key]
-		if !ok || was.State != model.Pending || was == row {
-			continue
-		}
 		switch {
+		case !ok || was.State == row.State && was.Attempts == row.Attempts && was.LastError == row.LastError:
+		case was.State == model.Blocked && row.State == model.Pending:
+			st.Transitions[BlockedToPending]++
+		case was.State == model.Blocked && row.State == model.Sent:
+			st.Transitions[BlockedToSent]++
+		case was.State != model.Pending:
 		case row.State == model.Sent:
 			st.Transitions[PendingToSent]++
-		case row.State == model.Blocked && row.LastError == model.Conflict:
-			st.Transitions[PendingToBlockedConflict]++
 		case row.State == model.Blocked:
-			st.Transitions[PendingToBlockedBudget]++
-		default:
+			st.Transitions[blockedBy[row.LastError]]++
+		case row.Attempts > was.Attempts:
 			st.Transitions[PendingToPending]++
 		}
 	}

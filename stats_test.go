@@ -31,7 +31,8 @@ func TestReach(t *testing.T) {
 			t.Errorf("fault %s never took effect", k)
 		}
 	}
-	for _, tr := range []Transition{PendingToSent, PendingToBlockedConflict, PendingToBlockedBudget, PendingToPending} {
+	for _, tr := range []Transition{PendingToSent, PendingToBlockedConflict, PendingToBlockedBudget, PendingToBlockedDeadline,
+		PendingToBlockedRetention, PendingToBlockedRejected, PendingToPending, BlockedToPending, BlockedToSent} {
 		if r.Stats.Transitions[tr] == 0 {
 			t.Errorf("transition %s never happened", tr)
 		}
@@ -41,5 +42,13 @@ func TestReach(t *testing.T) {
 			t.Errorf("worker result %s never happened", res)
 		}
 	}
+	for _, p := range []string{"claim claimed", "claim idle", "claim blocked", "send task", "send transient", "send conflict",
+		"send rejected", "settle sent", "settle pending", "settle blocked", "settle stale", "crash crashed", "tick ticked",
+		"requeue done", "reconcile done", "config configured"} {
+		if r.Stats.Phases[p] == 0 {
+			t.Errorf("step and answer %q never happened", p)
+		}
+	}
+	t.Logf("phases %v", r.Stats.Phases)
 	t.Logf("faults %v; transitions %v; results %v; input classes %v", r.Stats.Faults, r.Stats.Transitions, r.Stats.Results, r.Stats.InputClasses)
 }

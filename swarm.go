@@ -27,6 +27,9 @@ var (
 	approveWeight = weighted{byDefault: 22, often: 66, seldom: 4}
 	deliverWeight = weighted{byDefault: 25, often: 50, seldom: 4}
 	restartWeight = weighted{byDefault: 1, often: 4, seldom: 0}
+	workerWeight  = weighted{byDefault: 12, often: 40, seldom: 0} // a named worker's next phase, or its crash
+	tickWeight    = weighted{byDefault: 3, often: 12, seldom: 0}
+	operateWeight = weighted{byDefault: 2, often: 6, seldom: 0}  // a person's requeue or reconcile
 	plainWeight   = weighted{byDefault: 6, often: 24, seldom: 0} // a delivery without a fault
 	faultWeight   = weighted{byDefault: 1, often: 4, seldom: 0}  // each fault
 )
@@ -36,7 +39,7 @@ var (
 // (only the meaning of each step's draws changes, not their number). Each
 // is enough to resolve the largest total of its weights.
 const (
-	kindBits  = 7 // 2 + 66 + 50 + 4 = 122 < 128
+	kindBits  = 8 // 2 + 66 + 50 + 4 + 40 + 12 + 6 = 180 < 256
 	faultBits = 6 // 24 + 6·4 = 48 < 64
 	crashBits = 4 // 7 + 4 = 11 < 16
 )
@@ -51,6 +54,7 @@ const (
 // three times as many, when the failure needs the swarm's mix.)
 type mix struct {
 	approve, deliver, restart level
+	worker, tick, operate     level
 	plain                     level   // deliveries without a fault
 	faults                    []level // by faults.DeliveryKinds
 	crash                     level   // approvals that crash between the inserts
@@ -70,7 +74,8 @@ func drawMix(t *rapid.T, swarm bool) mix {
 		}
 		return l
 	}
-	m := mix{approve: draw("approve"), deliver: draw("deliver"), restart: draw("restart"), plain: draw("plain")}
+	m := mix{approve: draw("approve"), deliver: draw("deliver"), restart: draw("restart"), plain: draw("plain"),
+		worker: draw("worker"), tick: draw("tick"), operate: draw("operate")}
 	for _, k := range faults.DeliveryKinds {
 		m.faults = append(m.faults, draw(k.String()))
 	}
@@ -95,19 +100,28 @@ func (m mix) deliveryWeights() []int {
 
 // drawStep draws one step: approvals and deliveries, rarely a restart
 // (crashes restart too, and a restart costs as much as a dozen other
-// steps), or the end of the sequence, as often as m says. Every choice
+// steps), a named worker's next phase, a tick of the clock, a person's
+// repair, or the end of the sequence, as often as m says. Every choice
 // shrinks towards the end, then a plain approval of case-1 or a delivery
-// without faults.
-func (m mix) drawStep(t *rapid.T) Step {
-	switch choose(t, "kind", kindBits, 2, approveWeight[m.approve], deliverWeight[m.deliver], restartWeight[m.restart]) {
+// without faults. The worker and operator steps look at e, so that a
+// drawn phase is always the worker's next one.
+func (m mix) drawStep(t *rapid.T, e *Env) Step {
+	switch choose(t, "kind", kindBits, 2, approveWeight[m.approve], deliverWeight[m.deliver], restartWeight[m.restart],
+		workerWeight[m.worker], tickWeight[m.tick], operateWeight[m.operate]) {
 	case 0:
 		return Step{}
 	case 1:
 		return m.drawApprove(t)
 	case 2:
 		return m.drawDeliver(t)
+	case 3:
+		return NewStep("restart")
+	case 4:
+		return drawPhase(t, e)
+	case 5:
+		return drawTick(t, e)
 	}
-	return NewStep("restart")
+	return drawOperate(t, e)
 }
 
 // drawApprove draws an approval of a drawn case and title (see drawCase

@@ -18,8 +18,8 @@ func openApp(ctx context.Context, path string, opts system.Options) (App, error)
 	return system.Open(ctx, path, opts)
 }
 
-func openCRM(ctx context.Context, path string, d system.Durability) (CRM, error) {
-	return system.OpenCRM(ctx, path, d)
+func openCRM(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
+	return system.OpenCRMWith(ctx, path, opts)
 }
 
 // wrapApp opens the real outbox and hands it to wrap.
@@ -74,8 +74,8 @@ var Fragile = []Design{
 			"catches it in two steps: an approval and a delivery whose request arrives twice.",
 		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2,
 		OpenApp: openApp,
-		OpenCRM: func(ctx context.Context, path string, d system.Durability) (CRM, error) {
-			c, err := openPlainCRM(ctx, path, d)
+		OpenCRM: func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
+			c, err := openPlainCRM(ctx, path, opts.Durability)
 			if err != nil {
 				return nil, err
 			}
@@ -142,8 +142,8 @@ var Fragile = []Design{
 			"instruction). Invariant 3 catches it in two steps: a sent row naming a task with other content.",
 		Failure: ReplacedInstruction, Invariant: 3, MinimalSteps: 2,
 		OpenApp: openApp,
-		OpenCRM: func(ctx context.Context, path string, d system.Durability) (CRM, error) {
-			c, err := system.OpenCRM(ctx, path, d)
+		OpenCRM: func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
+			c, err := system.OpenCRMWith(ctx, path, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -179,8 +179,8 @@ var Fragile = []Design{
 			"insert makes a second task (duplicate task). Invariant 1 catches it in two steps.",
 		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2,
 		OpenApp: openApp,
-		OpenCRM: func(ctx context.Context, path string, d system.Durability) (CRM, error) {
-			c, err := openPlainCRM(ctx, path, d)
+		OpenCRM: func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
+			c, err := openPlainCRM(ctx, path, opts.Durability)
 			if err != nil {
 				return nil, err
 			}

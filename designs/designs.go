@@ -8,6 +8,7 @@ package designs
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/outboxlab/handoff/system"
 )
@@ -20,6 +21,14 @@ type App interface {
 	// Recover releases the leases of the design's worker: called when the
 	// worker starts again after a crash.
 	Recover(ctx context.Context) (int, error)
+	// The phases of one delivery, for scenarios that interleave workers.
+	ClaimNext(ctx context.Context, retention time.Duration) (system.Claim, system.Delivery, error)
+	Send(ctx context.Context, c system.Claim, r system.Receiver) (int64, error)
+	Settle(ctx context.Context, c system.Claim, taskID int64, sendErr error) (system.Delivery, error)
+	// The operator actions.
+	Requeue(ctx context.Context, key string, retention time.Duration, actor, reason string) error
+	Reconcile(ctx context.Context, key string, remoteID int64, actor, reason string) error
+	ReconcileAbsent(ctx context.Context, key, actor, reason string) error
 	Close() error
 }
 
@@ -50,7 +59,7 @@ type Design struct {
 	// OpenApp opens the app database at path.
 	OpenApp func(ctx context.Context, path string, opts system.Options) (App, error)
 	// OpenCRM opens the receiver database at path.
-	OpenCRM func(ctx context.Context, path string, d system.Durability) (CRM, error)
+	OpenCRM func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error)
 }
 
 // Handoff is the real design: package system as it is.

@@ -37,6 +37,12 @@ const (
 	// the key at the receiver just before the request arrives: a conflict
 	// waiting to happen.
 	ForeignTask Kind = "foreign-task"
+	// Throttled answers with a transient failure and a not-before hint
+	// (an HTTP 429 or 503 with Retry-After), before the receiver acts.
+	Throttled Kind = "throttled"
+	// Refused has the receiver refuse the request for good (validation,
+	// authorization), before it acts.
+	Refused Kind = "refused"
 	// Restart closes every database handle and reopens it from its file
 	// (scenario directive restart).
 	Restart Kind = "restart"
@@ -45,6 +51,11 @@ const (
 // DeliveryKinds are the faults a delivery step can carry.
 // Their order is the order in which a shrinking rapid run prefers them.
 var DeliveryKinds = []Kind{DuplicateRequest, ForeignTask, Offline, LostReply, CrashAfterReply, CrashBeforeSend}
+
+// SendKinds are the faults a named worker's send step can carry: those on
+// the network and at the receiver (a named worker's crash is a step of
+// its own).
+var SendKinds = []Kind{DuplicateRequest, ForeignTask, Offline, LostReply, Throttled, Refused}
 
 // ForeignPayload is the content of the task ForeignTask puts at the
 // receiver; no approval's payload can equal it.

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/outboxlab/handoff/system"
 )
@@ -22,8 +23,27 @@ func Network(k Kind, inner system.Receiver) system.Receiver {
 		return lostReply{inner}
 	case DuplicateRequest:
 		return duplicate{inner}
+	case Refused:
+		return refused{}
 	}
 	return inner
+}
+
+// Throttle returns a Receiver that answers every request with a transient
+// failure and the hint to retry after after, without acting: what a
+// receiver's 429 or 503 with Retry-After says.
+func Throttle(after time.Duration) system.Receiver { return throttled(after) }
+
+type throttled time.Duration
+
+func (t throttled) CreateTask(context.Context, string, string) (int64, error) {
+	return 0, &system.RetryHint{After: time.Duration(t), Err: fmt.Errorf("%w: throttled", system.ErrTransient)}
+}
+
+type refused struct{}
+
+func (refused) CreateTask(context.Context, string, string) (int64, error) {
+	return 0, fmt.Errorf("%w: the request was refused for good", system.ErrRejected)
 }
 
 type offline struct{}

@@ -104,6 +104,7 @@ func (o Observation) Untimed() Observation {
 // id heard with ResultTask; RetryAfter is the receiver's not-before hint
 // in milliseconds heard with ResultTransient (0 when none).
 type Claim struct {
+	At         int64 // when the claim was made
 	Key        string
 	Fence      int64
 	Attempt    int

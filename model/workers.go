@@ -70,7 +70,7 @@ func (s State) Claim(worker string) (State, ClaimResult) {
 		row.FirstClaimedAt = s.Now
 	}
 	s.Claims = cloneOrMake(s.Claims)
-	s.Claims[worker] = Claim{Key: row.Key, Fence: row.Fence, Attempt: row.Attempts}
+	s.Claims[worker] = Claim{Key: row.Key, Fence: row.Fence, Attempt: row.Attempts, At: s.Now}
 	return s, ClaimResult{Result: ResultClaimed, Key: row.Key}
 }
 
@@ -113,13 +113,22 @@ type Request struct {
 // ResultConflict or ResultRejected. The worker keeps what it heard until
 // it settles. A worker with no claim, or one already sent, gets
 // ResultOutOfTurn and nothing changes. A send is made whatever has
-// happened to the row since the claim: only the settle is fenced.
+// happened to the row since the claim (only the settle is fenced), but
+// not at or after the claim's time plus the send timeout: then nothing is
+// sent and the worker hears a transient failure.
 func (s State) Send(worker string, in Request) (State, Result) {
 	c, ok := s.Claims[worker]
 	if !ok || c.Heard != "" {
 		return s, ResultOutOfTurn
 	}
 	s = s.clone()
+	if s.Now >= c.At+s.SendTimeout {
+		// A send starts within the send timeout of its claim or not at all:
+		// a later one could reach a receiver past its retention.
+		c.Heard = ResultTransient
+		s.Claims[worker] = c
+		return s, c.Heard
+	}
 	a, _ := s.approval(c.Key)
 	var id int64
 	var conflict bool

@@ -12,9 +12,10 @@ import (
 // whether it takes it, and writes it under the fence it read, in one
 // transaction.
 const (
-	sqlOperate = `UPDATE outbox SET state = ?, attempts = ?, remote_id = ?, last_error = NULL, next_attempt_at = ?,
-		first_claimed_at = ?, sent_at = ?, lease_owner = NULL, lease_until = 0, fence = fence + 1
-		WHERE key = ? AND fence = ?`
+	sqlOperate = `UPDATE outbox SET state = ?1, attempts = ?2, remote_id = ?3, last_error = NULL,
+		next_attempt_at = CASE WHEN ?1 = 'pending' THEN ?4 ELSE next_attempt_at END,
+		first_claimed_at = ?5, sent_at = ?6, lease_owner = NULL, lease_until = 0, fence = fence + 1
+		WHERE key = ?7 AND fence = ?8`
 	sqlAudit    = `INSERT INTO audit (at, actor, action, key, reason) VALUES (?, ?, ?, ?, ?)`
 	sqlAuditLog = `SELECT at, actor, action, key, reason FROM audit ORDER BY seq`
 )

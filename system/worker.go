@@ -113,6 +113,7 @@ type Claim struct {
 	Attempt int   // the attempt this claim counted
 	Fence   int64 // the row's fence after the claim
 	seq     int64
+	sendBy  time.Time // the claim's time plus the send timeout
 }
 
 // Recover releases every lease held under this Outbox's worker name,
@@ -181,6 +182,7 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 		}
 		c.Attempt++
 		c.Fence++
+		c.sendBy = fromMillis(now).Add(o.opts.SendTimeout)
 		d.Attempts = c.Attempt
 		leaseUntil := now + o.opts.Lease.Milliseconds()
 		return driverError("counting the attempt", o.q.exec(ctx, tx, sqlClaimRow, o.opts.Worker, leaseUntil, now, c.seq))
@@ -191,9 +193,16 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 	return c, d, nil
 }
 
-// Send sends c to r outside any transaction, with the send timeout.
+// Send sends c to r outside any transaction. The send must be over by
+// the claim's time plus the send timeout: that is what makes the
+// retention rule of ClaimNext safe. A worker that comes to send later (it
+// was paused since the claim) sends nothing and returns ErrTransient.
 func (o *Outbox) Send(ctx context.Context, c Claim, r Receiver) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.opts.SendTimeout)
+	left := c.sendBy.Sub(o.opts.Now())
+	if left <= 0 {
+		return 0, fmt.Errorf("%w: the claim of %s is older than the send timeout (%v); nothing was sent", ErrTransient, c.Key, o.opts.SendTimeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, left)
 	defer cancel()
 	return r.CreateTask(ctx, c.Key, c.Payload)
 }

@@ -1,0 +1,116 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/outboxlab/handoff/model"
+	"github.com/outboxlab/handoff/system"
+)
+
+// operator is who acts in a scenario's operator steps, and why.
+var operator = model.Operator{Actor: "operator", Reason: "scenario"}
+
+// requeue has a person requeue a blocked row: pending, attempts 0,
+// eligible now, the same key.
+//
+//	requeue case=case-1
+func (e *Env) requeue(ctx context.Context, s Step) (stepResult, error) {
+	if err := s.only("case"); err != nil {
+		return stepResult{}, err
+	}
+	key, err := caseKey(s)
+	if err != nil {
+		return stepResult{}, err
+	}
+	retention := time.Duration(e.model.Retention) * time.Millisecond
+	r := e.operated("requeue "+key, key, e.app.Requeue(ctx, key, retention, operator.Actor, operator.Reason))
+	var v model.OpVerdict
+	e.model, v = e.model.Requeue(operator, key)
+	r.want = Answer{Kind: opAnswers[v], Key: key}
+	e.actedOn(key, r.got)
+	return r, nil
+}
+
+// reconcile has a person record what they found in the CRM: the task id
+// of the key, or that it holds none.
+//
+//	reconcile case=case-1 remote-id=1
+//	reconcile case=case-1 absent=true
+func (e *Env) reconcile(ctx context.Context, s Step) (stepResult, error) {
+	if err := s.only("case", "remote-id", "absent"); err != nil {
+		return stepResult{}, err
+	}
+	key, err := caseKey(s)
+	if err != nil {
+		return stepResult{}, err
+	}
+	id, hasID := s.Arg("remote-id")
+	absent, _ := s.Arg("absent")
+	var r stepResult
+	var v model.OpVerdict
+	switch {
+	case hasID && absent == "":
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil {
+			return stepResult{}, fmt.Errorf("%w: remote-id=%q is not a whole number", ErrScenario, id)
+		}
+		r = e.operated(fmt.Sprintf("reconcile %s as task %d", key, n), key, e.app.Reconcile(ctx, key, n, operator.Actor, operator.Reason))
+		e.model, v = e.model.Reconcile(operator, key, n)
+	case !hasID && absent == "true":
+		r = e.operated("reconcile "+key+" as absent", key, e.app.ReconcileAbsent(ctx, key, operator.Actor, operator.Reason))
+		e.model, v = e.model.ReconcileAbsent(operator, key)
+	default:
+		return stepResult{}, fmt.Errorf("%w: reconcile takes remote-id=N or absent=true", ErrScenario)
+	}
+	r.want = Answer{Kind: opAnswers[v], Key: key}
+	e.actedOn(key, r.got)
+	return r, nil
+}
+
+// actedOn starts invariant 4's count of key's sends afresh after a
+// person's action on it: the sends it counts are those of claims made
+// since, whose fence is above the one the action left.
+func (e *Env) actedOn(key string, got Answer) {
+	if got.Kind != Done {
+		return
+	}
+	delete(e.sends, key)
+	for _, r := range e.model.Outbox {
+		if r.Key == key {
+			e.actedFence[key] = r.Fence
+		}
+	}
+}
+
+// caseKey reads the action key of a step's case= argument.
+func caseKey(s Step) (string, error) {
+	c, ok := s.Arg("case")
+	if !ok || c == "" {
+		return "", fmt.Errorf("%w: %s needs case=ID", ErrScenario, s.Directive)
+	}
+	return system.KeyPrefix + c, nil
+}
+
+// operated says what an operator action did, and the system's answer.
+func (e *Env) operated(what, key string, err error) stepResult {
+	r := stepResult{key: key}
+	switch {
+	case err == nil:
+		r.line, r.got = what+": done", Answer{Kind: Done, Key: key}
+	case errors.Is(err, system.ErrWrongState):
+		r.line, r.got = what+": refused, "+err.Error(), Answer{Kind: RefusedState, Key: key}
+	case errors.Is(err, system.ErrRetention):
+		r.line, r.got = what+": refused, "+err.Error(), Answer{Kind: RefusedRetention, Key: key}
+	case errors.Is(err, system.ErrNotFound):
+		r.line, r.got = what+": refused, "+err.Error(), Answer{Kind: RefusedUnknown, Key: key}
+	case errors.Is(err, system.ErrInvalidInput):
+		r.line, r.got = what+": refused, "+err.Error(), Answer{Kind: RefusedInput, Key: key}
+	default:
+		r.line, r.got = what+": error: "+err.Error(), Answer{Kind: Error, Key: key}
+	}
+	return r
+}

@@ -1,0 +1,135 @@
+package handoff
+
+import (
+	"strconv"
+
+	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/model"
+	"pgregory.net/rapid"
+)
+
+// namedWorkers are the workers a sequence interleaves, beside the default
+// one that deliver and converge use: two most of the time, a third seldom.
+var namedWorkers = []string{"A", "B", "C"}
+
+// configs are the options a sequence may start with (one in two does):
+// SPEC's defaults but for backoff, which scenarios turn off, then backoff
+// on, a receiver that forgets keys, a time budget, a short lease.
+var configs = []Step{
+	NewStep("config", "backoff-base", "1000", "backoff-cap", "8000"),
+	NewStep("config", "retention", "60000"),
+	NewStep("config", "max-age", "90000"),
+	NewStep("config", "lease", "5000", "send-timeout", "2000"),
+	NewStep("config", "retention", "45000", "backoff-base", "2000", "backoff-cap", "16000", "max-age", "120000"),
+	NewStep("config", "max-age", "40000", "lease", "20000", "send-timeout", "5000"),
+}
+
+// drawConfig draws the options a sequence starts with: none (the zero
+// Step, where shrinking goes) one time in two.
+func drawConfig(t *rapid.T) Step {
+	if pick(t, "config", 1, 1) == 0 {
+		return Step{}
+	}
+	return configs[pickOf(t, "which config", len(configs))]
+}
+
+// drawPhase draws a named worker and its next phase: a claim when it holds
+// none, then the send of what it claimed (with a fault, some of the time),
+// then the settle (with a jitter drawn within the backoff ceiling); or,
+// one time in eight, its crash.
+func drawPhase(t *rapid.T, e *Env) Step {
+	name := namedWorkers[pick(t, "worker", 6, 6, 1)]
+	if pick(t, "worker crash", 7, 1) == 1 {
+		return NewStep("crash", "worker", name)
+	}
+	c, holds := e.model.Claims[name]
+	switch {
+	case !holds:
+		return NewStep("claim", "worker", name)
+	case c.Heard == "":
+		weights := []int{6}
+		for range faults.SendKinds {
+			weights = append(weights, 1)
+		}
+		i := pick(t, "send fault", weights...)
+		if i == 0 {
+			return NewStep("send", "worker", name)
+		}
+		k := faults.SendKinds[i-1]
+		s := NewStep("send", "worker", name, "fault", k.String())
+		if k == faults.Throttled {
+			s.Args = append(s.Args, Arg{"retry-after", []string{"0", "1500", "20000"}[pickOf(t, "retry after", 3)]})
+		}
+		return s
+	}
+	s := NewStep("settle", "worker", name)
+	if ceiling := e.model.JitterCeiling(c.Attempt); c.Heard == model.ResultTransient && ceiling > 0 {
+		if j := ceiling * int64(pickOf(t, "jitter", 5)) / 4; j > 0 {
+			s.Args = append(s.Args, Arg{"jitter", itoa(j)})
+		}
+	}
+	return s
+}
+
+// ticks are the steps of time a sequence takes: a moment, past a backoff,
+// past the send timeout, past a lease, past a retention, past a time budget.
+var ticks = []string{"1", "2000", "10000", "30000", "61000", "95000"}
+
+// drawTick draws a tick of the clock.
+func drawTick(t *rapid.T, _ *Env) Step {
+	return NewStep("tick", "ms", ticks[pickOf(t, "tick", len(ticks))])
+}
+
+// drawOperate draws a person's repair of a row that needs one, as SPEC's
+// simulation has it: the person tells the truth. A blocked row is
+// requeued or reconciled, a pending row without a live lease reconciled:
+// with the id of the task the CRM holds for its key with its payload, or
+// as absent when it holds none; a row whose key the CRM holds with other
+// content is only requeued. With no such row, the person requeues case-1
+// (refused, or unknown).
+func drawOperate(t *rapid.T, e *Env) Step {
+	var rows []model.Row
+	for _, r := range e.model.Outbox {
+		if r.State == model.Blocked || r.State == model.Pending && (r.LeaseOwner == "" || r.LeaseUntil <= e.model.Now) {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return NewStep("requeue", "case", "case-1")
+	}
+	// Blocked rows, three times in four: they are what a person is called
+	// for.
+	var blocked []model.Row
+	for _, r := range rows {
+		if r.State == model.Blocked {
+			blocked = append(blocked, r)
+		}
+	}
+	if len(blocked) > 0 && pick(t, "blocked first", 1, 3) == 1 {
+		rows = blocked
+	}
+	r := rows[pickOf(t, "row to repair", len(rows))]
+	c := r.Key[len(model.KeyPrefix):]
+	requeue := NewStep("requeue", "case", c)
+	if r.State == model.Blocked && pick(t, "requeue", 1, 1) == 0 {
+		return requeue
+	}
+	payload := ""
+	for _, a := range e.model.Approvals {
+		if a.Key == r.Key {
+			payload = a.Payload
+		}
+	}
+	for _, task := range e.model.Tasks {
+		switch {
+		case task.Key == r.Key && task.Payload == payload:
+			return NewStep("reconcile", "case", c, "remote-id", itoa(task.ID))
+		case task.Key == r.Key:
+			return requeue
+		}
+	}
+	return NewStep("reconcile", "case", c, "absent", "true")
+}
+
+// itoa prints n in decimal, as a step's argument.
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
