@@ -96,11 +96,11 @@ func OpenCRMWith(ctx context.Context, path string, opts CRMOptions) (*CRM, error
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	db, err := openDB(ctx, path, crmDatabase, opts.Durability)
+	db, release, err := openDB(ctx, path, crmDatabase, opts.Durability)
 	if err != nil {
 		return nil, err
 	}
-	c, err := newCRM(ctx, db, path)
+	c, err := newCRM(ctx, db, release, path)
 	if err != nil {
 		return nil, err
 	}
@@ -115,15 +115,15 @@ func (c *CRM) Retention() time.Duration { return c.opts.Retention }
 // reading: it writes nothing, creates no file and leaves none behind.
 // Only Tasks, Identity and Check work on it.
 func OpenCRMReadOnly(ctx context.Context, path string) (*CRM, error) {
-	db, err := openReadOnly(ctx, path, crmDatabase)
+	db, release, err := openReadOnly(ctx, path, crmDatabase)
 	if err != nil {
 		return nil, err
 	}
-	return newCRM(ctx, db, path)
+	return newCRM(ctx, db, release, path)
 }
 
-func newCRM(ctx context.Context, db *sql.DB, path string) (*CRM, error) {
-	q, err := prepareAll(ctx, db, sqlFindTask, sqlInsertTask, sqlRemember, sqlTasks, sqlIdentity)
+func newCRM(ctx context.Context, db *sql.DB, release func(), path string) (*CRM, error) {
+	q, err := prepareAll(ctx, db, release, sqlFindTask, sqlInsertTask, sqlRemember, sqlTasks, sqlIdentity)
 	if err != nil {
 		return nil, err
 	}

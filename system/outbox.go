@@ -226,11 +226,11 @@ func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := openDB(ctx, path, appDatabase, opts.Durability)
+	db, release, err := openDB(ctx, path, appDatabase, opts.Durability)
 	if err != nil {
 		return nil, err
 	}
-	return newOutbox(ctx, db, path, opts)
+	return newOutbox(ctx, db, release, path, opts)
 }
 
 // OpenReadOnly opens the existing app database at path for reading: it
@@ -241,15 +241,15 @@ func OpenReadOnly(ctx context.Context, path string) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := openReadOnly(ctx, path, appDatabase)
+	db, release, err := openReadOnly(ctx, path, appDatabase)
 	if err != nil {
 		return nil, err
 	}
-	return newOutbox(ctx, db, path, opts)
+	return newOutbox(ctx, db, release, path, opts)
 }
 
-func newOutbox(ctx context.Context, db *sql.DB, path string, opts Options) (*Outbox, error) {
-	q, err := prepareAll(ctx, db, appQueries...)
+func newOutbox(ctx context.Context, db *sql.DB, release func(), path string, opts Options) (*Outbox, error) {
+	q, err := prepareAll(ctx, db, release, appQueries...)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
@@ -207,21 +208,42 @@ func checkWritable(path string) error {
 // that is not a plain file are refused before anything is written. The
 // database runs in WAL mode: a commit appends to the log and syncs once,
 // and readers never block the single writer.
-func openDB(ctx context.Context, path string, k kind, d Durability) (*sql.DB, error) {
+func openDB(ctx context.Context, path string, k kind, d Durability) (*sql.DB, func(), error) {
 	if err := CheckPath(path); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	sync, err := d.Synchronous()
+	synchronous, err := d.Synchronous()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	h, err := readHeader(ctx, path, k)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkWritable(path); err != nil {
-		return nil, err
-	}
+	var db *sql.DB
+	release, err := hold(path, k, func() error {
+		h, err := readHeader(ctx, path, k)
+		if err != nil {
+			return err
+		}
+		if err := checkWritable(path); err != nil {
+			return err
+		}
+		db, err = openWriter(ctx, path, synchronous)
+		if err != nil || !h.empty && h.version == k.version() {
+			return err
+		}
+		if err := migrate(ctx, db, path, k); err != nil {
+			db.Close()
+			return err
+		}
+		return nil
+	}, func() (err error) {
+		db, err = openWriter(ctx, path, synchronous)
+		return err
+	})
+	return db, release, err
+}
+
+// openWriter opens path for reading and writing: every transaction
+// BEGIN IMMEDIATE, foreign keys on, the synchronous setting given.
+func openWriter(_ context.Context, path, sync string) (*sql.DB, error) {
 	dsn := fmt.Sprintf("%s?_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(%s)&_pragma=cell_size_check(1)",
 		path, busyTimeoutMillis, sync)
 	db, err := sql.Open("sqlite", dsn)
@@ -231,13 +253,65 @@ func openDB(ctx context.Context, path string, k kind, d Durability) (*sql.DB, er
 	// One connection: SQLite serialises writers anyway, and a single
 	// connection keeps every statement of a transaction on it.
 	db.SetMaxOpenConns(1)
-	if h.empty || h.version < k.version() {
-		if err := migrate(ctx, db, path, k); err != nil {
-			db.Close()
-			return nil, err
-		}
-	}
 	return db, nil
+}
+
+// The handles this process holds on each database file, by absolute path.
+// POSIX locks belong to a process and are all dropped by the first close
+// of any descriptor of the file, so once this process holds a SQLite
+// handle on a file it must never open and close a descriptor of that file
+// (or of its -wal or -shm) again: another process could then find the
+// database unlocked and reset the shared memory under the live handle
+// (SQLite's "disk I/O error" 8714). The checks that read the files
+// directly therefore run only for the first handle, under heldMu, and a
+// later handle trusts them.
+var (
+	heldMu sync.Mutex
+	held   = map[string]heldFile{}
+)
+
+// heldFile is how many handles of which kind this process holds on a file.
+type heldFile struct {
+	kind string
+	n    int
+}
+
+// hold opens a handle on path as kind k: with first, which may read the
+// files directly, when this process holds no handle on it, otherwise with
+// again. It returns the function that gives the handle back when it
+// closes.
+func hold(path string, k kind, first, again func() error) (func(), error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("system: %w", err)
+	}
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	f, open := held[abs]
+	switch {
+	case open && f.kind != k.name:
+		return nil, fmt.Errorf("%w: %s is open as %s in this process, not %s", ErrWrongDatabase, path, f.kind, k.name)
+	case open:
+		err = again()
+	default:
+		err = first()
+	}
+	if err != nil {
+		return nil, err
+	}
+	held[abs] = heldFile{kind: k.name, n: f.n + 1}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			heldMu.Lock()
+			defer heldMu.Unlock()
+			if f := held[abs]; f.n > 1 {
+				held[abs] = heldFile{kind: f.kind, n: f.n - 1}
+			} else {
+				delete(held, abs)
+			}
+		})
+	}, nil
 }
 
 // migrate sets WAL mode and brings the schema of the database at path up
@@ -285,34 +359,40 @@ func migrate(ctx context.Context, db *sql.DB, path string, k kind) error {
 // openReadOnly opens the existing database at path, of kind k and at k's
 // schema version, for reading only. It writes nothing and leaves nothing
 // behind: see openReader.
-func openReadOnly(ctx context.Context, path string, k kind) (*sql.DB, error) {
+func openReadOnly(ctx context.Context, path string, k kind) (*sql.DB, func(), error) {
 	if err := CheckPath(path); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	h, err := readHeader(ctx, path, k)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case h.empty:
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s does not exist", ErrNotFound, path)
+	var db *sql.DB
+	open := func() (err error) {
+		if db, err = openReader(path); err != nil {
+			return err
 		}
-		return nil, fmt.Errorf("%w: %s is empty, not %s", ErrWrongDatabase, path, k.name)
-	case h.appID != k.appID:
-		return nil, fmt.Errorf("%w: %s is not %s (it has no handoff mark)", ErrWrongDatabase, path, k.name)
-	case h.version < k.version():
-		return nil, fmt.Errorf("%w: %s has schema version %d, this handoff reads %d; opening it for writing upgrades it in place (handoff upgrade)", ErrOldSchema, path, h.version, k.version())
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return driverError("opening "+path, err)
+		}
+		return nil
 	}
-	db, err := openReader(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, driverError("opening "+path, err)
-	}
-	return db, nil
+	release, err := hold(path, k, func() error {
+		h, err := readHeader(ctx, path, k)
+		if err != nil {
+			return err
+		}
+		switch {
+		case h.empty:
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("%w: %s does not exist", ErrNotFound, path)
+			}
+			return fmt.Errorf("%w: %s is empty, not %s", ErrWrongDatabase, path, k.name)
+		case h.appID != k.appID:
+			return fmt.Errorf("%w: %s is not %s (it has no handoff mark)", ErrWrongDatabase, path, k.name)
+		case h.version < k.version():
+			return fmt.Errorf("%w: %s has schema version %d, this handoff reads %d; opening it for writing upgrades it in place (handoff upgrade)", ErrOldSchema, path, h.version, k.version())
+		}
+		return open()
+	}, open)
+	return db, release, err
 }
 
 // openReader opens path read-only. When no -wal or -shm file is there, no

@@ -12,11 +12,12 @@ import (
 type statements struct {
 	db       *sql.DB
 	prepared map[string]*sql.Stmt
+	release  func() // gives the file's handle back (see hold)
 }
 
-// prepareAll prepares queries on db.
-func prepareAll(ctx context.Context, db *sql.DB, queries ...string) (*statements, error) {
-	s := &statements{db: db, prepared: map[string]*sql.Stmt{}}
+// prepareAll prepares queries on db, whose handle release gives back.
+func prepareAll(ctx context.Context, db *sql.DB, release func(), queries ...string) (*statements, error) {
+	s := &statements{db: db, prepared: map[string]*sql.Stmt{}, release: release}
 	for _, q := range queries {
 		st, err := db.PrepareContext(ctx, q)
 		if err != nil {
@@ -70,5 +71,6 @@ func (s *statements) close() error {
 	for _, st := range s.prepared {
 		st.Close()
 	}
+	defer s.release()
 	return s.db.Close()
 }
