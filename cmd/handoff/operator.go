@@ -17,30 +17,30 @@ import (
 // keyHelp is what the help of the operator commands says about KEY.
 const keyHelp = "KEY is the action key (" + system.KeyPrefix + "CASE), or just the case id: a KEY without ':' gets " + system.KeyPrefix + " put before it."
 
-// parseKey parses the arguments of a command that takes one KEY, before
-// or after its flags, and returns the action key: a KEY without ':' is a
-// case id, and gets system.KeyPrefix.
+// parseKey parses the arguments of a command that takes one KEY, before,
+// between or after its flags, and returns the action key: a KEY without
+// ':' is a case id, and gets system.KeyPrefix.
 func parseKey(fs *flag.FlagSet, args []string, stderr io.Writer) (string, error) {
-	var key string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		key, args = args[0], args[1:]
-	}
-	if err := parse(fs, args, stderr, true); err != nil {
-		return "", err
-	}
-	rest := fs.Args()
-	if key == "" && len(rest) > 0 {
-		key, rest = rest[0], rest[1:]
+	var operands []string
+	for {
+		if err := parse(fs, args, stderr, true); err != nil {
+			return "", err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		operands = append(operands, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
 	switch {
-	case len(rest) > 0:
-		return "", fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
-	case key == "":
+	case len(operands) > 1:
+		return "", fmt.Errorf("%w: unexpected argument %q", errUsage, operands[1])
+	case len(operands) == 0:
 		return "", fmt.Errorf("%w: missing KEY (an action key or a case id)", errUsage)
-	case !strings.Contains(key, ":"):
-		key = system.KeyPrefix + key
+	case !strings.Contains(operands[0], ":"):
+		return system.KeyPrefix + operands[0], nil
 	}
-	return key, nil
+	return operands[0], nil
 }
 
 // operatorFlags are the flags every operator action takes: the app
