@@ -19,8 +19,15 @@ type command struct {
 	name    string
 	args    string // what follows "handoff NAME" in its usage line
 	summary string // one line for handoff help
-	done    string // what exit status 0 means
-	failed  string // what exit status 1 means; empty: it never exits 1
+	// operands says what the arguments that are not flags are, for the
+	// command's help; empty when the usage line says enough.
+	operands string
+	done     string // what exit status 0 means
+	failed   string // what exit status 1 means; empty: it never exits 1
+	// attention is what exit status 3 means; empty: it never exits 3.
+	// Only a command whose answer can be "a person must look" (for
+	// alerting) has it.
+	attention string
 	// atLeastOne lists integer flags that must be 1 or more when given.
 	atLeastOne []string
 	// run parses args with parse, so that -h and --help return a
@@ -96,12 +103,48 @@ func init() {
 			run:     deliver,
 		},
 		{
+			name:       "work",
+			args:       "--app PATH --crm PATH [--workers N] [--worker NAME] [--lease D] [--send-timeout D] [--max-attempts N] [--max-age D] [--backoff-base D] [--backoff-cap D] [--until-idle] [--log-format FORMAT]",
+			summary:    "run a pool of workers that deliver from an app database to its CRM until interrupted (or idle)",
+			done:       "interrupted by SIGINT or SIGTERM (every delivery under way finished and was recorded), or with --until-idle nothing is pending",
+			failed:     "a missing database, another CRM than the app delivers to, a file of the wrong kind, or a database error a worker cannot go on after",
+			atLeastOne: []string{"workers", "max-attempts"},
+			run:        work,
+		},
+		{
 			name:    "inspect",
 			args:    "--app PATH [--crm PATH] [--state STATE] [--limit N] [--json]",
 			summary: "show the outbox (and CRM) of real database files, read only",
 			done:    "shown, and the files are sound",
 			failed:  "a missing, unreadable or damaged database, a file of the wrong kind, or a sent row that does not name its task",
 			run:     inspect,
+		},
+		{
+			name:     "requeue",
+			args:     "KEY --app PATH --reason TEXT [--actor NAME] [--retention D]",
+			summary:  "make a blocked row pending again: same key and payload, 0 attempts, eligible now",
+			operands: keyHelp,
+			done:     "requeued; the audit log has who and why",
+			failed:   "refused, the files unchanged: no row for KEY, a row that is not blocked, a CRM that may have forgotten the key (reconcile first), or a database error",
+			run:      requeue,
+		},
+		{
+			name:     "reconcile",
+			args:     "KEY --app PATH (--remote-id N | --absent) --reason TEXT [--actor NAME]",
+			summary:  "record what a person found in the CRM for a blocked (or unleased pending) row: task N, or none",
+			operands: keyHelp,
+			done:     "reconciled; the audit log has who and why",
+			failed:   "refused, the files unchanged: no row for KEY, a sent row, a row a worker holds a live lease on, or a database error",
+			run:      reconcile,
+		},
+		{
+			name:      "stale",
+			args:      "--app PATH --older-than D [--json]",
+			summary:   "list the rows that need a person: every blocked row, every pending row approved more than D ago, read only",
+			done:      "nothing needs a person",
+			failed:    "a missing, unreadable or damaged database, or a file of the wrong kind",
+			attention: "something needs a person (listed): for alerting",
+			run:       stale,
 		},
 		{
 			name:    "check",
@@ -182,6 +225,9 @@ var placeholder = regexp.MustCompile(`--([a-z][a-z-]*) ([A-Z]+)`)
 // placeholders of the usage line) and what each exit status means.
 func (c command) printHelp(w io.Writer, fs *flag.FlagSet) error {
 	fmt.Fprintf(w, "usage: %s\n\n%s\n", c.usageLine(), c.summary)
+	if c.operands != "" {
+		fmt.Fprintf(w, "\n%s\n", c.operands)
+	}
 	words := map[string]string{}
 	for _, m := range placeholder.FindAllStringSubmatch(c.args, -1) {
 		words[m[1]] = m[2]
@@ -196,7 +242,7 @@ func (c command) printHelp(w io.Writer, fs *flag.FlagSet) error {
 			name += " " + word
 		}
 		usage := f.Usage
-		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
 			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\n", name, usage)
@@ -206,6 +252,9 @@ func (c command) printHelp(w io.Writer, fs *flag.FlagSet) error {
 		fmt.Fprintf(tw, "  1\t%s\n", c.failed)
 	}
 	fmt.Fprintf(tw, "  2\t%s\n", usageExit)
+	if c.attention != "" {
+		fmt.Fprintf(tw, "  3\t%s\n", c.attention)
+	}
 	return tw.Flush()
 }
 
@@ -236,8 +285,9 @@ func printUsage(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w, `
 exit status: 0 done; 1 refused or failed, with one line on stderr; 2 usage
-error. handoff help COMMAND (or handoff COMMAND --help) shows a command's
-flags and what each exit status means for it.`)
+error; 3 (stale only) something needs a person. handoff help COMMAND (or
+handoff COMMAND --help) shows a command's flags and what each exit status
+means for it.`)
 }
 
 // helpCmd lists the commands, or shows the help of one.

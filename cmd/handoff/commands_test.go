@@ -38,6 +38,12 @@ func TestHelpForEveryCommand(t *testing.T) {
 			if got, want := strings.Contains(help, "\n  1  "), c.failed != ""; got != want || !strings.Contains(help, c.failed) {
 				t.Errorf("help %s: exit status 1 listed %v, want %v (%q):\n%s", c.name, got, want, c.failed, help)
 			}
+			if got, want := strings.Contains(help, "\n  3  "), c.attention != ""; got != want || !strings.Contains(help, c.attention) {
+				t.Errorf("help %s: exit status 3 listed %v, want %v (%q):\n%s", c.name, got, want, c.attention, help)
+			}
+			if !strings.Contains(help, c.operands) {
+				t.Errorf("help %s does not say what its arguments are (%q):\n%s", c.name, c.operands, help)
+			}
 		})
 	}
 }
@@ -56,7 +62,7 @@ func TestUsageLinesNameEveryFlag(t *testing.T) {
 		var defined []string
 		fs.VisitAll(func(f *flag.Flag) {
 			defined = append(defined, f.Name)
-			if !strings.Contains(c.args, "[--"+f.Name) && !strings.HasPrefix(c.args, "--"+f.Name) && !strings.Contains(c.args, " --"+f.Name) {
+			if !strings.Contains(c.args, "[--"+f.Name) && !strings.Contains(c.args, "(--"+f.Name) && !strings.HasPrefix(c.args, "--"+f.Name) && !strings.Contains(c.args, " --"+f.Name) {
 				t.Errorf("%s: the usage line %q does not name --%s", c.name, c.args, f.Name)
 			}
 			if !strings.Contains(help, "\n  --"+f.Name+" ") || !strings.Contains(help, f.Usage) {

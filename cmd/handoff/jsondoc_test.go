@@ -38,6 +38,8 @@ var jsonOutputs = []struct {
 		copyTo(t, crm, filepath.Join(dir, "empty.db")) // the same CRM before it held a task
 		cliJSON(t, "deliver", "--app", app, "--crm", crm)
 		cliJSON(t, "deliver", "--app", app, "--crm", crm, "--fault", "offline")
+		cliJSON(t, "reconcile", "case-105", "--app", app, "--absent", "--actor", "ann", "--reason", "not in the CRM")
+		lease(t, app, "w")
 		return []string{
 			cliJSON(t, "inspect", "--app", app, "--json"),
 			cliJSON(t, "inspect", "--app", app, "--crm", crm, "--json"),
@@ -56,6 +58,19 @@ var jsonOutputs = []struct {
 			cliJSON(t, "check", "--app", app, "--crm", crm, "--json"),
 			problemJSON(t, "check", "--app", app, "--crm", filepath.Join(dir, "empty.db"), "--json"),
 		}
+	}},
+	{"stale --json", func(t *testing.T) []string {
+		dir := t.TempDir()
+		app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
+		cliJSON(t, "approve", "--app", app, "--case", "case-104", "--title", "Call back")
+		cliJSON(t, "crm", "init", "--crm", crm)
+		none := cliJSON(t, "stale", "--app", app, "--older-than", "1h", "--json")
+		for range 3 {
+			cliJSON(t, "deliver", "--app", app, "--crm", crm, "--fault", "offline")
+		}
+		cliJSON(t, "approve", "--app", app, "--case", "case-105", "--title", "Call back")
+		lease(t, app, "w")
+		return []string{none, attentionJSON(t, "stale", "--app", app, "--older-than", "0s", "--json")}
 	}},
 	{"designs --json", func(t *testing.T) []string {
 		return []string{cliJSON(t, "designs", "--json")}
@@ -91,6 +106,17 @@ func problemJSON(t *testing.T, args ...string) string {
 	code, stdout, stderr := runCLI(t, args...)
 	if code != 1 || !strings.Contains(stdout, `"problems": [`) {
 		t.Fatalf("%v: exit %d, want 1 and problems: %s%s", args, code, stdout, stderr)
+	}
+	return stdout
+}
+
+// attentionJSON runs the command line, fails the test unless it exits 3
+// for something that needs a person, and returns its stdout.
+func attentionJSON(t *testing.T, args ...string) string {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 3 {
+		t.Fatalf("%v: exit %d, want 3: %s%s", args, code, stdout, stderr)
 	}
 	return stdout
 }

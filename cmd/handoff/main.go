@@ -8,7 +8,8 @@
 // Exit status, for every command: 0 done; 1 refused or failed, with one
 // line on stderr; 2 usage error (a bad flag or argument, an unknown
 // command, design or fault name, a number out of range), with one line on
-// stderr and a pointer to the command's help.
+// stderr and a pointer to the command's help. One command, stale, also
+// exits 3 when something needs a person, for alerting; its help says so.
 package main
 
 import (
@@ -26,6 +27,10 @@ import (
 
 // errUsage marks a usage error: exit status 2.
 var errUsage = errors.New("usage error")
+
+// errAttention marks an answer that a person must act on: exit status 3,
+// for the commands whose table entry says what 3 means.
+var errAttention = errors.New("a person must look")
 
 func main() {
 	// An interrupt cancels the context: long commands stop cleanly and say
@@ -55,8 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // exit prints what err says, once, and returns the exit status: 0 for
-// nil or a help request (the help goes to stdout), 2 for a usage error, 1
-// for anything else.
+// nil or a help request (the help goes to stdout), 2 for a usage error, 3
+// for errAttention from a command that documents it, 1 for anything else.
 func (c command) exit(err error, stdout, stderr io.Writer) int {
 	var h helpRequest
 	switch {
@@ -75,6 +80,9 @@ func (c command) exit(err error, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "handoff %s: %s\nsee %s\n", c.name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "), pointer)
 		return 2
+	case errors.Is(err, errAttention) && c.attention != "":
+		fmt.Fprintf(stderr, "handoff %s: %s\n", c.name, err)
+		return 3
 	}
 	// The command name stands in for this module's own package prefix.
 	fmt.Fprintf(stderr, "handoff %s: %s\n", c.name, strings.TrimPrefix(err.Error(), "handoff: "))

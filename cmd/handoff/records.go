@@ -268,6 +268,9 @@ func inspect(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	v := inspection{appPath: *appPath, crmPath: *crmPath, files: files, findings: findings, now: time.Now()}
+	if v.audit, err = readAudit(ctx, *appPath); err != nil {
+		v.findings = append(v.findings, handoff.Finding{Where: *appPath, What: "reading the audit log: " + err.Error()})
+	}
 	for _, r := range files.App.Outbox {
 		if !slices.Contains(states, r.State) {
 			continue
@@ -285,10 +288,20 @@ func inspect(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else {
 		v.writeText(stdout)
 	}
-	if len(findings) > 0 {
-		return fmt.Errorf("%d problem(s) with the files (listed above)", len(findings))
+	if len(v.findings) > 0 {
+		return fmt.Errorf("%d problem(s) with the files (listed above)", len(v.findings))
 	}
 	return nil
+}
+
+// readAudit reads the audit log of the app database at path, read only.
+func readAudit(ctx context.Context, path string) ([]system.AuditEntry, error) {
+	app, err := system.OpenReadOnly(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer app.Close()
+	return app.Audit(ctx)
 }
 
 // parseStates reads --state: one state, or all of them.
@@ -310,8 +323,13 @@ type inspection struct {
 	listed           []system.Row // the rows --state and --limit let through
 	unlisted         int          // the rows --state let through and --limit held back
 	findings         []handoff.Finding
+	audit            []system.AuditEntry // the whole audit log, oldest first
 	now              time.Time
 }
+
+// auditInText is how many entries of the audit log inspect's text shows:
+// the latest.
+const auditInText = 20
 
 func (v inspection) writeText(w io.Writer) {
 	rows := v.files.App.Outbox
@@ -320,6 +338,7 @@ func (v inspection) writeText(w io.Writer) {
 	for _, r := range v.listed {
 		fmt.Fprintf(w, "  %s %s\n", r.Key, describeRow(r, system.DefaultMaxAttempts))
 		fmt.Fprintf(w, "    %s\n", v.times(r))
+		fmt.Fprintf(w, "    %s\n", v.claim(r))
 	}
 	if v.unlisted > 0 {
 		fmt.Fprintf(w, "  ... %d more (--limit 0 lists all)\n", v.unlisted)
@@ -333,9 +352,40 @@ func (v inspection) writeText(w io.Writer) {
 			fmt.Fprintf(w, "  task %d %s %s\n", t.ID, t.Key, t.Payload)
 		}
 	}
+	if len(v.audit) > 0 {
+		shown := v.audit[max(0, len(v.audit)-auditInText):]
+		fmt.Fprintf(w, "audit log: %d entries", len(v.audit))
+		if len(shown) < len(v.audit) {
+			fmt.Fprintf(w, ", the last %d (--json has all)", len(shown))
+		}
+		fmt.Fprintln(w)
+		for _, e := range shown {
+			fmt.Fprintf(w, "  %s %s %s %s: %s\n", e.At.UTC().Format("2006-01-02 15:04:05Z"), e.Actor, e.Action, e.Key, e.Reason)
+		}
+	}
 	for _, f := range v.findings {
 		fmt.Fprintf(w, "PROBLEM %s\n", f)
 	}
+}
+
+// claim says what keeps workers off a row: its fence, the lease a worker
+// holds on it, and when a pending row may be attempted next if that is
+// still to come.
+func (v inspection) claim(r system.Row) string {
+	parts := []string{fmt.Sprintf("fence %d", r.Fence)}
+	if r.LeaseOwner != "" {
+		lease := fmt.Sprintf("leased by %s until %s", r.LeaseOwner, r.LeaseUntil.UTC().Format("2006-01-02 15:04:05.000Z"))
+		if r.LeaseUntil.After(v.now) {
+			lease += fmt.Sprintf(" (in %s)", age(r.LeaseUntil.Sub(v.now)))
+		} else {
+			lease += " (ran out)"
+		}
+		parts = append(parts, lease)
+	}
+	if r.State == system.Pending && r.NextAttemptAt.After(v.now) {
+		parts = append(parts, fmt.Sprintf("next attempt at %s (in %s)", r.NextAttemptAt.UTC().Format("2006-01-02 15:04:05.000Z"), age(r.NextAttemptAt.Sub(v.now))))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // times says when a row was approved, last attempted and sent, with ages.
@@ -380,6 +430,19 @@ type jsonRow struct {
 	ApprovedAt    *string `json:"approved_at"`
 	LastAttemptAt *string `json:"last_attempt_at"`
 	SentAt        *string `json:"sent_at"`
+	NextAttemptAt *string `json:"next_attempt_at"`
+	LeaseOwner    *string `json:"lease_owner"`
+	LeaseUntil    *string `json:"lease_until"`
+	Fence         int64   `json:"fence"`
+}
+
+// jsonAudit is one entry of the audit log in inspect's JSON.
+type jsonAudit struct {
+	At     *string `json:"at"`
+	Actor  string  `json:"actor"`
+	Action string  `json:"action"`
+	Key    string  `json:"key"`
+	Reason string  `json:"reason"`
 }
 
 type jsonTask struct {
@@ -425,14 +488,26 @@ func (v inspection) writeJSON(w io.Writer) error {
 		CRMTasks    []jsonTask           `json:"crm_tasks"`
 		CRMIdentity *string              `json:"crm_identity"`
 		DeliversTo  *string              `json:"delivers_to"`
+		Audit       []jsonAudit          `json:"audit"`
 		Problems    []jsonProblem        `json:"problems"`
 	}{App: v.appPath, CRM: optional(v.crmPath), Counts: stateCounts(v.files.App.Outbox), Outbox: []jsonRow{}, More: v.unlisted,
-		CRMIdentity: optional(v.files.Identity), DeliversTo: optional(v.files.Bound), Problems: []jsonProblem{}}
+		CRMIdentity: optional(v.files.Identity), DeliversTo: optional(v.files.Bound), Audit: []jsonAudit{}, Problems: []jsonProblem{}}
 	for _, r := range v.listed {
 		a := approvals[r.Key]
-		out.Outbox = append(out.Outbox, jsonRow{Key: r.Key, State: string(r.State), Attempts: r.Attempts,
+		row := jsonRow{Key: r.Key, State: string(r.State), Attempts: r.Attempts,
 			RemoteID: optional(r.RemoteID), LastError: optional(r.LastError), CaseID: a.CaseID, Title: a.Title, Payload: a.Payload,
-			ApprovedAt: stamp(r.CreatedAt), LastAttemptAt: stamp(r.LastAttemptAt), SentAt: stamp(r.SentAt)})
+			ApprovedAt: stamp(r.CreatedAt), LastAttemptAt: stamp(r.LastAttemptAt), SentAt: stamp(r.SentAt),
+			LeaseOwner: optional(r.LeaseOwner), Fence: r.Fence}
+		if r.State == system.Pending {
+			row.NextAttemptAt = stamp(r.NextAttemptAt)
+		}
+		if r.LeaseOwner != "" {
+			row.LeaseUntil = stamp(r.LeaseUntil)
+		}
+		out.Outbox = append(out.Outbox, row)
+	}
+	for _, e := range v.audit {
+		out.Audit = append(out.Audit, jsonAudit{At: stamp(e.At), Actor: e.Actor, Action: string(e.Action), Key: e.Key, Reason: e.Reason})
 	}
 	if v.crmPath != "" {
 		out.CRMTasks = []jsonTask{}

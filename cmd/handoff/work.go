@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/outboxlab/handoff/system"
+)
+
+// How long an idle worker sleeps: until the earliest time a pending row
+// becomes eligible, but never less than minIdleWait (no busy poll when
+// that time has just passed) nor more than maxIdleWait (new approvals,
+// and rows other processes release, are seen within it).
+const (
+	minIdleWait = 5 * time.Millisecond
+	maxIdleWait = time.Second
+)
+
+// work runs a pool of workers that deliver from an app database to its
+// CRM database until it is interrupted, or with --until-idle until
+// nothing is pending.
+func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("work", flag.ContinueOnError)
+	appPath := fs.String("app", "", "app database (must exist)")
+	crmPath := fs.String("crm", "", "CRM database (must exist: handoff crm init)")
+	workers := fs.Int("workers", 4, "workers in this process, each with its own database handle and name")
+	name := fs.String("worker", "", "name the workers NAME:1 to NAME:N (default HOST:PID); a stable name lets a restarted process release its leases at once")
+	lease := fs.Duration("lease", system.DefaultLease, "how long a claim keeps other workers off a row")
+	sendTimeout := fs.Duration("send-timeout", system.DefaultSendTimeout, "the longest one send may take; shorter than --lease")
+	maxAttempts := fs.Int("max-attempts", system.DefaultMaxAttempts, "attempts before a row blocks")
+	maxAge := fs.Duration("max-age", 0, "time budget: a row approved longer ago than this blocks instead of being sent; 0 means none")
+	backoffBase := fs.Duration("backoff-base", system.DefaultBackoffBase, "the backoff ceiling after the first transient failure, doubled after each next one; 0 retries at once")
+	backoffCap := fs.Duration("backoff-cap", system.DefaultBackoffCap, "the longest backoff ceiling")
+	untilIdle := fs.Bool("until-idle", false, "exit once nothing is pending, instead of waiting for new approvals until SIGINT or SIGTERM")
+	logFormat := fs.String("log-format", "text", "the log lines on stderr: text or json")
+	if err := parse(fs, args, stderr, false); err != nil {
+		return err
+	}
+	if err := required(fs, "app", "crm"); err != nil {
+		return err
+	}
+	opts := system.Options{MaxAttempts: *maxAttempts, Lease: *lease, SendTimeout: *sendTimeout, MaxAge: *maxAge,
+		BackoffBase: *backoffBase, BackoffCap: *backoffCap, NoBackoff: *backoffBase == 0}
+	if err := checkWorkFlags(fs, opts, *name, *logFormat); err != nil {
+		return err
+	}
+	if err := mustExist("app", *appPath); err != nil {
+		return err
+	}
+	if err := mustExist("CRM", *crmPath); err != nil {
+		return err
+	}
+	if info, err := os.Stat(*crmPath); err == nil && info.Size() == 0 {
+		return fmt.Errorf("the CRM database %s is empty; create it with handoff crm init --crm %s", *crmPath, *crmPath)
+	}
+	prefix := *name
+	if prefix == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "localhost"
+		}
+		prefix = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	p := &pool{untilIdle: *untilIdle, results: map[string]int{}, changed: make(chan struct{}), log: newLogger(stderr, *logFormat)}
+	for i := range *workers {
+		o := opts
+		o.Worker = fmt.Sprintf("%s:%d", prefix, i+1)
+		app, err := system.Open(ctx, *appPath, o)
+		if err != nil {
+			return err
+		}
+		defer app.Close()
+		p.outboxes = append(p.outboxes, app)
+	}
+	crm, err := system.OpenCRMWith(ctx, *crmPath, system.CRMOptions{Durability: system.Durable})
+	if err != nil {
+		return err
+	}
+	defer crm.Close()
+	p.crm = crm
+	if err := bindCRM(ctx, p.outboxes[0], crm, *crmPath); err != nil {
+		return err
+	}
+	start := time.Now()
+	err = p.run(ctx)
+	elapsed := time.Since(start)
+	// The summary is read after an interrupt too.
+	counts, cerr := countStates(context.WithoutCancel(ctx), p.outboxes[0])
+	if err == nil {
+		err = cerr
+	}
+	p.summary(stdout, elapsed, counts, ctx.Err() != nil)
+	return err
+}
+
+// checkWorkFlags refuses, as usage errors, the values of work's flags
+// that system.Open would refuse, and a bad --worker or --log-format.
+func checkWorkFlags(fs *flag.FlagSet, opts system.Options, name, logFormat string) error {
+	for _, d := range []struct {
+		flag     string
+		value    time.Duration
+		zeroMean string // what 0 means; empty: 0 is refused
+	}{
+		{"lease", opts.Lease, ""},
+		{"send-timeout", opts.SendTimeout, ""},
+		{"max-age", opts.MaxAge, "none"},
+		{"backoff-base", opts.BackoffBase, "retry at once"},
+		{"backoff-cap", opts.BackoffCap, ""},
+	} {
+		switch {
+		case d.value < 0 && d.zeroMean != "":
+			return fmt.Errorf("%w: --%s is %v, want 0 (%s) or more", errUsage, d.flag, d.value, d.zeroMean)
+		case d.value <= 0 && d.zeroMean == "":
+			return fmt.Errorf("%w: --%s is %v, want more than 0", errUsage, d.flag, d.value)
+		}
+	}
+	if opts.SendTimeout >= opts.Lease {
+		return fmt.Errorf("%w: --send-timeout %v must be shorter than --lease %v", errUsage, opts.SendTimeout, opts.Lease)
+	}
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "worker" })
+	if given && strings.TrimSpace(name) == "" {
+		return fmt.Errorf("%w: --worker is empty", errUsage)
+	}
+	if logFormat != "text" && logFormat != "json" {
+		return fmt.Errorf("%w: --log-format %q, want text or json", errUsage, logFormat)
+	}
+	return nil
+}
+
+// newLogger returns the logger of the log lines on w.
+func newLogger(w io.Writer, format string) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// bindCRM makes app remember crm as the CRM it delivers to, as deliver
+// does: before the first binding, crm must hold the tasks app recorded as
+// sent; after it, another CRM file is refused.
+func bindCRM(ctx context.Context, app *system.Outbox, crm *system.CRM, crmPath string) error {
+	bound, err := app.Receiver(ctx)
+	if err != nil {
+		return err
+	}
+	if bound == "" {
+		if err := holdsSentTasks(ctx, app, crm, crmPath); err != nil {
+			return err
+		}
+	}
+	identity, err := crm.Identity(ctx)
+	if err != nil {
+		return err
+	}
+	return app.BindReceiver(ctx, identity)
+}
+
+// pool is the workers of one work command: one Outbox each, one CRM.
+type pool struct {
+	outboxes  []*system.Outbox
+	crm       *system.CRM
+	log       *slog.Logger
+	untilIdle bool
+
+	mu      sync.Mutex
+	results map[string]int // deliveries by result, "error" for an *system.AttemptError
+	// changed is closed, and replaced, whenever a worker of the pool has
+	// worked on a row: the idle workers wake up, since the row may be
+	// eligible again or the last one pending may be done.
+	changed chan struct{}
+}
+
+// run runs every worker until ctx is cancelled or, with untilIdle, until
+// each has found nothing pending. A worker that fails for good cancels
+// the others; its error is returned.
+func (p *pool) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for _, o := range p.outboxes {
+		wg.Go(func() {
+			if err := p.worker(ctx, o); err != nil {
+				cancel(fmt.Errorf("worker %s: %w", o.Worker(), err))
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// worker releases the leases held under its name, then delivers one row
+// after the other. An interrupt stops the claiming, not a delivery under
+// way: its send (bounded by the send timeout) and its settle finish, so
+// it leaves no lease behind.
+func (p *pool) worker(ctx context.Context, o *system.Outbox) error {
+	released, err := o.Recover(ctx)
+	if err != nil {
+		return stopped(ctx, err)
+	}
+	p.log.Info("worker started", "worker", o.Worker(), "released_leases", released)
+	defer p.log.Info("worker stopped", "worker", o.Worker())
+	for ctx.Err() == nil {
+		wake := p.changes()
+		d, err := o.DeliverOne(context.WithoutCancel(ctx), p.crm)
+		var attempt *system.AttemptError
+		switch {
+		case errors.As(err, &attempt):
+			p.done("error")
+			p.log.Warn("delivery", "worker", o.Worker(), "key", attempt.Key, "result", "error", "attempt", attempt.Attempt,
+				"remote_id", 0, "last_error", attempt.Err.Error())
+			continue
+		case errors.Is(err, system.ErrBusy):
+			p.log.Warn("database busy", "worker", o.Worker(), "error", err.Error())
+			sleep(ctx, nil, maxIdleWait)
+			continue
+		case err != nil:
+			return stopped(ctx, err)
+		case d.Result != system.Idle:
+			p.done(string(d.Result))
+			level := slog.LevelInfo
+			if d.Result == system.ResultBlocked || d.Result == system.ResultStale {
+				level = slog.LevelWarn
+			}
+			p.log.Log(ctx, level, "delivery", "worker", o.Worker(), "key", d.Key, "result", string(d.Result), "attempt", d.Attempts,
+				"remote_id", d.RemoteID, "last_error", d.LastError)
+			continue
+		case d.NextEligible.IsZero() && p.untilIdle:
+			return nil
+		}
+		sleep(ctx, wake, idleWait(d.NextEligible, time.Now()))
+	}
+	return nil
+}
+
+// stopped is err, or nil when ctx was cancelled: an interrupt during a
+// worker's start or a claim is a clean stop.
+func stopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// idleWait is how long an idle worker sleeps when the earliest pending
+// row becomes eligible at next (zero: none is pending).
+func idleWait(next, now time.Time) time.Duration {
+	if next.IsZero() {
+		return maxIdleWait
+	}
+	return min(max(next.Sub(now), minIdleWait), maxIdleWait)
+}
+
+// sleep waits d, or until wake is closed or ctx is cancelled.
+func sleep(ctx context.Context, wake <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-wake:
+	case <-t.C:
+	}
+}
+
+// changes returns the channel that is closed when a worker of the pool
+// next works on a row.
+func (p *pool) changes() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
+
+// done counts a delivery with result and wakes the idle workers.
+func (p *pool) done(result string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.results[result]++
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// summary prints what the pool did, and where the outbox stands.
+func (p *pool) summary(w io.Writer, elapsed time.Duration, states map[system.State]int, interrupted bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, c := range p.results {
+		n += c
+	}
+	how := ""
+	if interrupted {
+		how = " (interrupted: deliveries under way finished)"
+	}
+	fmt.Fprintf(w, "work: %d deliveries by %d worker(s) in %v (%.1f/s)%s: %s\n", n, len(p.outboxes), elapsed.Round(time.Millisecond),
+		float64(n)/max(elapsed.Seconds(), 1e-9), how, counts(p.results))
+	fmt.Fprintf(w, "outbox: %d pending, %d sent, %d blocked\n", states[system.Pending], states[system.Sent], states[system.Blocked])
+}
