@@ -224,16 +224,6 @@ func TestWorkProcesses(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for i, err := range errs {
-		// A known fault below this package: modernc.org/sqlite v1.62.0
-		// faults on the -shm mapping when processes share a WAL database
-		// (SQLITE_IOERR_IN_PAGE, "disk I/O error (8714)"). What the
-		// processes did until then must still be safe.
-		if err != nil && strings.Contains(logs[i].String(), "disk I/O error (8714)") {
-			delivered(t, app, crm, rows, true, true)
-			t.Skipf("process %d met the SQLite driver's -shm fault: %s", i, lastLines(logs[i].String(), 1))
-		}
-	}
 	total := 0
 	for i, err := range errs {
 		var n int
