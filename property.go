@@ -179,10 +179,10 @@ func Property(ctx context.Context, cfg PropertyConfig) func(*rapid.T) {
 			return failure == nil
 		}
 		ok := cfg.Design.Name == designs.Handoff.Name || apply(NewStep("design", "name", cfg.Design.Name))
-		if c := drawConfig(t); ok && c.Directive != "" {
+		if c := drawConfig(t); ok && c.Directive != "" && cfg.Design.Workers {
 			ok = apply(c)
 		}
-		m := drawMix(t, !cfg.NoSwarm)
+		m := drawMix(t, !cfg.NoSwarm, cfg.Design.Workers)
 		steps := rapid.Custom(func(t *rapid.T) Step { return m.drawStep(t, env) })
 		for i := 0; ok && i < cfg.MaxSteps; i++ {
 			s := steps.Draw(t, "step")

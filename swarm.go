@@ -14,11 +14,12 @@ const (
 	byDefault level = iota
 	often
 	seldom
+	off // never: for kinds a design does not take
 )
 
 // weighted is one kind of step or fault that a swarm can tune: its weight
 // at each level. A zero weight switches it off.
-type weighted [3]int
+type weighted [4]int
 
 // The weights of every kind a swarm tunes. Steps end with weight 2 (about
 // 25 steps at the default levels) whatever the swarm; approvals and
@@ -60,12 +61,13 @@ type mix struct {
 	crash                     level   // approvals that crash between the inserts
 }
 
-// drawMix draws a mix: whether to swarm (two bits, both 1 to swarm, so
+// drawMix draws a mix (without named workers, time and repairs unless
+// workers): whether to swarm (two bits, both 1 to swarm, so
 // that zeroing either turns it off), then a level for every kind, drawn
 // whether to swarm or not, so that a shrinking run can turn the swarm off
 // (or any one level to the default) without moving a later draw. With
 // swarm false every level is the default.
-func drawMix(t *rapid.T, swarm bool) mix {
+func drawMix(t *rapid.T, swarm, workers bool) mix {
 	on := pick(t, "swarm", 3, 1) == 1 && swarm
 	draw := func(label string) level {
 		l := []level{byDefault, often, seldom, seldom}[pickOf(t, label, 4)]
@@ -76,6 +78,9 @@ func drawMix(t *rapid.T, swarm bool) mix {
 	}
 	m := mix{approve: draw("approve"), deliver: draw("deliver"), restart: draw("restart"), plain: draw("plain"),
 		worker: draw("worker"), tick: draw("tick"), operate: draw("operate")}
+	if !workers {
+		m.worker, m.tick, m.operate = off, off, off
+	}
 	for _, k := range faults.DeliveryKinds {
 		m.faults = append(m.faults, draw(k.String()))
 	}

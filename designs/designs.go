@@ -56,6 +56,11 @@ type Design struct {
 	// shrinking, and MinimalSteps the length of that counterexample (not
 	// counting the design line).
 	Invariant, MinimalSteps int
+	// Workers says that the harness draws for it what only many workers
+	// show: named workers' interleaved phases, time, a person's repairs
+	// and options. A design of the single-worker catalog leaves it false,
+	// so that its minimal counterexample stays one of a single worker.
+	Workers bool
 	// OpenApp opens the app database at path.
 	OpenApp func(ctx context.Context, path string, opts system.Options) (App, error)
 	// OpenCRM opens the receiver database at path.
@@ -66,6 +71,7 @@ type Design struct {
 var Handoff = Design{
 	Name:    "handoff",
 	Summary: "transactional outbox, stable key on every attempt, idempotent durable receiver",
+	Workers: true,
 	OpenApp: openApp,
 	OpenCRM: openCRM,
 }
