@@ -255,6 +255,9 @@ func matchesModel(in checkInput) string {
 			missing = append(missing, f)
 		}
 	}
+	if len(extra)+len(missing) == 0 {
+		return "the system's leases, fences or times differ from the model's (the diff below says where)"
+	}
 	return fmt.Sprintf("the system has [%s] where the model predicts [%s]", strings.Join(extra, "; "), strings.Join(missing, "; "))
 }
 

@@ -187,4 +187,70 @@ var Fragile = []Design{
 			return checkThenCreate{c}, nil
 		},
 	},
+	{
+		Name:    "no-fencing",
+		Summary: "a settle writes whatever happened since its claim",
+		Doc: "The settle checks that the row is still pending, not that it still carries the claim's fence: " +
+			"a worker paused past its lease (a long GC, a stopped process) settles over the worker that claimed " +
+			"the row after it, and what that worker recorded, or is about to, is overwritten. Invariant 6 " +
+			"catches it in six steps: a worker's settle after its lease ran out and another delivery claimed " +
+			"the row writes where SPEC says stale.",
+		Failure: LostWork, Invariant: 6, MinimalSteps: 6, MostSteps: 8, Workers: true,
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return noFencing{o} }),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "no-lease",
+		Summary: "a claim ignores other workers' leases",
+		Doc: "The claim takes the oldest pending row whoever holds it: fine with one worker. With two, both " +
+			"claim the same row, both send it, and the attempt budget is spent twice as fast. Invariant 6 " +
+			"catches it in three steps: a delivery claims the row a worker holds a live lease on.",
+		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 3, Workers: true,
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return leaseClaims{o, noLease} }),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "lease-never-expires",
+		Summary: "a lease holds until its worker settles, however long",
+		Doc: "The claim skips every leased row, expired or not, to be safe from double sends. A worker that " +
+			"dies holding a lease and never comes back leaves its row pending for good: lost work that no " +
+			"worker will ever pick up. Invariant 6 catches it in three steps: after a worker's claim, the " +
+			"worker that converges once the lease ran out goes idle with the row still pending.",
+		Failure: LostWork, Invariant: 6, MinimalSteps: 3, Workers: true,
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return leaseClaims{o, leaseForever} }),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "ignore-retention",
+		Summary: "retries go on past the receiver's memory of keys",
+		Doc: "The worker retries with the same key as long as the budget allows, trusting the receiver to " +
+			"recognise it. A receiver that forgets keys after its retention window takes a late retry for a new " +
+			"request and creates a second task (duplicate task). Invariant 6 catches it in five steps: a " +
+			"claim past first_claimed_at + retention − send timeout sends where SPEC blocks the row.",
+		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 5, Workers: true,
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return ignoreRetention{o} }),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "requeue-fresh-key",
+		Summary: "a person's requeue sends the action under a new key",
+		Doc: "Requeueing a blocked action records it again under a new key, so that nothing the receiver " +
+			"holds can get in the way. If the first attempts did create a task, the requeued one creates a " +
+			"second (duplicate task), and no key links the two. Invariant 6 catches it in three steps: the " +
+			"requeue makes a second approval and outbox row where SPEC starts the same row afresh.",
+		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Workers: true,
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return freshKeyRequeue{o} }),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "unfenced-operator",
+		Summary: "a person's requeue leaves the fence where it was",
+		Doc: "The requeue resets the row but does not move its fence: a worker whose claim is older than the " +
+			"person's decision still finds its fence and settles over it, blocking or marking sent a row the " +
+			"person just started afresh. Invariant 6 catches it in three steps: the requeued row keeps the " +
+			"fence SPEC moves on.",
+		Failure: LostWork, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Workers: true,
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return unfencedOperator{o} }),
+		OpenCRM: openCRM,
+	},
 }

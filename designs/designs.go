@@ -54,8 +54,10 @@ type Design struct {
 	Failure string
 	// Invariant is the invariant that catches a fragile design after
 	// shrinking, and MinimalSteps the length of that counterexample (not
-	// counting the design line).
-	Invariant, MinimalSteps int
+	// counting the design line). MostSteps, when not zero, is the longest a
+	// search may shrink it to: interleavings of workers give the shrinker
+	// local minima that it cannot always leave.
+	Invariant, MinimalSteps, MostSteps int
 	// Workers says that the harness draws for it what only many workers
 	// show: named workers' interleaved phases, time, a person's repairs
 	// and options. A design of the single-worker catalog leaves it false,

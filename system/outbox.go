@@ -267,6 +267,9 @@ func (o *Outbox) Path() string { return o.path }
 // MaxAttempts is the attempt budget of every row.
 func (o *Outbox) MaxAttempts() int { return o.opts.MaxAttempts }
 
+// Options are the Outbox's options, defaults filled in.
+func (o *Outbox) Options() Options { return o.opts }
+
 // Worker is the name of the worker that claims through this Outbox.
 func (o *Outbox) Worker() string { return o.opts.Worker }
 

@@ -108,12 +108,12 @@ const (
 // Claim is a row a worker holds a lease on: the send that must follow,
 // and the fence its settle must still find.
 type Claim struct {
+	Seq     int64 // the row's place in the outbox
 	Key     string
 	Payload string
-	Attempt int   // the attempt this claim counted
-	Fence   int64 // the row's fence after the claim
-	seq     int64
-	sendBy  time.Time // the claim's time plus the send timeout
+	Attempt int       // the attempt this claim counted
+	Fence   int64     // the row's fence after the claim
+	SendBy  time.Time // the claim's time plus the send timeout: no send starts later
 }
 
 // Recover releases every lease held under this Outbox's worker name,
@@ -154,7 +154,7 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 		now := millis(o.opts.Now())
 		var lastError string
 		var created, firstClaimed int64
-		err := o.q.queryRow(ctx, tx, sqlEligible, []any{now}, &c.seq, &c.Key, &c.Payload, &c.Attempt, &lastError, &created, &firstClaimed, &c.Fence)
+		err := o.q.queryRow(ctx, tx, sqlEligible, []any{now}, &c.Seq, &c.Key, &c.Payload, &c.Attempt, &lastError, &created, &firstClaimed, &c.Fence)
 		if errors.Is(err, sql.ErrNoRows) {
 			var earliest int64
 			if err := o.q.queryRow(ctx, tx, sqlEarliest, nil, &earliest); err != nil {
@@ -178,14 +178,14 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 		}
 		if block != "" {
 			d.Result, d.LastError = ResultBlocked, block
-			return driverError("blocking the row", o.q.exec(ctx, tx, sqlBlockRow, block, c.seq))
+			return driverError("blocking the row", o.q.exec(ctx, tx, sqlBlockRow, block, c.Seq))
 		}
 		c.Attempt++
 		c.Fence++
-		c.sendBy = fromMillis(now).Add(o.opts.SendTimeout)
+		c.SendBy = fromMillis(now).Add(o.opts.SendTimeout)
 		d.Attempts = c.Attempt
 		leaseUntil := now + o.opts.Lease.Milliseconds()
-		return driverError("counting the attempt", o.q.exec(ctx, tx, sqlClaimRow, o.opts.Worker, leaseUntil, now, c.seq))
+		return driverError("counting the attempt", o.q.exec(ctx, tx, sqlClaimRow, o.opts.Worker, leaseUntil, now, c.Seq))
 	})
 	if err != nil {
 		return Claim{}, Delivery{}, err
@@ -198,7 +198,7 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 // retention rule of ClaimNext safe. A worker that comes to send later (it
 // was paused since the claim) sends nothing and returns ErrTransient.
 func (o *Outbox) Send(ctx context.Context, c Claim, r Receiver) (int64, error) {
-	left := c.sendBy.Sub(o.opts.Now())
+	left := c.SendBy.Sub(o.opts.Now())
 	if left <= 0 {
 		return 0, fmt.Errorf("%w: the claim of %s is older than the send timeout (%v); nothing was sent", ErrTransient, c.Key, o.opts.SendTimeout)
 	}
@@ -255,7 +255,7 @@ func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr erro
 		if err != nil {
 			return err
 		}
-		res, err := st.ExecContext(ctx, string(d.state()), remoteID, lastError, sentAt, nextAttempt, c.seq, c.Fence)
+		res, err := st.ExecContext(ctx, string(d.state()), remoteID, lastError, sentAt, nextAttempt, c.Seq, c.Fence)
 		if err != nil {
 			return driverError("recording the delivery", err)
 		}
@@ -351,7 +351,7 @@ func (o *Outbox) attemptFailed(ctx context.Context, c Claim, cause error) error 
 	// when ctx was cancelled: an interrupt is a cause worth recording.
 	ctx = context.WithoutCancel(ctx)
 	_ = o.write(ctx, "recording the cause", func(tx *sql.Tx) error {
-		return o.q.exec(ctx, tx, sqlLocalError, localCause(cause), c.seq, c.Fence)
+		return o.q.exec(ctx, tx, sqlLocalError, localCause(cause), c.Seq, c.Fence)
 	})
 	return &AttemptError{Key: c.Key, Attempt: c.Attempt, MaxAttempts: o.opts.MaxAttempts, Err: cause}
 }

@@ -1,0 +1,200 @@
+package designs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/outboxlab/handoff/system"
+)
+
+// The fragile designs of many workers: each is the real outbox with one
+// shortcut in a claim, a settle or an operator action, the rest of a
+// delivery as the real one does it.
+
+// phases is what a delivery is made of, so that a design can replace one
+// phase and keep the others.
+type phases interface {
+	ClaimNext(ctx context.Context, retention time.Duration) (system.Claim, system.Delivery, error)
+	Send(ctx context.Context, c system.Claim, r system.Receiver) (int64, error)
+	Settle(ctx context.Context, c system.Claim, taskID int64, sendErr error) (system.Delivery, error)
+}
+
+// deliverIn makes one delivery through p's phases, passing the fault
+// points as the real DeliverOne does, with the receiver's retention.
+func deliverIn(ctx context.Context, p phases, opts system.Options, r system.Receiver) (system.Delivery, error) {
+	retention := opts.Retention
+	if rt, ok := r.(system.Retainer); ok {
+		retention = rt.Retention()
+	}
+	c, d, err := p.ClaimNext(ctx, retention)
+	if err != nil || d.Result != system.ResultPending {
+		return d, err
+	}
+	if err := pass(opts.Hook, system.PointBeforeSend); err != nil {
+		return d, err
+	}
+	id, sendErr := p.Send(ctx, c, r)
+	if err := pass(opts.Hook, system.PointAfterReply); err != nil {
+		return d, err
+	}
+	return p.Settle(ctx, c, id, sendErr)
+}
+
+// noFencing settles under whatever fence the row carries now, not the
+// claim's.
+type noFencing struct{ *system.Outbox }
+
+func (n noFencing) Settle(ctx context.Context, c system.Claim, taskID int64, sendErr error) (system.Delivery, error) {
+	// The shortcut: the fence is read afresh, so a late settle always
+	// finds its own.
+	if err := n.DB().QueryRowContext(ctx, `SELECT fence FROM outbox WHERE seq = ?`, c.Seq).Scan(&c.Fence); err != nil {
+		return system.Delivery{}, err
+	}
+	return n.Outbox.Settle(ctx, c, taskID, sendErr)
+}
+
+func (n noFencing) DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error) {
+	return deliverIn(ctx, n, n.Options(), r)
+}
+
+// leaseRule is which leases a sqlClaim honours: a SQL condition on the
+// outbox row o, with ?1 the time now.
+type leaseRule string
+
+const (
+	noLease      leaseRule = `1`                     // every lease is ignored
+	leaseForever leaseRule = `o.lease_owner IS NULL` // every lease holds, run out or not
+	leaseRunsOut leaseRule = `(o.lease_owner IS NULL OR o.lease_until <= ?1)`
+	claimSelect            = `SELECT o.seq, o.key, a.payload, o.attempts, o.created_at, o.first_claimed_at, o.fence
+		FROM outbox o JOIN approvals a ON a.key = o.key WHERE o.state = 'pending' AND o.next_attempt_at <= ?1 AND `
+)
+
+// leaseClaims claims as the real worker does, but with its own rule for
+// leases.
+type leaseClaims struct {
+	*system.Outbox
+	rule leaseRule
+}
+
+func (l leaseClaims) DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error) {
+	return deliverIn(ctx, l, l.Options(), r)
+}
+
+// ClaimNext is the real claim, written out with the design's lease rule.
+func (l leaseClaims) ClaimNext(ctx context.Context, retention time.Duration) (system.Claim, system.Delivery, error) {
+	opts := l.Options()
+	tx, err := l.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return system.Claim{}, system.Delivery{}, err
+	}
+	defer tx.Rollback()
+	now := opts.Now().UnixMilli()
+	var c system.Claim
+	var created, first int64
+	err = tx.QueryRowContext(ctx, claimSelect+string(l.rule)+` ORDER BY o.seq LIMIT 1`, now).
+		Scan(&c.Seq, &c.Key, &c.Payload, &c.Attempt, &created, &first, &c.Fence)
+	if errors.Is(err, sql.ErrNoRows) {
+		return system.Claim{}, system.Delivery{Result: system.Idle}, tx.Commit()
+	}
+	if err != nil {
+		return system.Claim{}, system.Delivery{}, err
+	}
+	d := system.Delivery{Result: system.ResultPending, Key: c.Key, Attempts: c.Attempt}
+	switch {
+	case c.Attempt >= opts.MaxAttempts:
+		d.Result, d.LastError = system.ResultBlocked, system.LastErrorBudgetExhausted
+	case opts.MaxAge > 0 && now >= created+opts.MaxAge.Milliseconds():
+		d.Result, d.LastError = system.ResultBlocked, system.LastErrorDeadline
+	case retention > 0 && first != 0 && now >= first+(retention-opts.SendTimeout).Milliseconds():
+		d.Result, d.LastError = system.ResultBlocked, system.LastErrorRetentionExpired
+	}
+	if d.Result == system.ResultBlocked {
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET state = 'blocked', last_error = ?, lease_owner = NULL, lease_until = 0,
+			fence = fence + 1 WHERE seq = ?`, d.LastError, c.Seq); err != nil {
+			return system.Claim{}, system.Delivery{}, err
+		}
+		return system.Claim{}, d, tx.Commit()
+	}
+	c.Attempt++
+	c.Fence++
+	c.SendBy = time.UnixMilli(now).Add(opts.SendTimeout)
+	d.Attempts = c.Attempt
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1, fence = fence + 1, lease_owner = ?, lease_until = ?,
+		first_claimed_at = CASE WHEN first_claimed_at = 0 THEN ?3 ELSE first_claimed_at END, last_attempt_at = ?3 WHERE seq = ?`,
+		opts.Worker, now+opts.Lease.Milliseconds(), now, c.Seq); err != nil {
+		return system.Claim{}, system.Delivery{}, err
+	}
+	return c, d, tx.Commit()
+}
+
+// ignoreRetention claims with no regard for the receiver's memory of keys.
+type ignoreRetention struct{ *system.Outbox }
+
+func (i ignoreRetention) ClaimNext(ctx context.Context, _ time.Duration) (system.Claim, system.Delivery, error) {
+	return i.Outbox.ClaimNext(ctx, 0) // the shortcut: as if the receiver remembered keys forever
+}
+
+func (i ignoreRetention) DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error) {
+	return deliverIn(ctx, i, i.Options(), r)
+}
+
+// freshKeyRequeue requeues a blocked action under a newly made key.
+type freshKeyRequeue struct{ *system.Outbox }
+
+func (f freshKeyRequeue) Requeue(ctx context.Context, key string, _ time.Duration, actor, reason string) error {
+	tx, err := f.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var state, caseID, title, payload string
+	err = tx.QueryRowContext(ctx, `SELECT o.state, a.case_id, a.title, a.payload FROM outbox o JOIN approvals a ON a.key = o.key
+		WHERE o.key = ?`, key).Scan(&state, &caseID, &title, &payload)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%w: no outbox row for %s", system.ErrNotFound, key)
+	case err != nil:
+		return err
+	case state != string(system.Blocked):
+		return fmt.Errorf("%w: %s is %s", system.ErrWrongState, key, state)
+	}
+	// The shortcut: a fresh start is a fresh key, so nothing at the
+	// receiver can get in the way.
+	now := f.Options().Now().UnixMilli()
+	fresh := key + "-requeued"
+	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`, fresh, caseID, title, payload); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (key, state, attempts, created_at, next_attempt_at) VALUES (?, 'pending', 0, ?, ?)`, fresh, now, now); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO audit (at, actor, action, key, reason) VALUES (?, ?, 'requeue', ?, ?)`, now, actor, key, reason); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// unfencedOperator requeues a row without moving its fence, so a worker
+// whose claim is older can still settle over what the person decided.
+type unfencedOperator struct{ *system.Outbox }
+
+func (u unfencedOperator) Requeue(ctx context.Context, key string, _ time.Duration, actor, reason string) error {
+	r, err := u.Row(ctx, key)
+	if err != nil {
+		return err
+	}
+	if r.State != system.Blocked {
+		return fmt.Errorf("%w: %s is %s", system.ErrWrongState, key, r.State)
+	}
+	// The shortcut: the person's word is final, so why fence it.
+	now := u.Options().Now().UnixMilli()
+	if _, err := u.DB().ExecContext(ctx, `UPDATE outbox SET state = 'pending', attempts = 0, last_error = NULL, next_attempt_at = ?,
+		lease_owner = NULL, lease_until = 0 WHERE key = ?`, now, key); err != nil {
+		return err
+	}
+	_, err = u.DB().ExecContext(ctx, `INSERT INTO audit (at, actor, action, key, reason) VALUES (?, ?, 'requeue', ?, ?)`, now, actor, key, reason)
+	return err
+}
