@@ -6,9 +6,10 @@ import (
 	"github.com/outboxlab/handoff/designs"
 )
 
-// fragileSeeds are the seeds every fragile design is explored with: the
-// catch must not depend on one lucky seed.
-var fragileSeeds = []uint64{1, 42, 7919}
+// fragileSeeds are the seeds go test explores every fragile design with;
+// handoff designs --measure SEEDS (in CI: three) shows that the catch does
+// not depend on one lucky seed.
+var fragileSeeds = []uint64{1}
 
 // TestFragileDesigns runs the property of TestSimulation against every
 // design of the fragile catalog, through a rapid.TB of its own so that the

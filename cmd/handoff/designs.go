@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -102,7 +103,7 @@ type measurement struct {
 	Found             int     `json:"found"`
 	MedianSequences   float64 `json:"median_sequences_to_first_failure"`
 	MedianSeconds     float64 `json:"median_seconds_to_first_failure"`
-	ShrunkToMinimal   int     `json:"shrunk_to_documented_length"`
+	ShrunkToMinimal   int     `json:"shrunk_to_documented_length"` // within MinimalSteps to MostSteps
 	ExpectedSteps     int     `json:"documented_steps"`
 	ShrunkSteps       []int   `json:"shrunk_steps"`
 	ExpectedInvariant int     `json:"documented_invariant"`
@@ -127,7 +128,7 @@ func measureDesigns(ctx context.Context, seeds int, asJSON bool, stdout, stderr 
 			sequences = append(sequences, float64(r.FirstSequences))
 			seconds = append(seconds, r.FirstElapsed.Seconds())
 			m.ShrunkSteps = append(m.ShrunkSteps, r.Failure.Length())
-			if r.Failure.Length() == d.MinimalSteps {
+			if n := r.Failure.Length(); n >= d.MinimalSteps && n <= max(d.MinimalSteps, d.MostSteps) {
 				m.ShrunkToMinimal++
 			}
 			if r.Failure.Violation.Invariant == d.Invariant {
@@ -137,7 +138,19 @@ func measureDesigns(ctx context.Context, seeds int, asJSON bool, stdout, stderr 
 		m.MedianSequences, m.MedianSeconds = median(sequences), median(seconds)
 		all = append(all, m)
 	}
-	return printMeasurements(stdout, all, asJSON)
+	if err := printMeasurements(stdout, all, asJSON); err != nil {
+		return err
+	}
+	var missed []string
+	for _, m := range all {
+		if m.Found < m.Seeds || m.ShrunkToMinimal < m.Seeds || m.RightInvariant < m.Seeds {
+			missed = append(missed, m.Design)
+		}
+	}
+	if len(missed) > 0 {
+		return fmt.Errorf("not caught as documented on every seed: %s", strings.Join(missed, ", "))
+	}
+	return nil
 }
 
 // printMeasurements writes the measurements as a table, or as JSON.

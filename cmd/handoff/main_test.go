@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/outboxlab/handoff/designs"
 	"io"
 	"os"
 	"os/exec"
@@ -217,8 +218,8 @@ func TestReplay(t *testing.T) {
 
 func TestDesigns(t *testing.T) {
 	code, stdout, _ := runCLI(t, "designs")
-	if code != 0 || strings.Count(stdout, "\n") != 13 || !strings.Contains(stdout, "check-then-create") {
-		t.Errorf("designs: exit %d, want 13 lines:\n%s", code, stdout)
+	if code != 0 || strings.Count(stdout, "\n") != len(designs.All()) || !strings.Contains(stdout, "check-then-create") {
+		t.Errorf("designs: exit %d, want %d lines:\n%s", code, len(designs.All()), stdout)
 	}
 	code, stdout, _ = runCLI(t, "designs", "two-writes")
 	if code != 0 || !strings.Contains(stdout, "caught by invariant 2 in 1 step") {
