@@ -147,6 +147,7 @@ func printSummary(w io.Writer, r handoff.Report, reproduce string) {
 	fmt.Fprintf(w, "  faults injected: %s\n", counts(st.Faults))
 	fmt.Fprintf(w, "  transitions:     %s\n", counts(st.Transitions))
 	fmt.Fprintf(w, "  worker results:  %s\n", counts(st.Results))
+	fmt.Fprintf(w, "  other steps:     %s\n", counts(st.Phases))
 	fmt.Fprintf(w, "  input classes:   %d of %d drawn\n", len(st.InputClasses), len(handoff.InputClasses))
 	if r.Failure == nil {
 		fmt.Fprintln(w, "  failures:        0")
@@ -180,6 +181,7 @@ type summary struct {
 	Faults           map[string]int `json:"faults"`
 	Transitions      map[string]int `json:"transitions"`
 	Results          map[string]int `json:"results"`
+	Phases           map[string]int `json:"phases"`
 	Failures         int            `json:"failures"`
 	Violation        *violation     `json:"violation"`
 	Scenario         *string        `json:"scenario"`
@@ -202,7 +204,7 @@ func printJSON(w io.Writer, r handoff.Report, reproduce string) error {
 		Parallel: r.Config.Parallel, Shard: fmt.Sprintf("%d/%d", r.Config.Shard, r.Config.Shards), Interrupted: r.Interrupted,
 		InputClasses:   stringKeys(st.InputClasses),
 		ElapsedSeconds: r.Elapsed.Seconds(), StepsPerSecond: r.StepsPerSecond(),
-		Faults: stringKeys(st.Faults), Transitions: stringKeys(st.Transitions), Results: stringKeys(st.Results),
+		Faults: stringKeys(st.Faults), Transitions: stringKeys(st.Transitions), Results: stringKeys(st.Results), Phases: st.Phases,
 	}
 	if f := r.Failure; f != nil {
 		scenario := f.Scenario(f.Header()...)
