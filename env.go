@@ -165,11 +165,7 @@ func (e *Env) Close() error {
 	if e.app == nil {
 		return nil
 	}
-	err := errors.Join(e.app.Close(), e.crm.Close())
-	for name, w := range e.workers {
-		err = errors.Join(err, w.app.Close())
-		delete(e.workers, name)
-	}
+	err := errors.Join(e.app.Close(), e.crm.Close(), e.closeWorkers())
 	e.app, e.crm = nil, nil
 	return err
 }
@@ -219,18 +215,23 @@ func (e *Env) restart(ctx context.Context) error {
 	return nil
 }
 
-// restartAll is every process dying and starting again.
+// restartAll is every process dying and starting again: the named
+// workers start again at their next step.
 func (e *Env) restartAll(ctx context.Context) error {
-	if err := e.Close(); err != nil {
+	if err := e.closeWorkers(); err != nil {
 		return fmt.Errorf("handoff: restart: %w", err)
 	}
-	if err := e.open(ctx); err != nil {
-		return err
+	return e.restart(ctx)
+}
+
+// closeWorkers closes the named workers' handles.
+func (e *Env) closeWorkers() error {
+	var err error
+	for name, w := range e.workers {
+		err = errors.Join(err, w.app.Close())
+		delete(e.workers, name)
 	}
-	if _, err := e.app.Recover(ctx); err != nil {
-		return fmt.Errorf("handoff: restart: %w", err)
-	}
-	return nil
+	return err
 }
 
 // CrashAtPass makes the n-th fault point the Env's system passes (1-based,
