@@ -32,6 +32,10 @@ func (e *Env) config(ctx context.Context, s Step) (stepResult, error) {
 		if err != nil {
 			return stepResult{}, fmt.Errorf("%w: config %s=%q is not a whole number", ErrScenario, a.Key, a.Value)
 		}
+		if n == 0 && (a.Key == "lease" || a.Key == "send-timeout" || a.Key == "backoff-cap") {
+			// 0 in the system's Options means the default, not zero.
+			return stepResult{}, fmt.Errorf("%w: config %s=0: give the option a positive value, or leave it out for the default", ErrScenario, a.Key)
+		}
 		if a.Key == "max-attempts" {
 			c.MaxAttempts = int(n)
 		} else {

@@ -39,6 +39,9 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 		r.line, r.got = "error: "+err.Error(), Answer{Kind: Error}
 	default:
 		r.line, r.got = e.describe(d), Answer{Kind: workerAnswers[d.Result], Key: d.Key}
+		if d.Result == system.ResultSent || d.Result == system.ResultPending || d.LastError == system.LastErrorTransient || d.LastError == system.LastErrorConflict || d.LastError == system.LastErrorRejected {
+			r.lateClaim = e.lateClaim(d.Key) // the delivery claimed and sent
+		}
 	}
 
 	effect := faultTable[fault]

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
@@ -32,7 +33,8 @@ func (e *Env) requeue(ctx context.Context, s Step) (stepResult, error) {
 	e.model, v = e.model.Requeue(operator, key)
 	r.want = Answer{Kind: opAnswers[v], Key: key}
 	e.actedOn(key, r.got)
-	return r, nil
+	r.auditDiff, err = e.audited(ctx)
+	return r, err
 }
 
 // reconcile has a person record what they found in the CRM: the task id
@@ -68,7 +70,26 @@ func (e *Env) reconcile(ctx context.Context, s Step) (stepResult, error) {
 	}
 	r.want = Answer{Kind: opAnswers[v], Key: key}
 	e.actedOn(key, r.got)
-	return r, nil
+	r.auditDiff, err = e.audited(ctx)
+	return r, err
+}
+
+// audited returns, for invariant 6, how the system's audit log differs
+// from the model's after an operator step; "" when they agree.
+func (e *Env) audited(ctx context.Context) (string, error) {
+	log, err := e.app.Audit(ctx)
+	if err != nil {
+		return "", fmt.Errorf("handoff: reading the audit log: %w", err)
+	}
+	got := make([]model.AuditEntry, 0, len(log))
+	for _, a := range log {
+		got = append(got, model.AuditEntry{At: millis(a.At), Actor: a.Actor, Action: string(a.Action), Key: a.Key, Reason: a.Reason})
+	}
+	want := append([]model.AuditEntry{}, e.model.Audit...)
+	if diff := cmp.Diff(want, got); diff != "" {
+		return "the audit log differs from the model's (-model +system):\n" + diff, nil
+	}
+	return "", nil
 }
 
 // actedOn starts invariant 4's count of key's sends afresh after a

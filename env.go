@@ -274,6 +274,9 @@ type stepResult struct {
 	// settled, for a settle that wrote a final state, is the row and the
 	// fence of the claim it settled (invariant 8).
 	settled *fenced
+	// auditDiff, after an operator step, is how the system's audit log
+	// differs from the model's (invariant 6); "" when it does not.
+	auditDiff string
 }
 
 // fenced is a row's key and the fence a claim gave it.
@@ -319,7 +322,7 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	v := checkInvariants(checkInput{obs: obs, model: e.model, sends: e.sends, got: r.got, want: r.want, converging: r.converging, lateClaim: r.lateClaim, settled: r.settled})
+	v := checkInvariants(checkInput{obs: obs, model: e.model, sends: e.sends, got: r.got, want: r.want, converging: r.converging, lateClaim: r.lateClaim, settled: r.settled, auditDiff: r.auditDiff})
 	if e.diverged.Step == 0 && !cmp.Equal(e.model.Observation, obs) {
 		e.diverged = Disagreement{Step: e.applied, Diff: cmp.Diff(e.model.Observation, obs)}
 	}

@@ -44,6 +44,8 @@ type checkInput struct {
 	// for invariants 11 and 8.
 	lateClaim string
 	settled   *fenced
+	// auditDiff is how the audit log differs from the model's.
+	auditDiff string
 }
 
 // invariant is one invariant of SPEC: its number, what it demands in plain
@@ -239,6 +241,9 @@ func matchesModel(in checkInput) string {
 	}
 	if in.got != in.want {
 		return fmt.Sprintf("the system answered %q, the model predicted %q", in.got.String(), in.want.String())
+	}
+	if in.auditDiff != "" {
+		return in.auditDiff
 	}
 	if cmp.Equal(in.model.Observation, in.obs) {
 		return ""

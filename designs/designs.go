@@ -29,6 +29,7 @@ type App interface {
 	Requeue(ctx context.Context, key string, retention time.Duration, actor, reason string) error
 	Reconcile(ctx context.Context, key string, remoteID int64, actor, reason string) error
 	ReconcileAbsent(ctx context.Context, key, actor, reason string) error
+	Audit(ctx context.Context) ([]system.AuditEntry, error)
 	Close() error
 }
 

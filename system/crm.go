@@ -40,7 +40,11 @@ var crmDatabase = kind{name: "a handoff CRM database", appID: 0x43524d31, migrat
 		stored_at INTEGER NOT NULL
 	) STRICT;
 	INSERT INTO keys (key, task_id, stored_at) SELECT key, id, 0 FROM tasks;`,
-}}
+},
+	// A key stored before version 2 is remembered from the upgrade on, as
+	// the app's upgrade counts its first claims from then.
+	stamp: `UPDATE keys SET stored_at = ?1 WHERE stored_at = 0`,
+}
 
 // The queries of the receiver.
 const (
@@ -96,7 +100,7 @@ func OpenCRMWith(ctx context.Context, path string, opts CRMOptions) (*CRM, error
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	db, release, err := openDB(ctx, path, crmDatabase, opts.Durability)
+	db, release, err := openDB(ctx, path, crmDatabase, opts.Durability, opts.Now)
 	if err != nil {
 		return nil, err
 	}

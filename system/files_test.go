@@ -216,20 +216,24 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 	dir := t.TempDir()
 	copyFile(t, "testdata/app-v0.db", filepath.Join(dir, "app.db"))
 	copyFile(t, "testdata/crm-v0.db", filepath.Join(dir, "crm.db"))
-	app, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{})
+	clock := func() time.Time { return approvedAt }
+	app, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
+	crm, err := system.OpenCRMWith(ctx, filepath.Join(dir, "crm.db"), system.CRMOptions{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer crm.Close()
+	// The first release kept no times: every row is as old as the upgrade,
+	// and one that was attempted was first claimed then.
+	at := approvedAt
 	want := []system.Row{
-		{Key: system.KeyPrefix + "case-1", State: system.Sent, Attempts: 1, RemoteID: 1},
-		{Key: system.KeyPrefix + "case-2", State: system.Blocked, Attempts: 3, LastError: system.LastErrorTransient},
-		{Key: system.KeyPrefix + "case-3", State: system.Pending},
+		{Key: system.KeyPrefix + "case-1", State: system.Sent, Attempts: 1, RemoteID: 1, CreatedAt: at, NextAttemptAt: at, FirstClaimedAt: at},
+		{Key: system.KeyPrefix + "case-2", State: system.Blocked, Attempts: 3, LastError: system.LastErrorTransient, CreatedAt: at, NextAttemptAt: at, FirstClaimedAt: at},
+		{Key: system.KeyPrefix + "case-3", State: system.Pending, CreatedAt: at, NextAttemptAt: at},
 	}
 	s := snapshot(t, app)
 	if diff := cmp.Diff(want, s.Outbox); diff != "" {

@@ -97,7 +97,13 @@ var appDatabase = kind{name: "a handoff app database", appID: 0x484f4646, migrat
 		key    TEXT NOT NULL,
 		reason TEXT NOT NULL
 	) STRICT;`,
-}}
+},
+	// A row from before version 2 is as old as the upgrade, for the time
+	// budget, and one already attempted was first claimed then, for the
+	// retention rule: the CRM's upgrade remembers its keys from then too.
+	stamp: `UPDATE outbox SET created_at = ?1, next_attempt_at = ?1,
+		first_claimed_at = CASE WHEN attempts > 0 THEN ?1 ELSE 0 END WHERE created_at = 0`,
+}
 
 // Defaults of Options, as SPEC gives them.
 const (
@@ -226,7 +232,7 @@ func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, release, err := openDB(ctx, path, appDatabase, opts.Durability)
+	db, release, err := openDB(ctx, path, appDatabase, opts.Durability, opts.Now)
 	if err != nil {
 		return nil, err
 	}

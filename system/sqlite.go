@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 )
@@ -57,6 +58,10 @@ type kind struct {
 	name       string
 	appID      int32
 	migrations []string
+	// stamp, run after upgrading a file with ?1 the time of the upgrade
+	// (milliseconds), gives the rows of an older schema the times it did
+	// not keep: their clocks start at the upgrade.
+	stamp string
 }
 
 // version is the schema version this code reads and writes.
@@ -208,7 +213,7 @@ func checkWritable(path string) error {
 // that is not a plain file are refused before anything is written. The
 // database runs in WAL mode: a commit appends to the log and syncs once,
 // and readers never block the single writer.
-func openDB(ctx context.Context, path string, k kind, d Durability) (*sql.DB, func(), error) {
+func openDB(ctx context.Context, path string, k kind, d Durability, now func() time.Time) (*sql.DB, func(), error) {
 	if err := CheckPath(path); err != nil {
 		return nil, nil, err
 	}
@@ -229,7 +234,7 @@ func openDB(ctx context.Context, path string, k kind, d Durability) (*sql.DB, fu
 		if err != nil || !h.empty && h.version == k.version() {
 			return err
 		}
-		if err := migrate(ctx, db, path, k); err != nil {
+		if err := migrate(ctx, db, path, k, now()); err != nil {
 			db.Close()
 			return err
 		}
@@ -318,7 +323,7 @@ func hold(path string, k kind, first, again func() error) (func(), error) {
 // to k's version in one transaction, marking the file as k. openDB calls
 // it only for a new file or an older schema, so that opening a database
 // that is up to date takes no write lock.
-func migrate(ctx context.Context, db *sql.DB, path string, k kind) error {
+func migrate(ctx context.Context, db *sql.DB, path string, k kind, now time.Time) error {
 	if _, err := db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
 		return driverError("setting WAL mode on "+path, err)
 	}
@@ -349,6 +354,9 @@ func migrate(ctx context.Context, db *sql.DB, path string, k kind) error {
 		if _, err := tx.ExecContext(ctx, k.migrations[v]); err != nil {
 			return driverError(fmt.Sprintf("upgrading the schema of %s to version %d", path, v+1), err)
 		}
+	}
+	if _, err := tx.ExecContext(ctx, k.stamp, now.UnixMilli()); err != nil {
+		return driverError("stamping the upgraded rows of "+path, err)
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id=%d; PRAGMA user_version=%d", k.appID, k.version())); err != nil {
 		return driverError("marking "+path, err)

@@ -364,7 +364,7 @@ func TestUpgradeThenRead(t *testing.T) {
 	if out := mustRun(t, "upgrade", "--app", "app.db"); !strings.Contains(out, "up to date") {
 		t.Errorf("upgrade: got %q", out)
 	}
-	if out := mustRun(t, "inspect", "--app", "app.db"); !strings.Contains(out, "1 pending, 1 sent, 1 blocked") || !strings.Contains(out, "approved at an unknown time") {
+	if out := mustRun(t, "inspect", "--app", "app.db"); !strings.Contains(out, "1 pending, 1 sent, 1 blocked") || !strings.Contains(out, "approved 20") {
 		t.Errorf("inspect after the upgrade: got %q", out)
 	}
 }

@@ -1,0 +1,79 @@
+package system
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// firstSchema writes a database of kind k at its first schema version,
+// as the first release did, with stmts run after.
+func firstSchema(t *testing.T, path string, k kind, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	all := append([]string{k.migrations[0], fmt.Sprintf("PRAGMA application_id=%d; PRAGMA user_version=1", k.appID)}, stmts...)
+	for _, s := range all {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatal(s, err)
+		}
+	}
+}
+
+// TestUpgradedRowsKeepTheirWindows: after a lost reply under the first
+// release (the CRM holds task 1, the row is pending with an attempt), the
+// upgraded files count the receiver's memory of the key and the row's
+// first claim from the upgrade: a retry within the retention window is a
+// replay, a claim past it blocks, and the time budget starts then too.
+func TestUpgradedRowsKeepTheirWindows(t *testing.T) {
+	ctx := context.Background()
+	const key = KeyPrefix + "case-1"
+	payload := `{"case_id":"case-1","title":"Call"}`
+	upgraded := func(t *testing.T, clock *time.Time) (*Outbox, *CRM) {
+		dir := t.TempDir()
+		app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
+		firstSchema(t, app, appDatabase,
+			fmt.Sprintf(`INSERT INTO approvals VALUES ('%s', 'case-1', 'Call', '%s')`, key, payload),
+			fmt.Sprintf(`INSERT INTO outbox (key, state, attempts, last_error) VALUES ('%s', 'pending', 1, 'transient')`, key))
+		firstSchema(t, crm, crmDatabase, fmt.Sprintf(`INSERT INTO tasks (key, payload) VALUES ('%s', '%s')`, key, payload))
+		now := func() time.Time { return *clock }
+		c, err := OpenCRMWith(ctx, crm, CRMOptions{Durability: ProcessSafe, Retention: 24 * time.Hour, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		o, err := Open(ctx, app, Options{Durability: ProcessSafe, Now: now, MaxAge: 48 * time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		return o, c
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+	clock := start
+	o, c := upgraded(t, &clock)
+	clock = clock.Add(time.Hour)
+	if d, err := o.DeliverOne(ctx, c); err != nil || d.Result != ResultSent || d.RemoteID != 1 {
+		t.Errorf("a retry within the window after the upgrade: got %+v, %v; want the replay of task 1", d, err)
+	}
+	if tasks, _ := c.Tasks(ctx); len(tasks) != 1 {
+		t.Errorf("got %d tasks, want 1", len(tasks))
+	}
+
+	clock = start
+	o, c = upgraded(t, &clock)
+	clock = clock.Add(24*time.Hour - DefaultSendTimeout)
+	if d, err := o.DeliverOne(ctx, c); err != nil || d.Result != ResultBlocked || d.LastError != LastErrorRetentionExpired {
+		t.Errorf("a claim past the window after the upgrade: got %+v, %v; want blocked, retention-expired", d, err)
+	}
+	if tasks, _ := c.Tasks(ctx); len(tasks) != 1 {
+		t.Errorf("got %d tasks, want 1", len(tasks))
+	}
+}
