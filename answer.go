@@ -48,6 +48,7 @@ const (
 	// state, past the receiver's retention, unknown, or the input is
 	// invalid.
 	Done             AnswerKind = "done"
+	Listed           AnswerKind = "listed" // a stale step: N rows need a person
 	RefusedState     AnswerKind = "refused-state"
 	RefusedRetention AnswerKind = "refused-retention"
 	RefusedUnknown   AnswerKind = "refused-unknown"

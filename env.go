@@ -274,8 +274,9 @@ type stepResult struct {
 	// settled, for a settle that wrote a final state, is the row and the
 	// fence of the claim it settled (invariant 8).
 	settled *fenced
-	// auditDiff, after an operator step, is how the system's audit log
-	// differs from the model's (invariant 6); "" when it does not.
+	// auditDiff, after an operator or stale step, is how the system's
+	// audit log or stale list differs from the model's (invariant 6); ""
+	// when it does not.
 	auditDiff string
 }
 
@@ -301,6 +302,7 @@ var handlers = map[string]func(*Env, context.Context, Step) (stepResult, error){
 	"crash":     (*Env).crash,
 	"requeue":   (*Env).requeue,
 	"reconcile": (*Env).reconcile,
+	"stale":     (*Env).stale,
 }
 
 // Apply runs one step against model and system and checks the invariants.

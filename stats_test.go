@@ -44,7 +44,7 @@ func TestReach(t *testing.T) {
 	}
 	for _, p := range []string{"claim claimed", "claim idle", "claim blocked", "send task", "send transient", "send conflict",
 		"send rejected", "settle sent", "settle pending", "settle blocked", "settle stale", "crash crashed", "tick ticked",
-		"requeue done", "reconcile done", "config configured"} {
+		"requeue done", "reconcile done", "config configured", "stale listed"} {
 		if r.Stats.Phases[p] == 0 {
 			t.Errorf("step and answer %q never happened", p)
 		}

@@ -80,7 +80,8 @@ func drawTick(t *rapid.T, _ *Env) Step {
 	return NewStep("tick", "ms", ticks[pickOf(t, "tick", len(ticks))])
 }
 
-// drawOperate draws a person's repair of a row that needs one, as SPEC's
+// drawOperate draws, one time in four, a person asking what is stale;
+// otherwise a person's repair of a row that needs one, as SPEC's
 // simulation has it: the person tells the truth. A blocked row is
 // requeued or reconciled, a pending row without a live lease reconciled:
 // with the id of the task the CRM holds for its key with its payload, or
@@ -88,6 +89,9 @@ func drawTick(t *rapid.T, _ *Env) Step {
 // content is only requeued. With no such row, the person requeues case-1
 // (refused, or unknown).
 func drawOperate(t *rapid.T, e *Env) Step {
+	if pick(t, "stale", 3, 1) == 1 {
+		return NewStep("stale", "older-than", []string{"0", "30000", "90000"}[pickOf(t, "older than", 3)])
+	}
 	var rows []model.Row
 	for _, r := range e.model.Outbox {
 		if r.State == model.Blocked || r.State == model.Pending && (r.LeaseOwner == "" || r.LeaseUntil <= e.model.Now) {

@@ -30,6 +30,7 @@ type App interface {
 	Reconcile(ctx context.Context, key string, remoteID int64, actor, reason string) error
 	ReconcileAbsent(ctx context.Context, key, actor, reason string) error
 	Audit(ctx context.Context) ([]system.AuditEntry, error)
+	Stale(ctx context.Context, olderThan time.Duration) ([]system.Row, error)
 	Close() error
 }
 

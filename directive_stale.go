@@ -1,0 +1,44 @@
+package handoff
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/outboxlab/handoff/model"
+)
+
+// stale asks what needs a person: every blocked row, and every pending
+// row created more than older-than ago, oldest first, with its age.
+//
+//	stale older-than=60000
+func (e *Env) stale(ctx context.Context, s Step) (stepResult, error) {
+	if err := s.only("older-than"); err != nil {
+		return stepResult{}, err
+	}
+	v, _ := s.Arg("older-than")
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 0 {
+		return stepResult{}, fmt.Errorf("%w: stale older-than=%q, want a whole number of milliseconds, 0 or more", ErrScenario, v)
+	}
+	rows, err := e.app.Stale(ctx, time.Duration(ms)*time.Millisecond)
+	if err != nil {
+		return stepResult{}, fmt.Errorf("handoff: stale: %w", err)
+	}
+	var got []model.StaleRow
+	for _, r := range rows {
+		got = append(got, model.StaleRow{Key: r.Key, State: string(r.State), Age: e.now - millis(r.CreatedAt), Attempts: r.Attempts, LastError: r.LastError})
+	}
+	want, _ := e.model.Stale(ms)
+	r := stepResult{line: fmt.Sprintf("stale: %s need a person", plural(len(got), "row", "rows")),
+		got: Answer{Kind: Listed, N: int64(len(got))}, want: Answer{Kind: Listed, N: int64(len(want))}}
+	for _, row := range got {
+		r.line += fmt.Sprintf("\n  %s %s, %d ms old, %d attempts", row.Key, row.State, row.Age, row.Attempts)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		r.auditDiff = "the stale list differs from the model's (-model +system):\n" + diff
+	}
+	return r, nil
+}
