@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -144,6 +145,81 @@ func BenchmarkApprove(b *testing.B) {
 				}
 				i++
 			}
+		})
+	}
+}
+
+// slowReceiver answers every request after a fixed delay, as a remote CRM
+// does, from the durable receiver behind it.
+type slowReceiver struct {
+	crm   *system.CRM
+	delay time.Duration
+}
+
+func (s slowReceiver) CreateTask(ctx context.Context, key, payload string) (int64, error) {
+	time.Sleep(s.delay)
+	return s.crm.CreateTask(ctx, key, payload)
+}
+
+// BenchmarkWorkersSlowReceiver runs W workers, each its own Outbox on the
+// same durable files, against a receiver that answers after 20 ms, and
+// reports deliveries/s and their share of the W/20 ms that W sends at a
+// time allow: where it stops scaling, the database's commits are the
+// limit (three per delivery: claim, task, settle).
+func BenchmarkWorkersSlowReceiver(b *testing.B) {
+	const delay = 20 * time.Millisecond
+	for _, w := range []int{1, 2, 4, 8, 16, 32} {
+		b.Run(fmt.Sprint("workers=", w), func(b *testing.B) {
+			ctx := context.Background()
+			dir := b.TempDir()
+			crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer crm.Close()
+			apps := make([]*system.Outbox, w)
+			for i := range apps {
+				if apps[i], err = system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{Worker: fmt.Sprint("w", i)}); err != nil {
+					b.Fatal(err)
+				}
+				defer apps[i].Close()
+			}
+			rows := b.N * w
+			tx, err := apps[0].DB().BeginTx(ctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range rows {
+				if _, err := apps[0].RecordApprovalTx(ctx, tx, fmt.Sprint("case-", i), "Call back"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+			r := slowReceiver{crm, delay}
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for _, app := range apps {
+				wg.Go(func() {
+					for {
+						d, err := app.DeliverOne(ctx, r)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if d.Result == system.Idle {
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			perSecond := float64(rows) / elapsed.Seconds()
+			b.ReportMetric(perSecond, "deliveries/s")
+			b.ReportMetric(100*perSecond/(float64(w)/delay.Seconds()), "%-of-W/20ms")
 		})
 	}
 }
