@@ -1,0 +1,371 @@
+package crm
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/outboxlab/handoff/system"
+)
+
+// MaxBodyBytes is the largest payload POST /tasks takes.
+const MaxBodyBytes = 64 << 10
+
+// busyRetryAfter is the Retry-After, in seconds, of a 503 sent when the
+// CRM database is busy.
+const busyRetryAfter = 1
+
+// Contract is what GET /contract answers: the terms a sender needs.
+type Contract struct {
+	// RetentionSeconds is how long the server remembers a key after it
+	// first stored it, in whole seconds; 0 means forever.
+	RetentionSeconds int64 `json:"idempotency_retention_seconds"`
+	MaxKeyLength     int   `json:"max_key_length"`
+	MaxBodyBytes     int   `json:"max_body_bytes"`
+}
+
+// Server is the HTTP receiver of SPEC: an http.Handler that creates tasks
+// in a system.CRM, once per Idempotency-Key.
+//
+// The CRM is the truth of which key holds which task: every POST goes
+// through CRM.CreateTask, which is atomic and idempotent. The server keeps
+// the response it sent for each key in memory, to replay it byte for byte;
+// after a restart it rebuilds the same bytes from the CRM's task, since a
+// response is a function of the task's id, key and payload alone. The
+// payload stored is the request body as sent, so that the same SHA-256
+// fingerprint and the same payload are one thing. GET /tasks/{id}, GET
+// /tasks?key=KEY and the first POST of a key after a restart read every
+// task (the CRM has no lookup by key or id): fine for a simulation.
+type Server struct {
+	crm       *system.CRM
+	retention time.Duration
+	header    string // the Idempotency-Retention value
+	now       func() time.Time
+
+	mu       sync.Mutex
+	inFlight map[string]bool
+	stored   map[string]storedResponse
+	order    []storedKey // stored keys, oldest first, to forget them
+}
+
+// storedResponse is the response a key was answered with.
+type storedResponse struct {
+	id          int64
+	fingerprint [sha256.Size]byte
+	body        []byte
+	at          time.Time
+}
+
+// storedKey is one entry of Server.order.
+type storedKey struct {
+	key string
+	at  time.Time
+}
+
+// NewServer returns the server of c. retention is what it states in
+// Idempotency-Retention and at GET /contract, in whole seconds (rounded
+// down, so never longer than it is); 0 means forever. It refuses a nil
+// CRM, a negative retention, one shorter than a second (it would be stated
+// as 0, forever), and one longer than c itself remembers keys: a sender
+// would then retry after the key is forgotten and make a second task.
+func NewServer(c *system.CRM, retention time.Duration) (*Server, error) {
+	switch crm := c; {
+	case crm == nil:
+		return nil, errors.New("crm: NewServer needs a CRM")
+	case retention < 0:
+		return nil, fmt.Errorf("crm: retention is %v, want 0 (forever) or more", retention)
+	case retention > 0 && retention < time.Second:
+		return nil, fmt.Errorf("crm: retention is %v, want 0 (forever) or at least a second", retention)
+	case crm.Retention() > 0 && (retention == 0 || retention > crm.Retention()):
+		return nil, fmt.Errorf("crm: retention %v is longer than the CRM's (%v)", retention, crm.Retention())
+	}
+	return &Server{
+		crm:       c,
+		retention: retention,
+		header:    strconv.FormatInt(int64(retention/time.Second), 10),
+		now:       time.Now,
+		inFlight:  map[string]bool{},
+		stored:    map[string]storedResponse{},
+	}, nil
+}
+
+// ServeHTTP routes: POST /tasks, GET /tasks?key=KEY, GET /tasks/{id},
+// GET /contract. Every response carries Idempotency-Retention.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Idempotency-Retention", s.header)
+	switch p := r.URL.Path; {
+	case p == "/tasks":
+		switch r.Method {
+		case http.MethodPost:
+			s.create(w, r)
+		case http.MethodGet:
+			s.byKey(w, r)
+		default:
+			methodNotAllowed(w, "GET, POST")
+		}
+	case strings.HasPrefix(p, "/tasks/"):
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, "GET")
+			return
+		}
+		s.byID(w, r, strings.TrimPrefix(p, "/tasks/"))
+	case p == "/contract":
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, "GET")
+			return
+		}
+		writeJSON(w, http.StatusOK, Contract{
+			RetentionSeconds: int64(s.retention / time.Second),
+			MaxKeyLength:     MaxKeyLength,
+			MaxBodyBytes:     MaxBodyBytes,
+		})
+	default:
+		problem(w, http.StatusNotFound, "no such resource: "+p)
+	}
+}
+
+// create is POST /tasks.
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	values := r.Header.Values("Idempotency-Key")
+	if len(values) != 1 {
+		problem(w, http.StatusBadRequest, fmt.Sprintf("want one Idempotency-Key header, got %d", len(values)))
+		return
+	}
+	key, err := ParseIdempotencyKey(values[0])
+	if err != nil {
+		problem(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		problem(w, http.StatusUnsupportedMediaType, "the body must be application/json")
+		return
+	}
+	if r.ContentLength > MaxBodyBytes {
+		problem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		problem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes))
+		return
+	case err != nil:
+		problem(w, http.StatusBadRequest, "reading the body: "+err.Error())
+		return
+	case !utf8.Valid(body) || !json.Valid(body):
+		problem(w, http.StatusBadRequest, "the body is not well-formed JSON")
+		return
+	}
+	if !s.begin(key) {
+		problem(w, http.StatusConflict, "a request with this Idempotency-Key is still being processed; retry later")
+		return
+	}
+	defer s.end(key)
+	s.createTask(r.Context(), w, key, body)
+}
+
+// createTask creates the task of key, whose request nobody else is
+// processing, and answers: a new task, a replay or a conflict.
+func (s *Server) createTask(ctx context.Context, w http.ResponseWriter, key string, body []byte) {
+	fingerprint := sha256.Sum256(body)
+	prev, cached := s.lookup(key)
+	if !cached {
+		// After a restart: the task the CRM may hold for key, so that an
+		// answer with its id is known as a replay.
+		tasks, err := s.crm.Tasks(ctx)
+		if err != nil {
+			crmFailed(w, err)
+			return
+		}
+		for _, t := range tasks {
+			if t.Key == key && t.Payload == string(body) {
+				prev, cached = storedResponse{id: t.ID, fingerprint: fingerprint}, true
+			}
+		}
+	}
+	id, err := s.crm.CreateTask(ctx, key, string(body))
+	switch {
+	case errors.Is(err, system.ErrKeyConflict):
+		problem(w, http.StatusUnprocessableEntity, "this Idempotency-Key was used with another payload; nothing changed")
+		return
+	case err != nil:
+		crmFailed(w, err)
+		return
+	}
+	if cached && prev.id == id && prev.fingerprint == fingerprint {
+		if prev.body == nil {
+			prev.body, prev.at = taskBody(system.Task{ID: id, Key: key, Payload: string(body)}), s.now()
+			s.remember(key, prev)
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeTask(w, id, prev.body)
+		return
+	}
+	resp := storedResponse{id: id, fingerprint: fingerprint, body: taskBody(system.Task{ID: id, Key: key, Payload: string(body)}), at: s.now()}
+	s.remember(key, resp)
+	writeTask(w, id, resp.body)
+}
+
+// byKey is GET /tasks?key=KEY: every task the CRM holds for the key, oldest
+// first (more than one if the key was forgotten and used again).
+func (s *Server) byKey(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if len(q["key"]) != 1 || q.Get("key") == "" {
+		problem(w, http.StatusBadRequest, "want one query parameter key")
+		return
+	}
+	tasks, err := s.crm.Tasks(r.Context())
+	if err != nil {
+		crmFailed(w, err)
+		return
+	}
+	found := []json.RawMessage{}
+	for _, t := range tasks {
+		if t.Key == q.Get("key") {
+			found = append(found, bytes.TrimSuffix(taskBody(t), []byte("\n")))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": found})
+}
+
+// byID is GET /tasks/{id}.
+func (s *Server) byID(w http.ResponseWriter, r *http.Request, idText string) {
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != idText {
+		problem(w, http.StatusNotFound, "no task "+idText)
+		return
+	}
+	tasks, err := s.crm.Tasks(r.Context())
+	if err != nil {
+		crmFailed(w, err)
+		return
+	}
+	for _, t := range tasks {
+		if t.ID == id {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(taskBody(t))
+			return
+		}
+	}
+	problem(w, http.StatusNotFound, "no task "+idText)
+}
+
+// begin marks key in flight; false if it already was.
+func (s *Server) begin(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight[key] {
+		return false
+	}
+	s.inFlight[key] = true
+	return true
+}
+
+// end clears the in-flight mark of key.
+func (s *Server) end(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inFlight, key)
+}
+
+// lookup returns the response stored for key.
+func (s *Server) lookup(key string) (storedResponse, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp, ok := s.stored[key]
+	return resp, ok
+}
+
+// remember stores resp for key and, with a retention, forgets the
+// responses stored longer ago than it: the CRM has forgotten their keys.
+func (s *Server) remember(key string, resp storedResponse) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stored[key] = resp
+	s.order = append(s.order, storedKey{key: key, at: resp.at})
+	if s.retention == 0 {
+		return
+	}
+	cutoff := s.now().Add(-s.retention)
+	for len(s.order) > 0 && s.order[0].at.Before(cutoff) {
+		old := s.order[0]
+		if cur, ok := s.stored[old.key]; ok && cur.at.Equal(old.at) {
+			delete(s.stored, old.key)
+		}
+		s.order = s.order[1:]
+	}
+}
+
+// taskBody is the body that answers a create of t:
+// {"id":N,"key":"...","payload":{...}} and a newline, the payload compact.
+// It depends on t alone, so a response rebuilt after a restart is the one
+// first sent, byte for byte.
+func taskBody(t system.Task) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	// The payload is JSON the server validated before storing it.
+	_ = enc.Encode(struct {
+		ID      int64           `json:"id"`
+		Key     string          `json:"key"`
+		Payload json.RawMessage `json:"payload"`
+	}{t.ID, t.Key, json.RawMessage(t.Payload)})
+	return b.Bytes()
+}
+
+// writeTask answers 201 Created with the task's body.
+func writeTask(w http.ResponseWriter, id int64, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", "/tasks/"+strconv.FormatInt(id, 10))
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(body)
+}
+
+// crmFailed answers a failure of the CRM database: 503 with Retry-After
+// when it is busy, 500 otherwise.
+func crmFailed(w http.ResponseWriter, err error) {
+	if errors.Is(err, system.ErrBusy) {
+		w.Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
+		problem(w, http.StatusServiceUnavailable, "the CRM database is busy; retry later")
+		return
+	}
+	problem(w, http.StatusInternalServerError, "the CRM failed: "+err.Error())
+}
+
+// methodNotAllowed answers 405 with the methods allowed.
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	problem(w, http.StatusMethodNotAllowed, "allowed: "+allow)
+}
+
+// problem answers status with an RFC 9457 problem+json body.
+func problem(w http.ResponseWriter, status int, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"type":   "about:blank",
+		"title":  http.StatusText(status),
+		"status": status,
+		"detail": detail,
+	})
+}
+
+// writeJSON answers status with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
