@@ -1,0 +1,213 @@
+package crm_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/handoff/crm"
+	"github.com/outboxlab/handoff/system"
+)
+
+// sender returns a Sender to ts.
+func sender(t *testing.T, url string) *crm.Sender {
+	t.Helper()
+	s, err := crm.NewSender(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSenderMapsAnswers(t *testing.T) {
+	task := `{"id":7,"key":"k","payload":{}}`
+	date := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
+	tests := []struct {
+		name       string
+		status     int
+		retryAfter string
+		body       string
+		wantID     int64
+		want       error
+		hint       time.Duration // 0: no hint; else at least this
+	}{
+		{"201", 201, "", task, 7, nil, 0},
+		{"200", 200, "", task, 7, nil, 0},
+		{"201 for another key", 201, "", `{"id":7,"key":"other","payload":{}}`, 0, system.ErrRejected, 0},
+		{"201 not a task", 201, "", `{"ok":true}`, 0, system.ErrRejected, 0},
+		{"201 not JSON", 201, "", `hello`, 0, system.ErrRejected, 0},
+		{"201 id not an integer", 201, "", `{"id":7.5,"key":"k","payload":{}}`, 0, system.ErrRejected, 0},
+		{"204", 204, "", ``, 0, system.ErrRejected, 0},
+		{"409", 409, "", `{}`, 0, system.ErrTransient, 0},
+		{"422", 422, "", `{}`, 0, system.ErrKeyConflict, 0},
+		{"429 in seconds", 429, "30", `{}`, 0, system.ErrTransient, 30 * time.Second},
+		{"503 as a date", 503, date, `{}`, 0, system.ErrTransient, 80 * time.Second},
+		{"503 without Retry-After", 503, "", `{}`, 0, system.ErrTransient, 0},
+		{"503 with a bad Retry-After", 503, "soon", `{}`, 0, system.ErrTransient, 0},
+		{"500", 500, "", `{}`, 0, system.ErrTransient, 0},
+		{"502", 502, "", `{}`, 0, system.ErrTransient, 0},
+		{"400", 400, "", `{}`, 0, system.ErrRejected, 0},
+		{"401", 401, "", `{}`, 0, system.ErrRejected, 0},
+		{"403", 403, "", `{}`, 0, system.ErrRejected, 0},
+		{"404", 404, "", `{}`, 0, system.ErrRejected, 0},
+		{"413", 413, "", `{}`, 0, system.ErrRejected, 0},
+		{"302", 302, "", ``, 0, system.ErrRejected, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/tasks" || r.Method != "POST" || r.Header.Get("Idempotency-Key") != `"k"` || r.Header.Get("Content-Type") != "application/json" {
+					t.Errorf("request %s %s %v", r.Method, r.URL, r.Header)
+				}
+				if tt.retryAfter != "" {
+					w.Header().Set("Retry-After", tt.retryAfter)
+				}
+				if tt.status == 302 {
+					w.Header().Set("Location", "/elsewhere")
+				}
+				w.WriteHeader(tt.status)
+				_, _ = w.Write([]byte(tt.body))
+			}))
+			defer ts.Close()
+			id, err := sender(t, ts.URL).CreateTask(context.Background(), "k", `{}`)
+			if id != tt.wantID || !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Fatalf("got %d, %v; want %d, %v", id, err, tt.wantID, tt.want)
+			}
+			var hint *system.RetryHint
+			switch {
+			case tt.hint == 0 && errors.As(err, &hint):
+				t.Errorf("a hint: %v", err)
+			case tt.hint > 0 && (!errors.As(err, &hint) || hint.After < tt.hint):
+				t.Errorf("hint: %v, want at least %v", err, tt.hint)
+			}
+		})
+	}
+}
+
+func TestSenderTransportFailures(t *testing.T) {
+	ctx := context.Background()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close() // connection refused
+	if _, err := sender(t, closed.URL).CreateTask(ctx, "k", `{}`); !errors.Is(err, system.ErrTransient) {
+		t.Errorf("refused: %v", err)
+	}
+	hang := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-hang }))
+	defer slow.Close()
+	defer close(hang)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := sender(t, slow.URL).CreateTask(short, "k", `{}`); !errors.Is(err, system.ErrTransient) {
+		t.Errorf("timeout: %v", err)
+	}
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(201)
+		_, _ = w.Write([]byte(`{"id":1,`))
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer cut.Close()
+	if _, err := sender(t, cut.URL).CreateTask(ctx, "k", `{}`); !errors.Is(err, system.ErrTransient) {
+		t.Errorf("closed before the full answer: %v", err)
+	}
+	if _, err := sender(t, cut.URL).CreateTask(ctx, "bad\nkey", `{}`); !errors.Is(err, system.ErrRejected) {
+		t.Errorf("a key that is no header: %v", err)
+	}
+}
+
+func TestNewSenderRefuses(t *testing.T) {
+	for _, u := range []string{"ftp://crm.example", "crm.example/tasks", "", "http://", "http://crm.example/?q=1", "://x"} {
+		if _, err := crm.NewSender(u, nil); err == nil {
+			t.Errorf("NewSender(%q): no error", u)
+		}
+	}
+	if _, err := crm.NewSender("https://crm.example/v1", nil); err != nil {
+		t.Errorf("https with a path: %v", err)
+	}
+}
+
+func TestSenderRetention(t *testing.T) {
+	c, _ := openCRM(t, system.CRMOptions{Retention: 48 * time.Hour})
+	ts := serve(t, c, 24*time.Hour)
+	s := sender(t, ts.URL)
+	if got := s.Retention(); got != 24*time.Hour {
+		t.Errorf("Retention %v", got)
+	}
+	ts.Close()
+	if got := s.Retention(); got != 24*time.Hour {
+		t.Errorf("Retention after the server stopped %v: not kept", got)
+	}
+	down := httptest.NewServer(http.NotFoundHandler())
+	if got := sender(t, down.URL).Retention(); got != 0 {
+		t.Errorf("Retention without a contract %v, want 0", got)
+	}
+	down.Close()
+}
+
+// loseFirstReply lets h act on the first request, then closes the
+// connection before any answer is written.
+func loseFirstReply(h http.Handler) http.Handler {
+	var lost atomic.Bool
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/tasks" || lost.Swap(true) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+	})
+}
+
+func TestDeliveryOverHTTP(t *testing.T) {
+	ctx := context.Background()
+	c, _ := openCRM(t, system.CRMOptions{})
+	srv, err := crm.NewServer(c, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(loseFirstReply(srv))
+	defer ts.Close()
+	app, err := system.Open(ctx, filepath.Join(t.TempDir(), "app.db"), system.Options{NoBackoff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	key, err := app.RecordApproval(ctx, "case-104", "Call back about the repair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No connection is reused: net/http would itself resend a request with
+	// an Idempotency-Key once on a reused connection closed before any
+	// answer, and DeliverOne would see the replay.
+	s, err := crm.NewSender(ts.URL, &http.Client{Transport: &http.Transport{DisableKeepAlives: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := app.DeliverOne(ctx, s)
+	if err != nil || d.Result != system.ResultPending || d.LastError != system.LastErrorTransient {
+		t.Fatalf("the lost reply: %+v, %v; want pending, transient", d, err)
+	}
+	if got := tasks(t, c); len(got) != 1 || got[0].Key != key {
+		t.Fatalf("the server did not act on the lost request: %+v", got)
+	}
+	d, err = app.DeliverOne(ctx, s)
+	if err != nil || d.Result != system.ResultSent || d.RemoteID != tasks(t, c)[0].ID || d.Attempts != 2 {
+		t.Fatalf("the retry: %+v, %v; want sent to task %d", d, err, tasks(t, c)[0].ID)
+	}
+	if got := tasks(t, c); len(got) != 1 {
+		t.Fatalf("%d tasks, want 1", len(got))
+	}
+	if d, err := app.DeliverOne(ctx, s); err != nil || d.Result != system.Idle {
+		t.Fatalf("after: %+v, %v", d, err)
+	}
+}
