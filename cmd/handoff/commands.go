@@ -156,10 +156,10 @@ func init() {
 		},
 		{
 			name:    "crm",
-			args:    "init --crm PATH",
-			summary: "create a CRM database (deliver creates none unless told to)",
-			done:    "created",
-			failed:  "the file exists, or cannot be created",
+			args:    "(init --crm PATH | serve --crm PATH [--addr HOST:PORT] [--retention D])",
+			summary: "create a CRM database (deliver creates none unless told to), or serve one over HTTP with the Idempotency-Key contract",
+			done:    "created; or served until SIGINT or SIGTERM, then shut down",
+			failed:  "the file exists (init) or does not (serve), cannot be created or opened, or the address cannot be listened on",
 			run:     crmCmd,
 		},
 		{
