@@ -33,6 +33,9 @@ type Contract struct {
 	RetentionSeconds int64 `json:"idempotency_retention_seconds"`
 	MaxKeyLength     int   `json:"max_key_length"`
 	MaxBodyBytes     int   `json:"max_body_bytes"`
+	// Identity is the CRM database's identity: an app database remembers
+	// it on its first delivery and refuses another CRM after.
+	Identity string `json:"identity"`
 }
 
 // Server is the HTTP receiver of SPEC: an http.Handler that creates tasks
@@ -125,10 +128,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			methodNotAllowed(w, "GET")
 			return
 		}
+		id, err := s.crm.Identity(r.Context())
+		if err != nil {
+			crmFailed(w, err)
+			return
+		}
 		writeJSON(w, http.StatusOK, Contract{
 			RetentionSeconds: int64(s.retention / time.Second),
 			MaxKeyLength:     MaxKeyLength,
 			MaxBodyBytes:     MaxBodyBytes,
+			Identity:         id,
 		})
 	default:
 		problem(w, http.StatusNotFound, "no such resource: "+p)

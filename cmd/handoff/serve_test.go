@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -21,7 +22,7 @@ func TestCRMServe(t *testing.T) {
 	dir := t.TempDir()
 	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
 	mustRun(t, "approve", "--app", app, "--case", "case-1", "--title", "Call back")
-	mustRun(t, "crm", "init", "--crm", crm)
+	identity := regexp.MustCompile(`identity ([0-9a-f]{32})`).FindStringSubmatch(mustRun(t, "crm", "init", "--crm", crm))[1]
 	refused(t, "does not exist", "crm", "serve", "--crm", filepath.Join(dir, "missing.db"), "--addr", "127.0.0.1:0")
 	if code, _, _ := runCLI(t, "crm", "init", "--crm", filepath.Join(dir, "x.db"), "--addr", ":0"); code != 2 {
 		t.Errorf("crm init --addr: got exit %d, want 2", code)
@@ -51,6 +52,16 @@ func TestCRMServe(t *testing.T) {
 	}
 	if r, err := sender.Contract(ctx); err != nil || r.Hours() != 1 {
 		t.Errorf("the contract's retention: got %v, %v; want 1h", r, err)
+	}
+	resp, err := http.Get(url + "/contract")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var contract receiver.Contract
+	err = json.NewDecoder(resp.Body).Decode(&contract)
+	resp.Body.Close()
+	if err != nil || contract.Identity != identity {
+		t.Errorf("the contract's identity: got %+v, %v; want %s", contract, err, identity)
 	}
 	outbox, err := system.Open(ctx, app, system.Options{})
 	if err != nil {
