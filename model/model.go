@@ -56,12 +56,6 @@ type Row struct {
 	Fence          int64
 }
 
-// Untimed returns r without the fields of production delivery (times,
-// lease and fence): what the single-worker part of SPEC observes.
-func (r Row) Untimed() Row {
-	return Row{Key: r.Key, State: r.State, Attempts: r.Attempts, RemoteID: r.RemoteID, LastError: r.LastError}
-}
-
 // leased reports whether r carries a lease that has not run out at now.
 func (r Row) leased(now int64) bool {
 	return r.LeaseOwner != "" && r.LeaseUntil > now
@@ -86,16 +80,6 @@ type Observation struct {
 	Approvals []Approval
 	Outbox    []Row
 	Tasks     []Task
-}
-
-// Untimed returns o with every row's production fields cleared (see
-// Row.Untimed), for comparing with an observation that lacks them.
-func (o Observation) Untimed() Observation {
-	o.Outbox = slices.Clone(o.Outbox)
-	for i, r := range o.Outbox {
-		o.Outbox[i] = r.Untimed()
-	}
-	return o
 }
 
 // Claim is a worker's claim in flight: the row's key, the fence and the

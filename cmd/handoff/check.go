@@ -101,9 +101,6 @@ func crmCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if sub == "serve" {
-		if *retention < 0 {
-			return fmt.Errorf("%w: --retention is %v, want 0 (forever) or more", errUsage, *retention)
-		}
 		return serveCRM(ctx, *crmPath, *addr, *retention, stdout)
 	}
 	given := false
@@ -114,17 +111,27 @@ func crmCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if _, err := os.Lstat(*crmPath); err == nil {
 		return fmt.Errorf("%s already exists; crm init creates a new CRM database only", *crmPath)
 	}
-	crm, err := system.OpenCRM(ctx, *crmPath, system.Durable)
+	crm, err := openCRMFile(ctx, *crmPath, true, stdout)
 	if err != nil {
 		return err
 	}
-	defer crm.Close()
+	return crm.Close()
+}
+
+// openCRMFile opens the durable CRM database at path; creating says the
+// file is new, and then w hears where it was made, with its identity.
+func openCRMFile(ctx context.Context, path string, creating bool, w io.Writer) (*system.CRM, error) {
+	crm, err := system.OpenCRM(ctx, path, system.Durable)
+	if err != nil || !creating {
+		return crm, err
+	}
 	id, err := crm.Identity(ctx)
 	if err != nil {
-		return err
+		crm.Close()
+		return nil, err
 	}
-	fmt.Fprintf(stdout, "created the CRM database %s (identity %s)\n", *crmPath, id)
-	return nil
+	fmt.Fprintf(w, "created the CRM database %s (identity %s)\n", path, id)
+	return crm, nil
 }
 
 // serveCRM serves the CRM database at path over HTTP on addr until ctx is

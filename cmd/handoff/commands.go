@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // command is one entry of the command table: what help says about a
@@ -28,8 +29,9 @@ type command struct {
 	// Only a command whose answer can be "a person must look" (for
 	// alerting) has it.
 	attention string
-	// atLeastOne lists integer flags that must be 1 or more when given.
-	atLeastOne []string
+	// atLeastOne lists integer flags that must be 1 or more when given,
+	// nonNegative duration flags that must be 0 or more.
+	atLeastOne, nonNegative []string
 	// run parses args with parse, so that -h and --help return a
 	// helpRequest before anything else happens.
 	run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
@@ -120,13 +122,14 @@ func init() {
 			run:     inspect,
 		},
 		{
-			name:     "requeue",
-			args:     "KEY --app PATH --reason TEXT [--actor NAME] [--retention D]",
-			summary:  "make a blocked row pending again: same key and payload, 0 attempts, eligible now",
-			operands: keyHelp,
-			done:     "requeued; the audit log has who and why",
-			failed:   "refused, the files unchanged: no row for KEY, a row that is not blocked, a CRM that may have forgotten the key (reconcile first), or a database error",
-			run:      requeue,
+			name:        "requeue",
+			args:        "KEY --app PATH --reason TEXT [--actor NAME] [--retention D]",
+			summary:     "make a blocked row pending again: same key and payload, 0 attempts, eligible now",
+			operands:    keyHelp,
+			done:        "requeued; the audit log has who and why",
+			failed:      "refused, the files unchanged: no row for KEY, a row that is not blocked, a CRM that may have forgotten the key (reconcile first), or a database error",
+			nonNegative: []string{"retention"},
+			run:         requeue,
 		},
 		{
 			name:     "reconcile",
@@ -138,13 +141,14 @@ func init() {
 			run:      reconcile,
 		},
 		{
-			name:      "stale",
-			args:      "--app PATH --older-than D [--json]",
-			summary:   "list the rows that need a person: every blocked row, every pending row approved more than D ago, read only",
-			done:      "nothing needs a person",
-			failed:    "a missing, unreadable or damaged database, or a file of the wrong kind",
-			attention: "something needs a person (listed): for alerting",
-			run:       stale,
+			name:        "stale",
+			args:        "--app PATH --older-than D [--json]",
+			summary:     "list the rows that need a person: every blocked row, every pending row approved more than D ago, read only",
+			done:        "nothing needs a person",
+			failed:      "a missing, unreadable or damaged database, or a file of the wrong kind",
+			attention:   "something needs a person (listed): for alerting",
+			nonNegative: []string{"older-than"},
+			run:         stale,
 		},
 		{
 			name:    "check",
@@ -155,12 +159,13 @@ func init() {
 			run:     check,
 		},
 		{
-			name:    "crm",
-			args:    "(init --crm PATH | serve --crm PATH [--addr HOST:PORT] [--retention D])",
-			summary: "create a CRM database (deliver creates none unless told to), or serve one over HTTP with the Idempotency-Key contract",
-			done:    "created; or served until SIGINT or SIGTERM, then shut down",
-			failed:  "the file exists (init) or does not (serve), cannot be created or opened, or the address cannot be listened on",
-			run:     crmCmd,
+			name:        "crm",
+			args:        "(init --crm PATH | serve --crm PATH [--addr HOST:PORT] [--retention D])",
+			summary:     "create a CRM database (deliver creates none unless told to), or serve one over HTTP with the Idempotency-Key contract",
+			done:        "created; or served until SIGINT or SIGTERM, then shut down",
+			failed:      "the file exists (init) or does not (serve), cannot be created or opened, or the address cannot be listened on",
+			nonNegative: []string{"retention"},
+			run:         crmCmd,
 		},
 		{
 			name:    "upgrade",
@@ -259,17 +264,25 @@ func (c command) printHelp(w io.Writer, fs *flag.FlagSet) error {
 }
 
 // checkNumbers returns a usage error for an atLeastOne flag of c given a
-// number below 1.
+// number below 1, or a nonNegative flag given a negative duration.
 func (c command) checkNumbers(fs *flag.FlagSet) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for _, name := range c.atLeastOne {
+	value := func(name string) string {
 		f := fs.Lookup(name)
 		if f == nil {
 			panic(fmt.Sprintf("the command table names --%s, which %s does not define", name, c.name))
 		}
-		if n, err := strconv.ParseInt(f.Value.String(), 10, 64); given[name] && err == nil && n < 1 {
+		return f.Value.String()
+	}
+	for _, name := range c.atLeastOne {
+		if n, err := strconv.ParseInt(value(name), 10, 64); given[name] && err == nil && n < 1 {
 			return fmt.Errorf("%w: --%s is %d, want 1 or more", errUsage, name, n)
+		}
+	}
+	for _, name := range c.nonNegative {
+		if d, err := time.ParseDuration(value(name)); given[name] && err == nil && d < 0 {
+			return fmt.Errorf("%w: --%s is %v, want 0 or more", errUsage, name, d)
 		}
 	}
 	return nil

@@ -74,7 +74,7 @@ func TestUsageLinesNameEveryFlag(t *testing.T) {
 				t.Errorf("%s: the usage line names --%s, which the command does not define", c.name, m[1])
 			}
 		}
-		for _, name := range c.atLeastOne {
+		for _, name := range append(slices.Clone(c.atLeastOne), c.nonNegative...) {
 			if !slices.Contains(defined, name) {
 				t.Errorf("%s: the table checks --%s, which the command does not define", c.name, name)
 			}

@@ -106,9 +106,6 @@ func requeue(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if *retention < 0 {
-		return fmt.Errorf("%w: --retention is %v, want 0 (forever) or more", errUsage, *retention)
-	}
 	app, err := openForOperator(ctx, *of.app)
 	if err != nil {
 		return err
@@ -174,9 +171,6 @@ func stale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := required(fs, "app", "older-than"); err != nil {
 		return err
-	}
-	if *olderThan < 0 {
-		return fmt.Errorf("%w: --older-than is %v, want 0 or more", errUsage, *olderThan)
 	}
 	app, err := system.OpenReadOnly(ctx, *appPath)
 	if err != nil {

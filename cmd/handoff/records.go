@@ -106,24 +106,12 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := system.CheckPath(*crmPath); err != nil {
 		return err
 	}
-	crm, err := system.OpenCRM(ctx, *crmPath, system.Durable)
+	crm, err := openCRMFile(ctx, *crmPath, creating, stderr)
 	if err != nil {
 		return err
 	}
 	defer crm.Close()
-	identity, err := crm.Identity(ctx)
-	if err != nil {
-		return err
-	}
-	if creating {
-		fmt.Fprintf(stderr, "created the CRM database %s (identity %s)\n", *crmPath, identity)
-	}
-	if bound == "" {
-		if err := holdsSentTasks(ctx, app, crm, *crmPath); err != nil {
-			return err
-		}
-	}
-	if err := app.BindReceiver(ctx, identity); err != nil {
+	if err := bindCRM(ctx, app, crm, *crmPath); err != nil {
 		return err
 	}
 	if _, err := app.Recover(ctx); err != nil {

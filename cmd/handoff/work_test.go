@@ -346,6 +346,7 @@ func TestOperatorAndWorkUsageErrors(t *testing.T) {
 		{op("stale"), "missing --older-than"},
 		{op("stale", "--older-than", "-1h"), "--older-than is -1h0m0s, want 0 or more"},
 		{op("stale", "--older-than", "soon"), `invalid value "soon" for flag -older-than`},
+		{[]string{"crm", "serve", "--crm", "crm.db", "--retention", "-1s"}, "--retention is -1s, want 0 or more"},
 	} {
 		code, _, stderr := runCLI(t, tt.args...)
 		if code != 2 || !strings.Contains(stderr, tt.want) {
