@@ -72,7 +72,7 @@ var Fragile = []Design{
 		Doc: "The receiver creates a task for every request and stores the key only as data: fine until " +
 			"anything is retried. A request delivered twice makes two tasks (duplicate task). Invariant 1 " +
 			"catches it in two steps: an approval and a delivery whose request arrives twice.",
-		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2,
+		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2, OwnReceiver: true,
 		OpenApp: openApp,
 		OpenCRM: func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
 			c, err := openPlainCRM(ctx, path, opts.Durability)
@@ -140,7 +140,7 @@ var Fragile = []Design{
 			"idempotency check. When another system already put other content under the key, the request is " +
 			"answered with that task: the row says sent, and the task says something else (silently replaced " +
 			"instruction). Invariant 3 catches it in two steps: a sent row naming a task with other content.",
-		Failure: ReplacedInstruction, Invariant: 3, MinimalSteps: 2,
+		Failure: ReplacedInstruction, Invariant: 3, MinimalSteps: 2, OwnReceiver: true,
 		OpenApp: openApp,
 		OpenCRM: func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
 			c, err := system.OpenCRMWith(ctx, path, opts)
@@ -177,7 +177,7 @@ var Fragile = []Design{
 		Doc: "The receiver checks for the key, then inserts in a second transaction, with no unique " +
 			"constraint: correct one request at a time. A duplicate request arriving between the lookup and the " +
 			"insert makes a second task (duplicate task). Invariant 1 catches it in two steps.",
-		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2,
+		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2, OwnReceiver: true,
 		OpenApp: openApp,
 		OpenCRM: func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
 			c, err := openPlainCRM(ctx, path, opts.Durability)

@@ -65,6 +65,11 @@ type Design struct {
 	// and options. A design of the single-worker catalog leaves it false,
 	// so that its minimal counterexample stays one of a single worker.
 	Workers bool
+	// OwnReceiver says that the design's shortcut is in the receiver, so
+	// that OpenCRM opens something else than system's CRM. Over HTTP the
+	// receiver is crm.Server in front of system's CRM: such a design runs
+	// in process only.
+	OwnReceiver bool
 	// OpenApp opens the app database at path.
 	OpenApp func(ctx context.Context, path string, opts system.Options) (App, error)
 	// OpenCRM opens the receiver database at path.

@@ -1,10 +1,12 @@
 package designs_test
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/system"
 )
 
 func TestCatalogEntriesAreComplete(t *testing.T) {
@@ -36,5 +38,20 @@ func TestLookup(t *testing.T) {
 	}
 	if _, err := designs.Lookup("three-writes"); err == nil {
 		t.Error("an unknown design was found")
+	}
+}
+
+// TestOwnReceiver checks that exactly the designs marked OwnReceiver open
+// another receiver than system's CRM.
+func TestOwnReceiver(t *testing.T) {
+	for _, d := range designs.All() {
+		c, err := d.OpenCRM(t.Context(), filepath.Join(t.TempDir(), "crm.db"), system.CRMOptions{Durability: system.ProcessSafe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, real := c.(*system.CRM); real == d.OwnReceiver {
+			t.Errorf("%s: OwnReceiver is %t, and it opens %T", d.Name, d.OwnReceiver, c)
+		}
+		c.Close()
 	}
 }
