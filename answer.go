@@ -15,7 +15,8 @@ type AnswerKind string
 // The kinds of answer. An approval is Approved, Invalid, Conflict, Crashed
 // or Error; a delivery Sent, Pending, Blocked, Idle, Crashed or Error; a
 // converge step Idle after some deliveries, Busy (still not idle at its
-// limit) or Error; a restart Restarted; a design line Designed.
+// limit) or Error; a restart Restarted; a design line Designed; a
+// transport line Transported.
 const (
 	Approved  AnswerKind = "approved"
 	Invalid   AnswerKind = "invalid"
@@ -29,6 +30,8 @@ const (
 	Error     AnswerKind = "error"
 	Restarted AnswerKind = "restarted"
 	Designed  AnswerKind = "design"
+	// Transported answers a transport line.
+	Transported AnswerKind = "transport"
 
 	// The phases of a named worker and the clock: a claim is Claimed,
 	// Blocked or Idle (At: when a row becomes eligible); a send hears

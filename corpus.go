@@ -127,7 +127,13 @@ func (p Problem) Error() string {
 // says: a saved counterexample fails until the bug is fixed. An error means
 // the scenario could not run; it starts with file:line where it can.
 func Replay(ctx context.Context, sc Scenario, dir string) ([]string, []Problem, error) {
-	env, err := NewEnv(ctx, Config{Dir: dir, Durability: system.ProcessSafe})
+	return ReplayOver(ctx, sc, dir, InProcess)
+}
+
+// ReplayOver is Replay with the worker's requests carried over t, unless
+// the scenario names its own transport.
+func ReplayOver(ctx context.Context, sc Scenario, dir string, t Transport) ([]string, []Problem, error) {
+	env, err := NewEnv(ctx, Config{Dir: dir, Durability: system.ProcessSafe, Transport: t})
 	if err != nil {
 		return nil, nil, err
 	}

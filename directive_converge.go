@@ -24,10 +24,14 @@ func (e *Env) converge(ctx context.Context, s Step) (stepResult, error) {
 	// No correct worker needs more than one claim per attempt, one block
 	// and one idle answer per row.
 	limit := (len(e.before.Outbox)+1)*(e.model.MaxAttempts+2) + 1
+	network, err := e.network("", 0)
+	if err != nil {
+		return stepResult{}, err
+	}
 	r := stepResult{converging: true}
 	var n int64
 	for {
-		d, err := e.app.DeliverOne(ctx, faults.Counted(e.sends, e.crm))
+		d, err := e.app.DeliverOne(ctx, faults.Counted(e.sends, network))
 		n++
 		if err != nil {
 			r.line, r.got = fmt.Sprintf("error on delivery %d: %v", n, err), Answer{Kind: Error}

@@ -20,9 +20,13 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 	if err != nil {
 		return stepResult{}, err
 	}
+	network, err := e.network(fault, 0)
+	if err != nil {
+		return stepResult{}, err
+	}
 	sent := e.sendCount()
 	e.injector.Arm(FaultPoint(fault))
-	d, err := e.app.DeliverOne(ctx, faults.Counted(e.sends, faults.Network(fault, e.crm)))
+	d, err := e.app.DeliverOne(ctx, faults.Counted(e.sends, network))
 	e.injector.Arm("")
 	var r stepResult
 	if FaultPoint(fault) == "" && e.sendCount() > sent {

@@ -21,6 +21,9 @@ func (e *Env) design(ctx context.Context, s Step) (stepResult, error) {
 	}
 	name, _ := s.Arg("name")
 	d, err := designs.Lookup(name)
+	if err == nil {
+		err = CheckTransport(d, e.cfg.Transport)
+	}
 	if err != nil {
 		return stepResult{}, fmt.Errorf("%w: %v", ErrScenario, err)
 	}

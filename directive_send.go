@@ -32,6 +32,10 @@ func (e *Env) send(ctx context.Context, s Step) (stepResult, error) {
 			return stepResult{}, fmt.Errorf("%w: retry-after=%q goes with fault=throttled, a whole number of milliseconds", ErrScenario, v)
 		}
 	}
+	network, err := e.network(fault, time.Duration(hint)*time.Millisecond)
+	if err != nil {
+		return stepResult{}, err
+	}
 	name, w, err := e.worker(ctx, s)
 	if err != nil {
 		return stepResult{}, err
@@ -40,10 +44,6 @@ func (e *Env) send(ctx context.Context, s Step) (stepResult, error) {
 	if w.claim == nil || w.heard {
 		r.line, r.got = fmt.Sprintf("%s has nothing claimed to send", name), Answer{Kind: OutOfTurn}
 	} else {
-		network := faults.Network(fault, e.crm)
-		if fault == faults.Throttled {
-			network = faults.Throttle(time.Duration(hint) * time.Millisecond)
-		}
 		if fault != "" {
 			r.fired = fault
 		}

@@ -30,6 +30,9 @@ type Config struct {
 	Durability system.Durability
 	// Stats, if not nil, counts what the steps did.
 	Stats *Stats
+	// Transport carries the worker's requests to the receiver; the zero
+	// value means InProcess. A transport step changes it.
+	Transport Transport
 }
 
 // Env applies scenario steps to the reference model and to the real
@@ -47,7 +50,8 @@ type Env struct {
 	applied  int
 	before   model.Observation
 	diverged Disagreement
-	// started is set by the first step that is not design or config.
+	// started is set by the first step that is not design, config or
+	// transport.
 	started bool
 
 	// now is the virtual clock in milliseconds since the Unix epoch: time
@@ -107,6 +111,9 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 	if cfg.Design.Name == "" {
 		cfg.Design = designs.Handoff
 	}
+	if cfg.Transport == "" {
+		cfg.Transport = InProcess
+	}
 	e := &Env{
 		cfg:        cfg,
 		model:      model.New(system.DefaultMaxAttempts),
@@ -155,7 +162,13 @@ func (e *Env) open(ctx context.Context) error {
 		app.Close()
 		return fmt.Errorf("handoff: opening the receiver database: %w", err)
 	}
-	e.app, e.crm = app, crm
+	carried, err := carry(crm, e.cfg.Transport)
+	if err != nil {
+		app.Close()
+		crm.Close()
+		return err
+	}
+	e.app, e.crm = app, carried
 	return nil
 }
 
@@ -303,6 +316,7 @@ var handlers = map[string]func(*Env, context.Context, Step) (stepResult, error){
 	"requeue":   (*Env).requeue,
 	"reconcile": (*Env).reconcile,
 	"stale":     (*Env).stale,
+	"transport": (*Env).transport,
 }
 
 // Apply runs one step against model and system and checks the invariants.
@@ -318,7 +332,7 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	e.started = e.started || s.Directive != "design" && s.Directive != "config"
+	e.started = e.started || s.Directive != "design" && s.Directive != "config" && s.Directive != "transport"
 	e.applied++
 	obs, err := e.observe(ctx)
 	if err != nil {

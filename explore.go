@@ -41,6 +41,9 @@ type ExploreConfig struct {
 	Parallel int
 	// NoSwarm draws every sequence at the default levels (see mix).
 	NoSwarm bool
+	// Transport carries the worker's requests; the zero value means
+	// InProcess.
+	Transport Transport
 	// Dir is where sequences keep their databases; "" means os.TempDir().
 	Dir string
 	// Progress, if not nil, is called about once a second while it runs.
@@ -126,6 +129,12 @@ func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 	if cfg.Parallel == 0 {
 		cfg.Parallel = 1
 	}
+	if cfg.Transport == "" {
+		cfg.Transport = InProcess
+	}
+	if err := CheckTransport(cfg.Design, cfg.Transport); err != nil {
+		return Report{}, err
+	}
 	switch {
 	case cfg.Checks < 1:
 		return Report{}, fmt.Errorf("handoff: checks is %d, want at least 1", cfg.Checks)
@@ -205,7 +214,7 @@ func runLane(ctx context.Context, cfg ExploreConfig, dir string, stats *Stats, n
 		return laneResult{err: fmt.Errorf("handoff: %w", err)}
 	}
 	rec := &Recorder{}
-	prop := Property(ctx, PropertyConfig{Design: cfg.Design, Dir: dir, MaxSteps: cfg.Steps, NoSwarm: cfg.NoSwarm, Stats: stats, Recorder: rec})
+	prop := Property(ctx, PropertyConfig{Design: cfg.Design, Dir: dir, MaxSteps: cfg.Steps, NoSwarm: cfg.NoSwarm, Transport: cfg.Transport, Stats: stats, Recorder: rec})
 	for ctx.Err() == nil {
 		m := next.Add(1) - 1
 		if f := failed.Load(); m >= int64(cfg.Checks) || f > 0 && m >= f-1 {

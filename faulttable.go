@@ -1,33 +1,42 @@
 package handoff
 
 import (
+	"net/http"
+
 	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
 
 // faultEffect is what one fault does: the system fault point where it
-// crashes (none for the others), and what the model hears of it.
+// crashes (none for the others), what the model hears of it, and what
+// the fault proxy does with the request over HTTP.
 type faultEffect struct {
 	point           system.FaultPoint
 	network         model.Network // what happens to a delivery's request and reply
 	crash           model.Crash   // where a delivery's worker dies
 	crashesApproval bool          // the approval dies between its two inserts
+	// proxy is the fault proxy's action on the request over HTTP; the
+	// zero Action forwards it. A throttled answer's Retry-After is the
+	// step's hint; a foreign task is another system's request, forwarded
+	// ahead of the worker's.
+	proxy faults.Action
 }
 
 // faultTable is the one place that says what every fault of package faults
 // does to the system and to the model: adding a fault is one row here, and
-// TestReach then demands that explorations make it take effect.
+// TestReach then demands that explorations make it take effect. Over HTTP
+// every network fault is the proxy's: nothing is emulated in process.
 var faultTable = map[faults.Kind]faultEffect{
 	faults.CrashBetweenInserts: {point: system.PointBetweenApprovalInserts, crashesApproval: true},
 	faults.CrashBeforeSend:     {point: system.PointBeforeSend, crash: model.CrashBeforeSend},
 	faults.CrashAfterReply:     {point: system.PointAfterReply, crash: model.CrashAfterReply},
-	faults.Offline:             {network: model.Offline},
-	faults.LostReply:           {network: model.LostReply},
-	faults.DuplicateRequest:    {network: model.DuplicateRequest},
+	faults.Offline:             {network: model.Offline, proxy: faults.Action{Verb: faults.Refuse}},
+	faults.LostReply:           {network: model.LostReply, proxy: faults.Action{Verb: faults.CutReply}},
+	faults.DuplicateRequest:    {network: model.DuplicateRequest, proxy: faults.Action{Verb: faults.Duplicate}},
 	faults.ForeignTask:         {network: model.ForeignTask},
-	faults.Throttled:           {network: model.Throttled},
-	faults.Refused:             {network: model.Refused},
+	faults.Throttled:           {network: model.Throttled, proxy: faults.Action{Verb: faults.Respond, Status: http.StatusTooManyRequests}},
+	faults.Refused:             {network: model.Refused, proxy: faults.Action{Verb: faults.Respond, Status: http.StatusForbidden}},
 	faults.Restart:             {},
 }
 

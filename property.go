@@ -67,17 +67,18 @@ type Run struct {
 	Outcomes []Outcome
 }
 
-// designLines is 1 when the run starts with a design line, else 0: steps
-// are numbered, and counted, without it.
+// designLines is how many design and transport lines the run starts
+// with: steps are numbered, and counted, without them.
 func (r Run) designLines() int {
-	if len(r.Steps) > 0 && r.Steps[0].Directive == "design" {
-		return 1
+	n := 0
+	for n < len(r.Steps) && (r.Steps[n].Directive == "design" || r.Steps[n].Directive == "transport") {
+		n++
 	}
-	return 0
+	return n
 }
 
-// Length is the number of steps of the run, not counting a leading design
-// line.
+// Length is the number of steps of the run, not counting the design and
+// transport lines it starts with.
 func (r Run) Length() int { return len(r.Steps) - r.designLines() }
 
 // Failure is a sequence that broke an invariant.
@@ -109,6 +110,9 @@ type PropertyConfig struct {
 	MaxSteps int
 	// NoSwarm draws every sequence at the default levels (see mix).
 	NoSwarm bool
+	// Transport carries the worker's requests; the zero value means
+	// InProcess. Over HTTP every sequence starts with a transport line.
+	Transport Transport
 	// Stats (may be nil) counts what the sequences did.
 	Stats *Stats
 	// Recorder (may be nil) keeps the last failing run.
@@ -179,6 +183,9 @@ func Property(ctx context.Context, cfg PropertyConfig) func(*rapid.T) {
 			return failure == nil
 		}
 		ok := cfg.Design.Name == designs.Handoff.Name || apply(NewStep("design", "name", cfg.Design.Name))
+		if ok && cfg.Transport == HTTP {
+			ok = apply(NewStep("transport", "name", string(HTTP)))
+		}
 		if c := drawConfig(t); ok && c.Directive != "" && cfg.Design.Workers {
 			ok = apply(c)
 		}

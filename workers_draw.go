@@ -33,6 +33,14 @@ func drawConfig(t *rapid.T) Step {
 	return configs[pickOf(t, "which config", len(configs))]
 }
 
+// retryHints are the retry hints, in milliseconds, a throttled send
+// draws: none, shorter and longer than a backoff. Over HTTP a Retry-After
+// is whole seconds.
+var retryHints = map[Transport][]string{
+	InProcess: {"0", "1500", "20000"},
+	HTTP:      {"0", "2000", "20000"},
+}
+
 // drawPhase draws a named worker and its next phase: a claim when it holds
 // none, then the send of what it claimed (with a fault, some of the time),
 // then the settle (with a jitter drawn within the backoff ceiling); or,
@@ -58,7 +66,8 @@ func drawPhase(t *rapid.T, e *Env) Step {
 		k := faults.SendKinds[i-1]
 		s := NewStep("send", "worker", name, "fault", k.String())
 		if k == faults.Throttled {
-			s.Args = append(s.Args, Arg{"retry-after", []string{"0", "1500", "20000"}[pickOf(t, "retry after", 3)]})
+			hints := retryHints[e.cfg.Transport]
+			s.Args = append(s.Args, Arg{"retry-after", hints[pickOf(t, "retry after", len(hints))]})
 		}
 		return s
 	}
