@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,4 +66,72 @@ func TestExploreOverHTTP(t *testing.T) {
 		}
 	}
 	t.Logf("%d steps at %.0f steps/s; faults %v", r.Stats.Steps.Load(), r.StepsPerSecond(), r.Stats.Faults)
+}
+
+// TestTransportLineChangesNoOutput replays every corpus file that names
+// its transport without that line, in process: every other step gives the
+// output the file expects over HTTP.
+func TestTransportLineChangesNoOutput(t *testing.T) {
+	scenarios, err := CorpusScenarios()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, sc := range scenarios {
+		i := slices.IndexFunc(sc.Cases, func(c Case) bool { return c.Step.Directive == "transport" })
+		if i < 0 {
+			continue
+		}
+		found++
+		sc.Cases = slices.Delete(slices.Clone(sc.Cases), i, i+1)
+		_, problems, err := ReplayOver(t.Context(), sc, t.TempDir(), InProcess)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Error(p)
+		}
+	}
+	if found == 0 {
+		t.Error("no corpus file names its transport")
+	}
+}
+
+// TestTransportRefusals runs scenarios that cannot run over HTTP, or name
+// a transport wrongly: each is a malformed scenario, with its reason.
+func TestTransportRefusals(t *testing.T) {
+	const (
+		overHTTP = "transport name=http\n----\n\n"
+		approve  = "approve case=case-1 title=\"Call back\"\n----\n\n"
+	)
+	tests := []struct {
+		name, text, want string
+	}{
+		{"unknown transport", "transport name=pigeon\n----\n", `unknown transport "pigeon", want in-process or http`},
+		{"no name", "transport\n----\n", `unknown transport ""`},
+		{"after a step", approve + overHTTP, "transport comes before every step but design and config"},
+		{"a receiver of its own", "design name=check-then-create\n----\n\n" + overHTTP, "design check-then-create has a receiver of its own"},
+		{"retention under a second", overHTTP + "config retention=500\n----\n", "retention 500ms: over http the receiver states its retention in whole seconds"},
+		{"a hint in milliseconds", overHTTP + approve + "claim worker=A\n----\n\nsend worker=A fault=throttled retry-after=1500\n----\n",
+			"retry-after=1500: over http a Retry-After is whole seconds"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := ParseScenario("s.txt", tt.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = Replay(t.Context(), sc, t.TempDir())
+			if !errors.Is(err, ErrScenario) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want a malformed scenario saying %q", err, tt.want)
+			}
+		})
+	}
+	sc, err := ParseScenario("s.txt", "design name=receiver-ignores-payload\n----\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReplayOver(t.Context(), sc, t.TempDir(), HTTP); !errors.Is(err, ErrScenario) || !strings.Contains(err.Error(), "runs in process only") {
+		t.Errorf("a receiver of its own replayed over http: got %v, want it refused", err)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	parallel := fs.Int("parallel", runtime.NumCPU(), "sequences to run at once (the sequences are the same whatever it is)")
 	shardFlag := fs.String("shard", "1/1", "run shard `i/n` of the run's sequences (every n-th, from the i-th), --checks of them")
 	swarm := fs.Bool("swarm", true, "swarm testing: one sequence in four reweights or switches off kinds of steps and faults")
+	transportName := fs.String("transport", string(handoff.InProcess), "how the worker's requests reach the CRM: in-process, or http (crm.Sender through a fault proxy to crm.Server on loopback)")
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
@@ -50,6 +52,13 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	transport, err := handoff.ParseTransport(*transportName)
+	if err == nil {
+		err = handoff.CheckTransport(design, transport)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: --transport: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
+	}
 	if *seed == 0 {
 		*seed = new(maphash.Hash).Sum64() | 1
 	}
@@ -57,13 +66,16 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !*swarm {
 		common += " --swarm=false"
 	}
+	if transport != handoff.InProcess {
+		common += " --transport " + string(transport)
+	}
 	again := fmt.Sprintf("%s --seed %d --checks %d", common, *seed, *checks)
 	if shards > 1 {
 		again += " --shard " + *shardFlag
 	}
-	fmt.Fprintf(stderr, "exploring design %s with seed %d; to run it again: %s\n", design.Name, *seed, again)
+	fmt.Fprintf(stderr, "exploring design %s (%s) with seed %d; to run it again: %s\n", design.Name, transport, *seed, again)
 	cfg := handoff.ExploreConfig{Design: design, Checks: *checks, Steps: *steps, Seed: *seed, Dir: *dir,
-		Shard: shard, Shards: shards, Parallel: *parallel, NoSwarm: !*swarm, Progress: progressLine(stderr, *checks)}
+		Shard: shard, Shards: shards, Parallel: *parallel, NoSwarm: !*swarm, Transport: transport, Progress: progressLine(stderr, *checks)}
 	report, err := handoff.Explore(ctx, cfg)
 	if err != nil {
 		return err
@@ -135,8 +147,8 @@ func isTerminal(w io.Writer) bool {
 
 func printSummary(w io.Writer, r handoff.Report, reproduce string) {
 	st := r.Stats
-	fmt.Fprintf(w, "explored design %s: %d sequences (%d checks asked) and %d shrink runs, %d steps in %.1fs = %.0f steps/s, seed %d, %d lanes",
-		r.Config.Design.Name, st.Sequences.Load(), r.Config.Checks, st.ShrinkRuns.Load(), st.Steps.Load(), r.Elapsed.Seconds(), r.StepsPerSecond(), r.Config.Seed, r.Config.Parallel)
+	fmt.Fprintf(w, "explored design %s (%s): %d sequences (%d checks asked) and %d shrink runs, %d steps in %.1fs = %.0f steps/s, seed %d, %d lanes",
+		r.Config.Design.Name, r.Config.Transport, st.Sequences.Load(), r.Config.Checks, st.ShrinkRuns.Load(), st.Steps.Load(), r.Elapsed.Seconds(), r.StepsPerSecond(), r.Config.Seed, r.Config.Parallel)
 	if r.Config.Shards > 1 {
 		fmt.Fprintf(w, ", shard %d/%d", r.Config.Shard, r.Config.Shards)
 	}
@@ -166,6 +178,7 @@ func printSummary(w io.Writer, r handoff.Report, reproduce string) {
 // summary is the JSON form of a report.
 type summary struct {
 	Design           string         `json:"design"`
+	Transport        string         `json:"transport"`
 	Seed             uint64         `json:"seed"`
 	Checks           int            `json:"checks"`
 	StepsPerSequence int            `json:"steps_per_sequence"`
@@ -199,7 +212,7 @@ type violation struct {
 func printJSON(w io.Writer, r handoff.Report, reproduce string) error {
 	st := r.Stats
 	s := summary{
-		Design: r.Config.Design.Name, Seed: r.Config.Seed, Checks: r.Config.Checks, StepsPerSequence: r.Config.Steps,
+		Design: r.Config.Design.Name, Transport: string(r.Config.Transport), Seed: r.Config.Seed, Checks: r.Config.Checks, StepsPerSequence: r.Config.Steps,
 		Sequences: st.Sequences.Load(), ShrinkRuns: st.ShrinkRuns.Load(), Steps: st.Steps.Load(),
 		Parallel: r.Config.Parallel, Shard: fmt.Sprintf("%d/%d", r.Config.Shard, r.Config.Shards), Interrupted: r.Interrupted,
 		InputClasses:   stringKeys(st.InputClasses),

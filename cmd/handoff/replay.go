@@ -9,22 +9,34 @@ import (
 	"strings"
 
 	"github.com/outboxlab/handoff"
+	"github.com/outboxlab/handoff/designs"
 )
 
-// replay replays scenario files and compares every step's output.
+// replay replays scenario files and compares every step's output. Over
+// http it skips, saying so, the scenarios of a design that runs in
+// process only.
 func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	quiet := fs.Bool("quiet", false, "print only mismatches and the summary")
+	transportName := fs.String("transport", string(handoff.InProcess), "how the worker's requests reach the CRM in a file that names no transport: in-process, or http")
 	if err := parse(fs, args, stderr, true); err != nil {
 		return err
+	}
+	transport, err := handoff.ParseTransport(*transportName)
+	if err != nil {
+		return fmt.Errorf("%w: --transport: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
 	}
 	scenarios, err := readScenarios(fs.Args())
 	if err != nil {
 		return err
 	}
+	scenarios = overTransport(scenarios, transport, stderr)
+	if len(scenarios) == 0 {
+		return fmt.Errorf("nothing to replay over %s", transport)
+	}
 	steps, mismatches := 0, 0
 	for _, sc := range scenarios {
-		outputs, problems, err := replayOne(ctx, sc)
+		outputs, problems, err := replayOne(ctx, sc, transport)
 		if err != nil {
 			return err
 		}
@@ -43,8 +55,24 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if mismatches > 0 {
 		return fmt.Errorf("%d of %d steps in %d files did not match", mismatches, steps, len(scenarios))
 	}
-	fmt.Fprintf(stdout, "replayed %d files, %d steps: every output matches\n", len(scenarios), steps)
+	fmt.Fprintf(stdout, "replayed %d files, %d steps over %s: every output matches\n", len(scenarios), steps, transport)
 	return nil
+}
+
+// overTransport returns the scenarios that can run over t, and says on
+// stderr which it skips: those of a design that runs in process only.
+func overTransport(scenarios []handoff.Scenario, t handoff.Transport, stderr io.Writer) []handoff.Scenario {
+	var kept []handoff.Scenario
+	for _, sc := range scenarios {
+		if d, err := designs.Lookup(sc.Design()); err == nil { // an unknown design fails at its design line
+			if err := handoff.CheckTransport(d, t); err != nil {
+				fmt.Fprintf(stderr, "skipped %s: %s\n", sc.Name, strings.TrimPrefix(err.Error(), "handoff: "))
+				continue
+			}
+		}
+		kept = append(kept, sc)
+	}
+	return kept
 }
 
 // readScenarios reads the named files, or the embedded corpus when none are
@@ -75,12 +103,12 @@ func readScenarios(files []string) ([]handoff.Scenario, error) {
 	return scenarios, nil
 }
 
-// replayOne replays a scenario in a temporary folder of its own.
-func replayOne(ctx context.Context, sc handoff.Scenario) ([]string, []handoff.Problem, error) {
+// replayOne replays a scenario over t in a temporary folder of its own.
+func replayOne(ctx context.Context, sc handoff.Scenario, t handoff.Transport) ([]string, []handoff.Problem, error) {
 	dir, err := os.MkdirTemp("", "handoff-replay-")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	return handoff.Replay(ctx, sc, dir)
+	return handoff.ReplayOver(ctx, sc, dir, t)
 }
