@@ -41,7 +41,7 @@ type wire struct {
 	server       *httptest.Server
 }
 
-func newWire(t *testing.T) *wire {
+func newWire(t testing.TB) *wire {
 	t.Helper()
 	c, err := system.OpenCRMWith(t.Context(), filepath.Join(t.TempDir(), "crm.db"), system.CRMOptions{Durability: system.ProcessSafe})
 	if err != nil {
