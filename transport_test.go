@@ -15,6 +15,7 @@ import (
 // are one and the same. A fragile design with a receiver of its own is
 // refused at its design line.
 func TestCorpusOverHTTP(t *testing.T) {
+	t.Parallel()
 	scenarios, err := CorpusScenarios()
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +47,7 @@ func TestCorpusOverHTTP(t *testing.T) {
 // breaks, every sequence runs, and every network fault of faultTable
 // takes effect as the proxy's action.
 func TestExploreOverHTTP(t *testing.T) {
+	t.Parallel()
 	const checks = 40
 	r, err := Explore(t.Context(), ExploreConfig{Checks: checks, Steps: DefaultSteps, Seed: 1, Parallel: 2, Transport: HTTP, Dir: t.TempDir()})
 	if err != nil {

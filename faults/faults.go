@@ -1,8 +1,9 @@
 // Package faults injects the faults of SPEC's table into the handoff: crashes
-// at the named fault points of package system (through its Hook), and a
-// faulty network between the worker and the receiver. Every decision to
-// inject comes from the caller (a rapid draw or a scenario line); nothing
-// here is random.
+// at the named fault points of package system (through its Hook), a
+// faulty network between the worker and the receiver in process, and
+// Proxy, a TCP proxy on loopback that does to each HTTP request what its
+// caller sets. Every decision to inject comes from the caller (a rapid
+// draw or a scenario line); nothing here is random.
 package faults
 
 import (

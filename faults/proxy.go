@@ -297,11 +297,12 @@ type upstreamConn struct {
 	p    *Proxy
 	conn net.Conn
 	br   *bufio.Reader
+	bw   *bufio.Writer
 }
 
-// roundTrip sends req with body upstream and reads the whole answer. It
-// returns the answer as the client is to get it and whether the upstream
-// keeps the connection open.
+// roundTrip sends req with body upstream (again, for a duplicate) and
+// reads the whole answer. It returns the answer as the client is to get
+// it and whether the upstream keeps the connection open.
 func (u *upstreamConn) roundTrip(req *http.Request, body []byte) ([]byte, bool, error) {
 	if u.conn == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
@@ -314,18 +315,16 @@ func (u *upstreamConn) roundTrip(req *http.Request, body []byte) ([]byte, bool, 
 			conn.Close()
 			return nil, false, net.ErrClosed
 		}
-		u.conn, u.br = conn, bufio.NewReader(conn)
+		u.conn, u.br, u.bw = conn, bufio.NewReader(conn), bufio.NewWriter(conn)
 	}
-	out := req.Clone(context.Background())
-	out.Body, out.ContentLength, out.TransferEncoding = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
-	w := bufio.NewWriter(u.conn)
-	err := out.Write(w)
+	req.Body, req.ContentLength, req.TransferEncoding = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
+	err := req.Write(u.bw)
 	if err == nil {
-		err = w.Flush()
+		err = u.bw.Flush()
 	}
 	var resp *http.Response
 	if err == nil {
-		resp, err = http.ReadResponse(u.br, out)
+		resp, err = http.ReadResponse(u.br, req)
 	}
 	var answer []byte
 	if err == nil {
@@ -348,7 +347,7 @@ func (u *upstreamConn) roundTrip(req *http.Request, body []byte) ([]byte, bool, 
 func (u *upstreamConn) close() {
 	if u.conn != nil {
 		u.p.track(u.conn, false)
-		u.conn, u.br = nil, nil
+		u.conn, u.br, u.bw = nil, nil, nil
 	}
 }
 

@@ -20,11 +20,21 @@ const benchBatch = 50
 // each iteration makes one delivery straight to crm.Server and one
 // through a Proxy that forwards everything, in turn, on the same files,
 // and it reports both times per delivery and the proxy's overhead in
-// percent. Alternating keeps this machine's drift out of the comparison.
-// Both databases commit without syncing (system.ProcessSafe, as the
-// simulation does), so the network's share of a delivery is as large as
-// it gets; every benchBatch iterations start on fresh files.
+// percent. Alternating keeps this machine's drift out of the comparison;
+// every benchBatch iterations start on fresh files. Both databases commit
+// durably (the default), or without syncing as the simulation does
+// (system.ProcessSafe), where the network's share of a delivery is as
+// large as it gets.
 func BenchmarkProxyOverhead(b *testing.B) {
+	for _, d := range []struct {
+		name       string
+		durability system.Durability
+	}{{"durable", system.Durable}, {"process-safe", system.ProcessSafe}} {
+		b.Run(d.name, func(b *testing.B) { benchmarkProxyOverhead(b, d.durability) })
+	}
+}
+
+func benchmarkProxyOverhead(b *testing.B, durability system.Durability) {
 	ctx := b.Context()
 	var took [2]time.Duration // straight to the server, through the proxy
 	var senders [2]system.Receiver
@@ -32,8 +42,8 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	for i := range b.N {
 		if i%benchBatch == 0 {
 			b.StopTimer()
-			w := newWire(b)
-			o, err := system.Open(ctx, filepath.Join(b.TempDir(), "app.db"), system.Options{Durability: system.ProcessSafe, NoBackoff: true})
+			w := newWireWith(b, durability)
+			o, err := system.Open(ctx, filepath.Join(b.TempDir(), "app.db"), system.Options{Durability: durability, NoBackoff: true})
 			if err != nil {
 				b.Fatal(err)
 			}

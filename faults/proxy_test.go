@@ -43,7 +43,13 @@ type wire struct {
 
 func newWire(t testing.TB) *wire {
 	t.Helper()
-	c, err := system.OpenCRMWith(t.Context(), filepath.Join(t.TempDir(), "crm.db"), system.CRMOptions{Durability: system.ProcessSafe})
+	return newWireWith(t, system.ProcessSafe)
+}
+
+// newWireWith is newWire with the CRM file committing with durability d.
+func newWireWith(t testing.TB, d system.Durability) *wire {
+	t.Helper()
+	c, err := system.OpenCRMWith(t.Context(), filepath.Join(t.TempDir(), "crm.db"), system.CRMOptions{Durability: d})
 	if err != nil {
 		t.Fatal(err)
 	}
