@@ -70,16 +70,17 @@ const readHeaderTimeout = 5 * time.Second
 // the handle, and Close shuts the server down before it closes the
 // handle, so that a restart restarts the server too.
 //
-// The workers share the one client: a faulty request always goes out on
-// a fresh connection (faults.Proxy.Through), so sharing changes nothing
-// any worker hears.
+// The worker has two senders: one whose client keeps its connections
+// alive, for the requests the proxy forwards, and one whose client never
+// reuses a connection, for the faulty ones (see faults.Proxy.Through).
+// The workers share them: no request of one depends on another's.
 type httpCRM struct {
 	designs.CRM
 	server  *http.Server
 	serving chan error // what Serve returned
 	proxy   *faults.Proxy
-	client  *http.Client
-	sender  *crm.Sender
+	clients [2]*http.Client // keep-alive, fresh
+	senders [2]*crm.Sender  // through each client
 	stopped bool
 }
 
@@ -107,13 +108,15 @@ func serveHTTP(c designs.CRM) (*httpCRM, error) {
 		h.stop()
 		return nil, fmt.Errorf("handoff: %w", err)
 	}
-	h.client = &http.Client{
-		Transport:     &http.Transport{},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	if h.sender, err = crm.NewSender(h.proxy.URL(), h.client); err != nil {
-		h.stop()
-		return nil, fmt.Errorf("handoff: %w", err)
+	for i, keepAlive := range []bool{true, false} {
+		h.clients[i] = &http.Client{
+			Transport:     &http.Transport{DisableKeepAlives: !keepAlive},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+		if h.senders[i], err = crm.NewSender(h.proxy.URL(), h.clients[i]); err != nil {
+			h.stop()
+			return nil, fmt.Errorf("handoff: %w", err)
+		}
 	}
 	return h, nil
 }
@@ -127,8 +130,10 @@ func (h *httpCRM) stop() error {
 	}
 	h.stopped = true
 	var err error
-	if h.client != nil {
-		h.client.CloseIdleConnections()
+	for _, c := range h.clients {
+		if c != nil {
+			c.CloseIdleConnections()
+		}
 	}
 	if h.proxy != nil {
 		err = h.proxy.Close()
@@ -149,7 +154,31 @@ func (h *httpCRM) Close() error { return errors.Join(h.stop(), h.CRM.Close()) }
 // CreateTask sends the request over HTTP, forwarded by the proxy: the
 // CRM handle is the server's, never the worker's.
 func (h *httpCRM) CreateTask(ctx context.Context, key, payload string) (int64, error) {
-	return h.proxy.Through(faults.Action{}, h.client, h.sender).CreateTask(ctx, key, payload)
+	return h.through(faults.Action{}).CreateTask(ctx, key, payload)
+}
+
+// through is the receiver of one request the proxy does a with, sent in
+// virtual time (see unhurried).
+func (h *httpCRM) through(a faults.Action) system.Receiver {
+	return unhurried{h.proxy.Through(a, h.senders[0], h.senders[1])}
+}
+
+// sendBound is the longest one request over HTTP may take in the
+// simulation, in real time; a request that takes longer is a failure of
+// the harness's machine, not an outcome.
+const sendBound = 30 * time.Second
+
+// unhurried sends without the deadline Outbox.Send gives the request. That
+// deadline is the claim's send-by time on the virtual clock, less its
+// virtual now, taken as real time: the simulation's send takes no virtual
+// time, so whether it ends in time must not depend on how busy the machine
+// is. sendBound still ends a request that hangs.
+type unhurried struct{ next system.Receiver }
+
+func (u unhurried) CreateTask(ctx context.Context, key, payload string) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendBound)
+	defer cancel()
+	return u.next.CreateTask(ctx, key, payload)
 }
 
 // carry returns the CRM handle c as the worker reaches it over t: c itself
@@ -187,7 +216,7 @@ func (e *Env) network(k faults.Kind, hint time.Duration) (system.Receiver, error
 		}
 		a.RetryAfter = strconv.FormatInt(int64(hint/time.Second), 10)
 	}
-	r := h.proxy.Through(a, h.client, h.sender)
+	r := h.through(a)
 	if k == faults.ForeignTask {
 		// Another system's request goes first, through the same network.
 		return faults.Network(k, r), nil

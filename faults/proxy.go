@@ -351,38 +351,34 @@ func (u *upstreamConn) close() {
 	}
 }
 
-// idleCloser is an HTTP client (or transport) that can drop its idle
-// connections.
-type idleCloser interface{ CloseIdleConnections() }
-
 // Through returns a Receiver that has the Proxy do a with the next
-// request, then sends it with next, a receiver whose HTTP client (idle)
-// talks to the Proxy.
+// request and sends it: with keepAlive, a receiver whose HTTP client
+// reuses its connections to the Proxy, when a forwards, and with fresh,
+// one whose client never reuses a connection, for any other action.
 //
 // Go's http.Transport sends a request that carries an Idempotency-Key
 // again, once, by itself, when a connection it reused closes before any
 // answer: a Refuse or CutReply on a reused connection would reach the
 // client as the answer to that second copy, which the Proxy forwards, and
-// the fault would vanish. So for any action but Forward, Through first
-// closes the client's idle connections: the request goes out on a fresh
-// connection, which the transport never retries, and what the client
-// hears is a function of a alone. Forwarded requests keep reusing
-// connections.
-func (p *Proxy) Through(a Action, idle idleCloser, next system.Receiver) system.Receiver {
-	return through{p, a, idle, next}
+// the fault would vanish. Closing the idle connections first is not
+// enough: the transport puts a connection back in its pool only after the
+// caller has read the last answer, so the next request can still find
+// it. A request on a connection that was never used is never sent again,
+// so what the client hears is a function of a alone.
+func (p *Proxy) Through(a Action, keepAlive, fresh system.Receiver) system.Receiver {
+	if a.Verb == Forward {
+		return through{p, a, keepAlive}
+	}
+	return through{p, a, fresh}
 }
 
 type through struct {
 	p    *Proxy
 	a    Action
-	idle idleCloser
 	next system.Receiver
 }
 
 func (t through) CreateTask(ctx context.Context, key, payload string) (int64, error) {
-	if t.a.Verb != Forward {
-		t.idle.CloseIdleConnections()
-	}
 	if err := t.p.Next(t.a); err != nil {
 		return 0, err
 	}

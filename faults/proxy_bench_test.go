@@ -49,7 +49,7 @@ func benchmarkProxyOverhead(b *testing.B, durability system.Durability) {
 			}
 			b.Cleanup(func() { o.Close() })
 			app = o
-			client := &http.Client{Transport: &http.Transport{}}
+			client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}} // as the wire's sender
 			b.Cleanup(client.CloseIdleConnections)
 			direct, err := crm.NewSender(w.server.URL, client)
 			if err != nil {

@@ -28,13 +28,14 @@ const (
 )
 
 // wire is a real CRM file served by crm.Server on a loopback socket, a
-// Proxy in front of it, and a crm.Sender to the proxy whose client keeps
-// connections alive.
+// Proxy in front of it, and two crm.Senders to the proxy: sender's client
+// keeps one connection alive and reuses it, fresh's never reuses one.
 type wire struct {
 	crm    *system.CRM
 	proxy  *faults.Proxy
 	client *http.Client
 	sender *crm.Sender
+	fresh  *crm.Sender
 	// posts counts the requests that reach the server, conns the
 	// connections it accepts.
 	posts, conns atomic.Int64
@@ -76,9 +77,14 @@ func newWireWith(t testing.TB, d system.Durability) *wire {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.proxy.Close() })
-	w.client = &http.Client{Transport: &http.Transport{}}
+	// One connection at most: a request waits for it to be back in the
+	// pool, so that every request after the first reuses it.
+	w.client = &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
 	t.Cleanup(w.client.CloseIdleConnections)
 	if w.sender, err = crm.NewSender(w.proxy.URL(), w.client); err != nil {
+		t.Fatal(err)
+	}
+	if w.fresh, err = crm.NewSender(w.proxy.URL(), &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}); err != nil {
 		t.Fatal(err)
 	}
 	return w
@@ -126,7 +132,7 @@ func TestProxyActions(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			id, err := w.proxy.Through(tt.action, w.client, w.sender).CreateTask(ctx, key, payload)
+			id, err := w.proxy.Through(tt.action, w.sender, w.fresh).CreateTask(ctx, key, payload)
 			if id != tt.wantID || !errors.Is(err, tt.want) || (err == nil) != (tt.want == nil) {
 				t.Fatalf("got %d, %v; want %d, %v", id, err, tt.wantID, tt.want)
 			}
@@ -153,11 +159,12 @@ func TestProxyActions(t *testing.T) {
 	}
 }
 
-// TestTransportRetryHidesALostReply shows why Through closes idle
-// connections: on a connection the client reused, net/http sends a
-// request with an Idempotency-Key again by itself when the connection
-// closes before any answer, and the sender hears the replay of the lost
-// reply's task. On a fresh connection it hears the loss.
+// TestTransportRetryHidesALostReply shows why Through sends a faulty
+// request with a client that never reuses a connection: on a connection
+// the client reused, net/http sends a request with an Idempotency-Key
+// again by itself when the connection closes before any answer, and the
+// sender hears the replay of the lost reply's task. On a fresh connection
+// it hears the loss.
 func TestTransportRetryHidesALostReply(t *testing.T) {
 	w := newWire(t)
 	ctx := t.Context()
@@ -171,7 +178,7 @@ func TestTransportRetryHidesALostReply(t *testing.T) {
 	if err != nil || id != 1 || w.posts.Load() != 2 {
 		t.Fatalf("reused connection: got %d, %v after %d requests at the server; want task 1 after 2 (the transport's own retry)", id, err, w.posts.Load())
 	}
-	_, err = w.proxy.Through(faults.Action{Verb: faults.CutReply}, w.client, w.sender).CreateTask(ctx, key, payload)
+	_, err = w.proxy.Through(faults.Action{Verb: faults.CutReply}, w.sender, w.fresh).CreateTask(ctx, key, payload)
 	if !errors.Is(err, system.ErrTransient) || w.posts.Load() != 3 {
 		t.Fatalf("through: got %v after %d requests at the server; want a transient failure after 3", err, w.posts.Load())
 	}
@@ -235,7 +242,7 @@ func TestProxyDelayPastTheTimeout(t *testing.T) {
 	w := newWire(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	_, err := w.proxy.Through(faults.Action{Verb: faults.Delay, Delay: 200 * time.Millisecond}, w.client, w.sender).CreateTask(ctx, key, payload)
+	_, err := w.proxy.Through(faults.Action{Verb: faults.Delay, Delay: 200 * time.Millisecond}, w.sender, w.fresh).CreateTask(ctx, key, payload)
 	if !errors.Is(err, system.ErrTransient) {
 		t.Fatalf("got %v, want a transient failure", err)
 	}
