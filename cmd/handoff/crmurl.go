@@ -66,8 +66,10 @@ func newRemoteCRM(rawURL string, conns int) (*remoteCRM, error) {
 
 // readContract reads the receiver's contract at GET /contract, within
 // timeout: its identity, for the binding, and its retention, which the
-// sender then gives every claim. It returns errNoContract when the
-// receiver does not state both.
+// sender then gives every claim. The sender reads it now too, not at the
+// first claim: a receiver down by then would leave it unknown, and the
+// claim would hear "forever". It returns errNoContract when the receiver
+// does not state both.
 func (r *remoteCRM) readContract(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
