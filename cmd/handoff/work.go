@@ -90,7 +90,15 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		prefix = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	p := &pool{untilIdle: *untilIdle, results: map[string]int{}, changed: make(chan struct{}), log: newLogger(stderr, *logFormat)}
+	// On a terminal the log lines scroll above a status line; anywhere
+	// else they are all there is, clean for a machine to read.
+	var status *statusLine
+	logTo := stderr
+	if stderrIsTerminal(stderr) {
+		status = &statusLine{w: stderr}
+		logTo = status
+	}
+	p := &pool{untilIdle: *untilIdle, results: map[string]int{}, changed: make(chan struct{}), log: newLogger(logTo, *logFormat)}
 	for i := range *workers {
 		o := opts
 		o.Worker = fmt.Sprintf("%s:%d", prefix, i+1)
@@ -122,7 +130,7 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	start := time.Now()
-	err := p.run(ctx)
+	err := p.runShowing(ctx, status)
 	elapsed := time.Since(start)
 	// The summary is read after an interrupt too.
 	counts, cerr := countStates(context.WithoutCancel(ctx), p.outboxes[0])
@@ -211,6 +219,25 @@ func (p *pool) run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// runShowing is run with the status line drawn on status, unless it is
+// nil, and erased at the end.
+func (p *pool) runShowing(ctx context.Context, status *statusLine) error {
+	if status == nil {
+		return p.run(ctx)
+	}
+	drawing, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.showStatus(drawing, status)
+	}()
+	err := p.run(ctx)
+	stop()
+	<-done
+	status.clear()
+	return err
 }
 
 // worker releases the leases held under its name, then delivers one row
