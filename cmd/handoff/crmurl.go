@@ -201,3 +201,37 @@ func holdsSentTasks(ctx context.Context, app *system.Outbox, where string, taskK
 	}
 	return nil
 }
+
+// tasksFor returns the tasks the receiver holds for key, at GET
+// /tasks?key=KEY.
+func (r *remoteCRM) tasksFor(ctx context.Context, key string) ([]system.Task, error) {
+	u := r.base.JoinPath("tasks")
+	u.RawQuery = "key=" + url.QueryEscape(key)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading the tasks of %s at %s: %w", key, r.url, err)
+	}
+	defer resp.Body.Close()
+	var found struct {
+		Tasks []struct {
+			ID      int64           `json:"id"`
+			Key     string          `json:"key"`
+			Payload json.RawMessage `json:"payload"`
+		} `json:"tasks"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading the tasks of %s at %s: %s", key, r.url, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&found); err != nil {
+		return nil, fmt.Errorf("reading the tasks of %s at %s: %w", key, r.url, err)
+	}
+	tasks := make([]system.Task, 0, len(found.Tasks))
+	for _, t := range found.Tasks {
+		tasks = append(tasks, system.Task{ID: t.ID, Key: t.Key, Payload: string(t.Payload)})
+	}
+	return tasks, nil
+}
