@@ -75,6 +75,9 @@ var jsonOutputs = []struct {
 	{"designs --json", func(t *testing.T) []string {
 		return []string{cliJSON(t, "designs", "--json")}
 	}},
+	{"trial --json", func(t *testing.T) []string {
+		return []string{passingTrial(t).stdout, brokenTrial(t).stdout}
+	}},
 	// Measuring runs every fragile design to a shrunk failure (seconds per
 	// seed), so this example is the command's printer on a measurement,
 	// not a measuring run.

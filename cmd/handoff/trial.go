@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"hash/maphash"
@@ -43,9 +42,6 @@ const (
 // row whose three attempts all find the server down blocks, as it should.
 var trialWorkFlags = []string{"--workers", "2", "--lease", "2s", "--send-timeout", "1s",
 	"--backoff-base", "250ms", "--backoff-cap", "1s"}
-
-// errViolation says that a trial broke an invariant: the files are kept.
-var errViolation = errors.New("invariant violated")
 
 // trial runs the handoff as production runs it, a crm serve process and
 // work processes on real files, and SIGKILLs those processes at moments
@@ -136,7 +132,7 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case runErr != nil:
 		return fmt.Errorf("%w; the files are kept in %s", runErr, root)
 	case sum.Violations > 0:
-		return fmt.Errorf("%w: %d violation(s) (listed above); the files are kept in %s", errViolation, sum.Violations, root)
+		return fmt.Errorf("%d violation(s) (listed above); the files are kept in %s", sum.Violations, root)
 	}
 	return nil
 }
@@ -258,11 +254,10 @@ func runTrial(ctx context.Context, cfg trialConfig) (trialResult, error) {
 		if err := c.Close(); err != nil {
 			return res, err
 		}
-		server, err = startProcess(ctx, cfg, "server", "crm", "serve", "--crm", crmPath, "--addr", "127.0.0.1:0", "--retention", "1h")
+		server, err = startProcess(ctx, cfg, &procs, "server", "crm", "serve", "--crm", crmPath, "--addr", "127.0.0.1:0", "--retention", "1h")
 		if err != nil {
 			return res, err
 		}
-		procs = append(procs, server)
 		url = "http://" + server.addr
 		setFlag(server.args, "--addr", server.addr) // a restart listens where the workers send
 	}
@@ -277,11 +272,10 @@ func runTrial(ctx context.Context, cfg trialConfig) (trialResult, error) {
 	var workers []*process
 	for i := range cfg.workers {
 		args := append([]string{"work", "--app", appPath, "--crm-url", url, "--worker", fmt.Sprintf("trial-%d", i+1)}, trialWorkFlags...)
-		w, err := startProcess(ctx, cfg, fmt.Sprintf("worker %d", i+1), args...)
+		w, err := startProcess(ctx, cfg, &procs, fmt.Sprintf("worker %d", i+1), args...)
 		if err != nil {
 			return res, err
 		}
-		procs = append(procs, w)
 		workers = append(workers, w)
 	}
 
@@ -322,9 +316,9 @@ func runTrial(ctx context.Context, cfg trialConfig) (trialResult, error) {
 		if err := victim.restart(ctx); err != nil {
 			return res, err
 		}
-		for _, w := range workers {
-			if f := w.died(); f != "" {
-				res.findings = append(res.findings, handoff.Finding{Where: w.name, What: f})
+		for _, p := range procs {
+			if f := p.died(); f != "" {
+				res.findings = append(res.findings, handoff.Finding{Where: p.name, What: f})
 			}
 		}
 	}
@@ -339,11 +333,10 @@ func runTrial(ctx context.Context, cfg trialConfig) (trialResult, error) {
 	if err := approve(cfg.rows - approved); err != nil {
 		return res, err
 	}
-	drain, err := startProcess(ctx, cfg, "drain", append([]string{"work", "--app", appPath, "--crm-url", url, "--worker", "trial-drain", "--until-idle"}, trialWorkFlags...)...)
+	drain, err := startProcess(ctx, cfg, &procs, "drain", append([]string{"work", "--app", appPath, "--crm-url", url, "--worker", "trial-drain", "--until-idle"}, trialWorkFlags...)...)
 	if err != nil {
 		return res, err
 	}
-	procs = append(procs, drain)
 	if f := drain.finish(trialDrain); f != "" {
 		res.findings = append(res.findings, handoff.Finding{Where: "drain (work --until-idle)", What: f})
 	}
@@ -496,13 +489,15 @@ type process struct {
 var serverAddress = regexp.MustCompile(`on http://(\S+) `)
 
 // startProcess starts the handoff with args as a process of the trial
-// called name. For crm serve it waits until the server listens.
-func startProcess(ctx context.Context, cfg trialConfig, name string, args ...string) (*process, error) {
+// called name, and adds it to procs, the processes to stop at the end,
+// even when it fails to start.
+func startProcess(ctx context.Context, cfg trialConfig, procs *[]*process, name string, args ...string) (*process, error) {
 	log, err := os.Create(filepath.Join(cfg.dir, strings.ReplaceAll(name, " ", "-")+".log"))
 	if err != nil {
 		return nil, err
 	}
 	p := &process{name: name, exe: cfg.exe, args: args, log: log}
+	*procs = append(*procs, p)
 	return p, p.start(ctx)
 }
 
@@ -521,6 +516,8 @@ func (p *process) start(ctx context.Context) error {
 	p.killed = false
 	p.exited = make(chan struct{})
 	if err := p.cmd.Start(); err != nil {
+		p.err = err
+		close(p.exited)
 		return fmt.Errorf("starting %s: %w", p.name, err)
 	}
 	go func() {
