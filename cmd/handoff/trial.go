@@ -108,8 +108,13 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		began := time.Now()
 		r, err := runTrial(ctx, cfg)
 		sum.add(cfg, r)
-		fmt.Fprintf(stderr, "trial %d of %d (seed %d): %d kills, %d of %d rows sent, %d violation(s), %.1fs\n",
-			cfg.index, *trials, cfg.seed, len(r.kills), r.sent, *rows, len(r.findings), time.Since(began).Seconds())
+		if err != nil {
+			fmt.Fprintf(stderr, "trial %d of %d (seed %d): stopped after %d kills, %.1fs: %v\n",
+				cfg.index, *trials, cfg.seed, len(r.kills), time.Since(began).Seconds(), err)
+		} else {
+			fmt.Fprintf(stderr, "trial %d of %d (seed %d): %d kills, %d of %d rows sent, %d violation(s), %.1fs\n",
+				cfg.index, *trials, cfg.seed, len(r.kills), r.sent, *rows, len(r.findings), time.Since(began).Seconds())
+		}
 		if err != nil {
 			runErr = fmt.Errorf("trial %d (seed %d): %w", cfg.index, cfg.seed, err)
 			break
