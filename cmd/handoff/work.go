@@ -25,8 +25,8 @@ const (
 )
 
 // work runs a pool of workers that deliver from an app database to its
-// CRM, a database file or an HTTP receiver, until it is interrupted, or with --until-idle until
-// nothing is pending.
+// CRM, a database file or an HTTP receiver, until it is interrupted, or
+// with --until-idle until nothing is pending.
 func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("work", flag.ContinueOnError)
 	appPath := fs.String("app", "", "app database (must exist)")
