@@ -276,3 +276,20 @@ func TestTrialUsageErrors(t *testing.T) {
 		t.Errorf("refused trials left %v (%v)", entries, err)
 	}
 }
+
+// TestTrialRefusesANonReceiver: a --crm-url that does not answer GET
+// /contract stops the trial before any worker starts: exit 1, the reason
+// and the folder named.
+func TestTrialRefusesANonReceiver(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "trials")
+	code, stdout, stderr := runCLI(t, "trial", "--kills", "2", "--seed", "1", "--crm-url", closedPort(t), "--dir", dir)
+	if code != 1 || !strings.Contains(stderr, "does not answer GET /contract") || !strings.Contains(stderr, "the files are kept in "+dir) {
+		t.Errorf("trial against a closed port: exit %d, stderr %q; want 1, the reason and the folder", code, stderr)
+	}
+	if !strings.Contains(stdout, "kills: 0") {
+		t.Errorf("trial against a closed port: stdout %q, want the summary of what ran: no kill", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "trial-1", "worker-1.log")); !os.IsNotExist(err) {
+		t.Errorf("a worker was started against a closed port (%v)", err)
+	}
+}
