@@ -281,6 +281,7 @@ func TestTrialUsageErrors(t *testing.T) {
 // /contract stops the trial before any worker starts: exit 1, the reason
 // and the folder named.
 func TestTrialRefusesANonReceiver(t *testing.T) {
+	t.Setenv("HANDOFF_RUN_MAIN", "1") // were a process started, it would be the command line
 	dir := filepath.Join(t.TempDir(), "trials")
 	code, stdout, stderr := runCLI(t, "trial", "--kills", "2", "--seed", "1", "--crm-url", closedPort(t), "--dir", dir)
 	if code != 1 || !strings.Contains(stderr, "does not answer GET /contract") || !strings.Contains(stderr, "the files are kept in "+dir) {
