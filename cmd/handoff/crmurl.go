@@ -47,7 +47,8 @@ type remoteCRM struct {
 
 // newRemoteCRM returns the CRM behind rawURL, refusing, as a usage error,
 // a URL that is not http or https. Its client keeps up to conns
-// connections open for reuse, one per worker. It sends nothing yet.
+// connections (at least two) open for reuse, one per worker. It sends
+// nothing yet.
 func newRemoteCRM(rawURL string, conns int) (*remoteCRM, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = max(conns, 2)

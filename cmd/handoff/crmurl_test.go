@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -97,6 +98,43 @@ func TestCRMURL(t *testing.T) {
 		}
 		if diff := cmp.Diff(before, folder(t, dir)); s.code != 0 && diff != "" {
 			t.Errorf("%v changed the folder (-before +after):\n%s", s.args, diff)
+		}
+	}
+}
+
+// TestReadContract: a receiver is taken only when GET /contract states
+// its identity; anything else is errNoContract.
+func TestReadContract(t *testing.T) {
+	crm := filepath.Join(t.TempDir(), "crm.db")
+	mustRun(t, "crm", "init", "--crm", crm)
+	answer := func(body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) }))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	defer notFound.Close()
+	for _, tt := range []struct {
+		name, url string
+		ok        bool
+	}{
+		{"crm.Server", serveCRMFile(t, crm, time.Hour), true},
+		{"nothing listening", closedPort(t), false},
+		{"404", notFound.URL, false},
+		{"not JSON", answer("hello"), false},
+		{"no identity", answer(`{"idempotency_retention_seconds":0}`), false},
+		{"no retention", answer(`{"identity":"abc"}`), false},
+	} {
+		r, err := newRemoteCRM(tt.url, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = r.readContract(t.Context(), 5*time.Second)
+		if tt.ok && (err != nil || r.contract.Identity == "" || r.contract.RetentionSeconds != 3600) {
+			t.Errorf("%s: got %v, contract %+v; want its identity and 1h", tt.name, err, r.contract)
+		}
+		if !tt.ok && !errors.Is(err, errNoContract) {
+			t.Errorf("%s: got %v, want errNoContract", tt.name, err)
 		}
 	}
 }
