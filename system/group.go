@@ -98,11 +98,11 @@ func (g *group) run(q *statements, batch []*write) {
 				return err
 			}
 			if w.err = w.fn(ctx, tx, q); w.err != nil {
-				// After an error that rolled the whole transaction back
-				// (a full disk), the savepoint is gone and this fails:
-				// the batch fails with it.
-				if err := q.exec(ctx, tx, sqlRollbackTo); err != nil {
-					return err
+				// An error that rolled the whole transaction back (a
+				// full disk) took the savepoint with it: the batch fails
+				// with that error.
+				if q.exec(ctx, tx, sqlRollbackTo) != nil {
+					return w.err
 				}
 			}
 			if err := q.exec(ctx, tx, sqlReleaseSave); err != nil {
