@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -19,8 +20,9 @@ import (
 // outcome is what running them one after the other would give: a write
 // that returns an error is rolled back to its savepoint and returns that
 // error, and the others go on. When the batch's transaction itself fails
-// (it cannot begin, a savepoint fails, or the commit does), nothing of any
-// of its writes is written and every one returns the failure.
+// (it cannot begin, a write's error rolled the whole transaction back, or
+// the commit fails), nothing of any of its writes is written and every
+// one returns the failure. Nothing is retried.
 type group struct {
 	mu      sync.Mutex
 	queue   []*write // waiting for the next batch, in arrival order
@@ -62,8 +64,22 @@ func (g *group) do(ctx context.Context, q *statements, doing string, fn func(ctx
 	batch := g.queue
 	g.queue = nil
 	g.mu.Unlock()
+	defer g.handOff(batch)
 	g.run(q, batch)
+	return w.err
+}
+
+// handOff, once batch has run, tells each of its writes and hands the
+// lead to the first write queued meanwhile, if any. When a write of the
+// batch panicked, its transaction was rolled back: every write of the
+// batch gets an error that says so, and the panic goes on in the caller
+// that ran the batch.
+func (g *group) handOff(batch []*write) {
+	p := recover()
 	for _, b := range batch {
+		if p != nil {
+			b.err = fmt.Errorf("system: %s: a write of the same batch panicked, nothing was written: %v", b.doing, p)
+		}
 		b.turn <- true
 	}
 	g.mu.Lock()
@@ -73,7 +89,9 @@ func (g *group) do(ctx context.Context, q *statements, doing string, fn func(ctx
 		g.running = false
 	}
 	g.mu.Unlock()
-	return w.err
+	if p != nil {
+		panic(p)
+	}
 }
 
 // The statements that keep one write of a batch apart from the others.

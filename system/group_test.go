@@ -320,3 +320,56 @@ func TestLoneWrite(t *testing.T) {
 		t.Errorf("commit stats: got %+v, want %+v", got, want)
 	}
 }
+
+// TestBatchPanic: a write that panics (here a hook) rolls its batch back:
+// the caller that ran the batch panics, every other caller of the batch
+// gets an error, nothing is written, and later writes run as before.
+func TestBatchPanic(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	w, _ := workers(t, clk, system.Options{NoBackoff: true}, "A", "B")
+	mustApprove(t, w["A"], "case-1", "case-2")
+	panicking, err := system.Open(ctx, w["A"].Path(), system.Options{Durability: system.ProcessSafe, Now: clk.Now, Worker: "X",
+		Hook: func(p system.FaultPoint) error {
+			if p == system.PointBetweenApprovalInserts {
+				panic("hook")
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer panicking.Close()
+	before := snapshot(t, w["A"])
+	errs := make([]error, 3)
+	panics := make([]any, 3)
+	guard := func(i int, call func() error) func() {
+		return func() {
+			defer func() { panics[i] = recover() }()
+			errs[i] = call()
+		}
+	}
+	claim := func(app *system.Outbox) func() error {
+		return func() error { _, _, err := app.ClaimNext(ctx, 0); return err }
+	}
+	inOneBatch(t, holdOutbox(w["A"]), func() int { return system.Queued(w["A"]) },
+		guard(0, claim(w["A"])),
+		guard(1, func() error { _, err := panicking.RecordApproval(ctx, "case-new", title); return err }),
+		guard(2, claim(w["B"])))
+	if panics[0] != "hook" || panics[1] != nil || panics[2] != nil {
+		t.Errorf("panics: got %v, want the hook's in the first caller, which ran the batch, alone", panics)
+	}
+	for i := 1; i < 3; i++ {
+		if errs[i] == nil || !strings.Contains(errs[i].Error(), "panicked") {
+			t.Errorf("caller %d: got %v, want an error saying the batch panicked", i+1, errs[i])
+		}
+	}
+	if diff := cmp.Diff(before, snapshot(t, w["A"])); diff != "" {
+		t.Errorf("a batch that panicked wrote (-before +after):\n%s", diff)
+	}
+	for _, n := range []string{"A", "B"} {
+		if _, d, err := w[n].ClaimNext(ctx, 0); err != nil || d.Result != system.ResultPending {
+			t.Errorf("worker %s after the panic: got %+v, %v; want a claim", n, d, err)
+		}
+	}
+}
