@@ -105,25 +105,28 @@ func TestBatchClaimsSeeEachOther(t *testing.T) {
 }
 
 // TestBatchSettleAndClaimOfOneRow: A's lease on a row has run out; A's
-// settle and B's claim of that row run in one batch. Whichever runs first
-// wins, as if they ran one after the other: a settle first is written and
-// leaves nothing to claim; a claim first raises the fence, and the settle
-// after it is stale and writes nothing.
+// settle, B's claim of that row and a person's reconcile run in one
+// batch. Whichever runs first wins, as if they ran one after the other: a
+// settle first is written and leaves nothing to claim; a claim first
+// raises the fence, and the settle after it is stale and writes nothing;
+// a reconcile first makes the row sent, and the settle after it is stale.
 func TestBatchSettleAndClaimOfOneRow(t *testing.T) {
 	for _, tt := range []struct {
-		name         string
-		settleFirst  bool
+		order        string
 		wantSettle   system.Result
 		wantClaim    system.Result
 		wantState    system.State
 		wantFence    int64
 		wantAttempts int
 		wantLease    string
+		wantRemote   int64
 	}{
-		{"settle first", true, system.ResultSent, system.Idle, system.Sent, 1, 1, ""},
-		{"claim first", false, system.ResultStale, system.ResultPending, system.Pending, 2, 2, "B"},
+		{"settle claim", system.ResultSent, system.Idle, system.Sent, 1, 1, "", 7},
+		{"claim settle", system.ResultStale, system.ResultPending, system.Pending, 2, 2, "B", 0},
+		{"reconcile settle claim", system.ResultStale, system.Idle, system.Sent, 2, 1, "", 9},
+		{"settle reconcile", system.ResultSent, "", system.Sent, 1, 1, "", 7},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(tt.order, func(t *testing.T) {
 			ctx := context.Background()
 			clk := newClock()
 			w, _ := workers(t, clk, system.Options{NoBackoff: true}, "A", "B")
@@ -134,12 +137,16 @@ func TestBatchSettleAndClaimOfOneRow(t *testing.T) {
 			}
 			clk.tick(system.DefaultLease)
 			var settled system.Delivery
-			var settleErr error
+			var settleErr, reconcileErr error
 			var claimed claimResult
-			settle := func() { settled, settleErr = w["A"].Settle(ctx, ca, 7, nil) }
-			calls := []func(){claimInto(ctx, w["B"], &claimed), settle}
-			if tt.settleFirst {
-				calls = []func(){settle, claimInto(ctx, w["B"], &claimed)}
+			steps := map[string]func(){
+				"settle":    func() { settled, settleErr = w["A"].Settle(ctx, ca, 7, nil) },
+				"claim":     claimInto(ctx, w["B"], &claimed),
+				"reconcile": func() { reconcileErr = w["B"].Reconcile(ctx, key, 9, "ana", "found task 9") },
+			}
+			var calls []func()
+			for _, step := range strings.Fields(tt.order) {
+				calls = append(calls, steps[step])
 			}
 			inOneBatch(t, holdOutbox(w["B"]), func() int { return system.Queued(w["B"]) }, calls...)
 			if settleErr != nil || settled.Result != tt.wantSettle {
@@ -148,11 +155,43 @@ func TestBatchSettleAndClaimOfOneRow(t *testing.T) {
 			if claimed.err != nil || claimed.d.Result != tt.wantClaim {
 				t.Errorf("B's claim: got %+v, %v; want %s", claimed.d, claimed.err, tt.wantClaim)
 			}
+			switch {
+			case strings.HasPrefix(tt.order, "reconcile") && reconcileErr != nil:
+				t.Errorf("the reconcile before the settle: got %v, want it done", reconcileErr)
+			case strings.HasSuffix(tt.order, "reconcile") && !errors.Is(reconcileErr, system.ErrWrongState):
+				t.Errorf("the reconcile after the settle: got %v, want ErrWrongState (the row is sent)", reconcileErr)
+			}
 			r := row(t, w["A"], key)
-			if r.State != tt.wantState || r.Fence != tt.wantFence || r.Attempts != tt.wantAttempts || r.LeaseOwner != tt.wantLease {
-				t.Errorf("the row: got %+v; want %s, fence %d, attempts %d, lease %q", r, tt.wantState, tt.wantFence, tt.wantAttempts, tt.wantLease)
+			if r.State != tt.wantState || r.Fence != tt.wantFence || r.Attempts != tt.wantAttempts || r.LeaseOwner != tt.wantLease || r.RemoteID != tt.wantRemote {
+				t.Errorf("the row: got %+v; want %s, fence %d, attempts %d, lease %q, remote id %d",
+					r, tt.wantState, tt.wantFence, tt.wantAttempts, tt.wantLease, tt.wantRemote)
 			}
 		})
+	}
+}
+
+// TestGroupPerDurability: handles of another durability on the same file
+// commit apart: a durable write never rides on a commit that does not
+// sync.
+func TestGroupPerDurability(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	w, _ := workers(t, clk, system.Options{NoBackoff: true}, "A")
+	mustApprove(t, w["A"], caseID)
+	durable, err := system.Open(ctx, w["A"].Path(), system.Options{Worker: "D", Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer durable.Close()
+	safe, sure := w["A"].CommitStats(), durable.CommitStats()
+	if _, d, err := durable.ClaimNext(ctx, 0); err != nil || d.Result != system.ResultPending {
+		t.Fatalf("got %+v, %v", d, err)
+	}
+	if got := w["A"].CommitStats(); got != safe {
+		t.Errorf("a durable claim counted among the process-safe commits: %+v, before %+v", got, safe)
+	}
+	if got, want := durable.CommitStats(), (system.CommitStats{Commits: sure.Commits + 1, Writes: sure.Writes + 1}); got != want {
+		t.Errorf("durable commit stats: got %+v, want %+v", got, want)
 	}
 }
 
