@@ -209,7 +209,9 @@ func (opts Options) withDefaults() (Options, error) {
 // Outbox is the app's side of the handoff: approvals, their outbox rows and
 // one worker that delivers them. Several Outboxes, in one process or many,
 // may work on the same database: leases keep them off each other's rows
-// and fences keep a late worker from overwriting what happened since.
+// and fences keep a late worker from overwriting what happened since. The
+// writes that one process's Outboxes on a file make at the same time
+// commit together, one sync for many (see CommitStats).
 type Outbox struct {
 	db   *sql.DB
 	q    *statements
@@ -263,7 +265,10 @@ func newOutbox(ctx context.Context, q *statements, path string, opts Options) (*
 
 // DB is the outbox's database, for a caller that wants its own business
 // write in the approval's transaction (see RecordApprovalTx). Transactions
-// begun on it are BEGIN IMMEDIATE.
+// begun on it are BEGIN IMMEDIATE, and commit apart from the batches of
+// this process's other writes on the file: while holding one, write
+// through no other Outbox on the same file (that write could wait behind
+// a batch that waits for this handle).
 func (o *Outbox) DB() *sql.DB { return o.db }
 
 // Path is the app database's path, as given to Open.
