@@ -289,11 +289,11 @@ type heldFile struct {
 }
 
 // hold opens a handle on path as kind k with the given synchronous
-// setting: with first, which may read the files directly, when this process
-// holds no handle on it, otherwise with again. It returns the handle's
-// statements, without a database yet: their group is the one of the
-// process's handles on path with that setting, and their release gives the handle
-// back when it closes.
+// setting: with first, which may read the files directly, when this
+// process holds no handle on it, otherwise with again. It returns the
+// handle's statements, without a database yet: their group is that of
+// the process's handles on path with the same setting, and their release
+// gives the handle back when it closes.
 func hold(path string, k kind, synchronous string, first, again func() error) (*statements, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
