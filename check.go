@@ -32,7 +32,8 @@ type Files struct {
 // empty, the CRM database at crmPath, reading them only: SQLite's
 // integrity check of each, their kind and schema version, that the app
 // delivers to this CRM, and SPEC's invariants 1 to 5 as far as files show
-// them (invariant 4: attempts within the budget). What it finds wrong is
+// them (invariant 4: attempts within the budget, the largest a worker
+// recorded: see system.Outbox.Budget). What it finds wrong is
 // returned as findings; an error means it could not read a file at all (a
 // missing file, another kind of file, an older or newer schema).
 func CheckFiles(ctx context.Context, appPath, crmPath string) ([]Finding, Files, error) {
@@ -93,7 +94,11 @@ func checkApp(ctx context.Context, appPath, crm string, readTasks func(*Files) (
 	if withCRM && files.Bound != "" && files.Bound != files.Identity {
 		findings = append(findings, Finding{"identity", fmt.Sprintf("%s delivers to CRM %s, but %s is CRM %s: its task ids name other tasks", appPath, files.Bound, crm, files.Identity)})
 	}
-	return append(findings, fileInvariants(observation(files.App, files.Tasks), app.MaxAttempts(), withCRM)...), files, nil
+	budget, err := app.Budget(ctx)
+	if err != nil {
+		return append(findings, Finding{appPath, err.Error()}), files, nil
+	}
+	return append(findings, fileInvariants(observation(files.App, files.Tasks), budget, withCRM)...), files, nil
 }
 
 // readCRM reads the CRM at path into files, or says what is wrong with it.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -222,7 +223,7 @@ type Outbox struct {
 // appQueries are the statements an Outbox prepares.
 var appQueries = []string{sqlFindApproval, sqlInsertApproval, sqlInsertRow,
 	sqlEligible, sqlEarliest, sqlRelease, sqlClaimRow, sqlBlockRow, sqlSettle, sqlLocalError,
-	sqlApprovals, sqlRows, sqlRow, sqlGetMeta, sqlPutMeta, sqlOperate, sqlAudit, sqlAuditLog}
+	sqlApprovals, sqlRows, sqlRow, sqlGetMeta, sqlPutMeta, sqlRaiseBudget, sqlOperate, sqlAudit, sqlAuditLog}
 
 // Open opens (creating if needed) the app database at path, upgrading a
 // file an older handoff wrote. It refuses, changing nothing, a path that
@@ -323,6 +324,10 @@ const (
 	sqlRow       = `SELECT ` + rowColumns + ` WHERE o.key = ?`
 	sqlGetMeta   = `SELECT value FROM meta WHERE name = ?`
 	sqlPutMeta   = `INSERT INTO meta (name, value) VALUES (?, ?)`
+	// sqlRaiseBudget records a claim's attempt budget when it is larger
+	// than the one recorded: see Budget.
+	sqlRaiseBudget = `INSERT INTO meta (name, value) VALUES ('budget', ?1)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER)`
 )
 
 // scanRow scans one row of rowColumns.
@@ -402,6 +407,28 @@ func (o *Outbox) Row(ctx context.Context, key string) (Row, error) {
 		return Row{}, fmt.Errorf("%w: no outbox row for %s", ErrNotFound, key)
 	}
 	return r, driverError("reading the row of "+key, err)
+}
+
+// Budget is the largest attempt budget a row of this app database may
+// have used: this Outbox's MaxAttempts, or the largest that a claim made
+// with a budget above DefaultMaxAttempts recorded. A checker of files
+// (handoff check) reads it, since the workers' --max-attempts is not
+// known to it; a claim never records a budget it did not have, so an
+// attempt counted past its worker's budget still shows.
+func (o *Outbox) Budget(ctx context.Context) (int, error) {
+	var v string
+	err := o.q.prepared[sqlGetMeta].QueryRowContext(ctx, "budget").Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return o.opts.MaxAttempts, nil
+	}
+	if err != nil {
+		return 0, driverError("reading the attempt budget", err)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: the recorded attempt budget %q is not a number", ErrCorrupt, v)
+	}
+	return max(n, o.opts.MaxAttempts), nil
 }
 
 // metaReceiver names the receiver an app database delivers to.

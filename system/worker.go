@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -188,7 +189,13 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 		c.SendBy = fromMillis(now).Add(o.opts.SendTimeout)
 		d.Attempts = c.Attempt
 		leaseUntil := now + o.opts.Lease.Milliseconds()
-		return driverError("counting the attempt", q.exec(ctx, tx, sqlClaimRow, o.opts.Worker, leaseUntil, now, c.Seq))
+		if err := q.exec(ctx, tx, sqlClaimRow, o.opts.Worker, leaseUntil, now, c.Seq); err != nil {
+			return driverError("counting the attempt", err)
+		}
+		if o.opts.MaxAttempts > DefaultMaxAttempts {
+			return driverError("recording the attempt budget", q.exec(ctx, tx, sqlRaiseBudget, strconv.Itoa(o.opts.MaxAttempts)))
+		}
+		return nil
 	})
 	if err != nil {
 		return Claim{}, Delivery{}, err

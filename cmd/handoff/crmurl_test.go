@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -219,4 +220,38 @@ func TestWorkThroughCRMServe(t *testing.T) {
 	}
 	w.Close()
 	delivered(t, app, crm, rows, false, false)
+}
+
+// TestCheckKnowsTheWorkersBudget: rows that workers with --max-attempts 5
+// sent on their fifth attempt pass check, which cannot know the flag: a
+// claim records a budget above the default in the app database.
+func TestCheckKnowsTheWorkersBudget(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	mustRun(t, "approve", "--app", "app.db", "--case", "case-1", "--title", "Call back")
+	mustRun(t, "crm", "init", "--crm", "crm.db")
+	c, err := system.OpenCRM(t.Context(), filepath.Join(dir, "crm.db"), system.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv, err := receiver.NewServer(c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var posts atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && posts.Add(1) < 5 {
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	if out := mustRun(t, "work", "--app", "app.db", "--crm-url", ts.URL, "--until-idle", "--max-attempts", "5", "--backoff-base", "0"); !strings.Contains(out, "0 pending, 1 sent, 0 blocked") {
+		t.Errorf("work: got %q", out)
+	}
+	if out := mustRun(t, "check", "--app", "app.db", "--crm", "crm.db"); !strings.Contains(out, "ok (integrity") {
+		t.Errorf("check after five attempts: got %q", out)
+	}
 }
