@@ -861,6 +861,8 @@ func (c *checker) retention(ctx context.Context, report *Report) ClauseResult {
 		}
 	}
 	switch {
+	case len(answers) == 0:
+		return fail(cl, "no answer stated a retention: the receiver answered nothing")
 	case len(stated) != 1:
 		return fail(cl, "the answers state Idempotency-Retention %v, want one value", stated)
 	case contractErr != nil:
