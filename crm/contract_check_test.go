@@ -122,6 +122,8 @@ const (
 	acceptsRawKey
 	// createsWithoutKey creates a task for a POST without a key.
 	createsWithoutKey
+	// unmarkedReplay replays a stored answer without Idempotent-Replayed.
+	unmarkedReplay
 )
 
 // commitDelay is how long answersBeforeCommit takes to store a key after
@@ -222,7 +224,9 @@ func (f *fakeReceiver) create(w http.ResponseWriter, r *http.Request) {
 			fakeProblem(w, http.StatusUnprocessableEntity)
 			return
 		}
-		w.Header().Set("Idempotent-Replayed", "true")
+		if f.flaw != unmarkedReplay {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
 		fakeCreated(w, i+1, t.body)
 		return
 	}
@@ -282,6 +286,7 @@ func TestCheckReceiverCatchesFlaws(t *testing.T) {
 		{"checks, then creates", checkThenCreate, []crm.Clause{crm.ClauseConcurrent}},
 		{"takes an unquoted key", acceptsRawKey, []crm.Clause{crm.ClauseMalformedKey}},
 		{"creates without a key", createsWithoutKey, []crm.Clause{crm.ClauseMissingKey}},
+		{"replays unmarked", unmarkedReplay, []crm.Clause{crm.ClauseReplay, crm.ClauseReplayNewConnection}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
