@@ -110,7 +110,8 @@ const (
 	// stores the key, under the request's context: when the client hangs
 	// up first the key is lost, and a replay makes a second task.
 	answersBeforeCommit
-	// omitsRetention states no Idempotency-Retention header.
+	// omitsRetention states no Idempotency-Retention header on its
+	// answers to POST.
 	omitsRetention
 	// contractDisagrees states one retention in the header and another at
 	// GET /contract.
@@ -124,6 +125,9 @@ const (
 	createsWithoutKey
 	// unmarkedReplay replays a stored answer without Idempotent-Replayed.
 	unmarkedReplay
+	// keepsRefused reads the key leniently (quotes or none) and creates
+	// the task before it finds the key malformed and answers 400.
+	keepsRefused
 )
 
 // commitDelay is how long answersBeforeCommit takes to store a key after
@@ -151,7 +155,7 @@ func newFakeReceiver(f flaw) *fakeReceiver {
 }
 
 func (f *fakeReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if f.flaw != omitsRetention {
+	if f.flaw != omitsRetention || r.Method != http.MethodPost {
 		w.Header().Set("Idempotency-Retention", "3600")
 	}
 	switch {
@@ -207,6 +211,11 @@ func (f *fakeReceiver) create(w http.ResponseWriter, r *http.Request) {
 	case f.flaw == createsWithoutKey && raw == "":
 		key, keyErr = "", nil
 	}
+	if f.flaw == keepsRefused && keyErr != nil && raw != "" {
+		f.mu.Lock()
+		f.store(strings.Trim(raw, `"`), body)
+		f.mu.Unlock()
+	}
 	if err != nil || keyErr != nil || !json.Valid(body) {
 		fakeProblem(w, http.StatusBadRequest)
 		return
@@ -236,8 +245,7 @@ func (f *fakeReceiver) create(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 	}
 	i := len(f.tasks)
-	answer, _ := json.Marshal(map[string]any{"id": i + 1, "key": key, "payload": json.RawMessage(body)})
-	f.tasks = append(f.tasks, fakeTask{key: key, payload: string(body), body: append(answer, '\n')})
+	f.tasks = append(f.tasks, newFakeTask(i+1, key, body))
 	if f.flaw != answersBeforeCommit {
 		f.keys[key] = i
 		f.mu.Unlock()
@@ -259,6 +267,19 @@ func (f *fakeReceiver) create(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	delete(f.inFlight, key)
 	f.mu.Unlock()
+}
+
+// store creates the task of key and remembers the key.
+func (f *fakeReceiver) store(key string, body []byte) {
+	f.keys[key] = len(f.tasks)
+	f.tasks = append(f.tasks, newFakeTask(len(f.tasks)+1, key, body))
+}
+
+// newFakeTask is task id, for key and payload, with the answer to its
+// create.
+func newFakeTask(id int, key string, payload []byte) fakeTask {
+	answer, _ := json.Marshal(map[string]any{"id": id, "key": key, "payload": json.RawMessage(payload)})
+	return fakeTask{key: key, payload: string(payload), body: append(answer, '\n')}
 }
 
 func fakeCreated(w http.ResponseWriter, id int, body []byte) {
@@ -287,6 +308,7 @@ func TestCheckReceiverCatchesFlaws(t *testing.T) {
 		{"takes an unquoted key", acceptsRawKey, []crm.Clause{crm.ClauseMalformedKey}},
 		{"creates without a key", createsWithoutKey, []crm.Clause{crm.ClauseMissingKey}},
 		{"replays unmarked", unmarkedReplay, []crm.Clause{crm.ClauseReplay, crm.ClauseReplayNewConnection}},
+		{"keeps a refused request", keepsRefused, []crm.Clause{crm.ClauseMalformedKey}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
