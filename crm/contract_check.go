@@ -434,7 +434,7 @@ func (c *checker) create(ctx context.Context, cl Clause) (created, *ClauseResult
 			return created{key: key, payload: payload, first: r, id: id}, nil
 		}
 	}
-	return created{}, &ClauseResult{cl, Skip, "its task could not be created: POST: " + err.Error()}
+	return created{}, &ClauseResult{cl, Skip, "its task could not be created: POST → " + err.Error()}
 }
 
 // taskOf returns the id of the task a 201 answer r holds, for key and
