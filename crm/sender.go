@@ -42,21 +42,28 @@ type Sender struct {
 	known     bool // retention was read
 }
 
-// ErrBadURL is returned by NewSender and CheckReceiver for a receiver URL
-// that is not http or https, has no host, or has a user, query or
-// fragment.
+// ErrBadURL is matched (errors.Is) by the error NewSender and
+// CheckReceiver return for a receiver URL that is not http or https, has
+// no host, or has a user, query or fragment.
 var ErrBadURL = errors.New("crm: bad receiver URL")
+
+// urlError is a refused receiver URL: its message says why, and it is
+// ErrBadURL.
+type urlError string
+
+func (e urlError) Error() string        { return string(e) }
+func (e urlError) Is(target error) bool { return target == ErrBadURL }
 
 // receiverURL parses the base URL of a receiver; a path prefix is kept.
 func receiverURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
+		return nil, urlError(fmt.Sprintf("crm: the receiver URL %q: %v", raw, err))
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("%w %q: not http or https", ErrBadURL, raw)
+		return nil, urlError(fmt.Sprintf("crm: the receiver URL %q is not http or https", raw))
 	case u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil:
-		return nil, fmt.Errorf("%w %q: want a host and no user, query or fragment", ErrBadURL, raw)
+		return nil, urlError(fmt.Sprintf("crm: the receiver URL %q must have a host and no user, query or fragment", raw))
 	}
 	return u, nil
 }

@@ -8,29 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	receiver "github.com/outboxlab/handoff/crm"
-	"github.com/outboxlab/handoff/system"
 )
 
-// serveCRMFile serves a new CRM file, with a retention of an hour, on a
+// servedCRM serves a new CRM file, stating a retention of an hour, on a
 // real loopback socket, and returns its URL.
-func serveCRMFile(t *testing.T) string {
+func servedCRM(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "crm.db")
 	mustRun(t, "crm", "init", "--crm", path)
-	c, err := system.OpenCRMWith(t.Context(), path, system.CRMOptions{Retention: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	s, err := receiver.NewServer(c, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
-	return ts.URL
+	return serveCRMFile(t, path, time.Hour)
 }
 
 // notFound serves a 404 to every request: an endpoint that is no receiver.
@@ -42,7 +28,7 @@ func notFound(t *testing.T) string {
 }
 
 func TestCheckReceiverCommand(t *testing.T) {
-	crm, nothing := serveCRMFile(t), notFound(t)
+	crm, nothing, closed := servedCRM(t), notFound(t), closedPort(t)
 	tests := []struct {
 		name   string
 		args   []string
@@ -54,10 +40,10 @@ func TestCheckReceiverCommand(t *testing.T) {
 		{"flags after the URL", []string{crm, "--retention", "1h", "--timeout", "5s"}, 0, []string{"retention  ", "3600 s (1h0m0s)"}, ""},
 		{"another retention expected", []string{"--retention", "2h", crm}, 1, []string{"retention  ", "  fail  ", "want 7200 s (2h0m0s)", "9 passed, 1 failed"}, "1 of 10 clauses failed"},
 		{"an endpoint that is no receiver", []string{nothing}, 1, []string{"first-create  ", "  fail  ", "POST → 404, want 201"}, "the receiver does not keep the contract"},
-		{"nothing listening", []string{"http://127.0.0.1:1"}, 1, []string{"connection refused", "no answer stated a retention"}, "the receiver does not keep the contract"},
+		{"nothing listening", []string{closed}, 1, []string{"connection refused", "no answer stated a retention"}, "the receiver does not keep the contract"},
 		{"no URL", []string{"--json"}, 2, nil, "missing URL"},
 		{"two URLs", []string{crm, crm}, 2, nil, "unexpected argument"},
-		{"not http", []string{"ftp://crm.example"}, 2, nil, `bad receiver URL "ftp://crm.example": not http or https`},
+		{"not http", []string{"ftp://crm.example"}, 2, nil, `the receiver URL "ftp://crm.example" is not http or https`},
 		{"no scheme", []string{"crm.example:8080"}, 2, nil, "not http or https"},
 		{"a query", []string{"http://crm.example/?x=1"}, 2, nil, "no user, query or fragment"},
 		{"no timeout", []string{crm, "--timeout", "0"}, 2, nil, "--timeout is 0s, want more than 0"},
@@ -88,7 +74,7 @@ func TestCheckReceiverCommand(t *testing.T) {
 }
 
 func TestCheckReceiverJSON(t *testing.T) {
-	crm := serveCRMFile(t)
+	crm := servedCRM(t)
 	code, stdout, stderr := runCLI(t, "check-receiver", crm, "--json", "--retention", "1h")
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
