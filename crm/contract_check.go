@@ -56,9 +56,10 @@ const (
 	// ClauseLookup: GET /tasks?key=KEY lists exactly the task created for
 	// the key, and GET on its Location answers it.
 	ClauseLookup
-	// ClauseReplayAfterCut: a request whose connection is closed as its
-	// answer begins, unread (a lost reply), then a replay: the replay
-	// answers a task, and GET /tasks?key= finds that task alone.
+	// ClauseReplayAfterCut: a request whose connection is closed unread,
+	// at once or as its answer begins (a lost reply), then a replay: the
+	// replay answers a task, and GET /tasks?key= finds that task alone.
+	// Each moment has its own key.
 	ClauseReplayAfterCut
 	// ClauseRetention: every answer of the run states the same
 	// Idempotency-Retention, GET /contract states it too, and it is the
@@ -191,6 +192,10 @@ const checkAgent = "handoff-check-receiver"
 
 // concurrentRequests is how many requests ClauseConcurrent sends at once.
 const concurrentRequests = 8
+
+// cutSettle is how long ClauseReplayAfterCut waits at most for a request
+// it abandoned to leave a task before it replays.
+const cutSettle = 300 * time.Millisecond
 
 // retryPause is how long a replay waits after a 409 before trying again.
 const retryPause = 20 * time.Millisecond
@@ -777,10 +782,10 @@ func (c *checker) lookupClause(ctx context.Context) ClauseResult {
 }
 
 // sendAndCut sends POST /tasks for key and payload over a connection of
-// its own, waits until the answer begins to arrive (the receiver has acted
-// and answered), and closes the connection without reading it: a lost
-// reply.
-func (c *checker) sendAndCut(ctx context.Context, key, payload string) error {
+// its own and closes it without reading the answer: at once, or, with
+// answered, once the answer begins to arrive (the receiver has acted and
+// answered, and the answer is lost).
+func (c *checker) sendAndCut(ctx context.Context, key, payload string, answered bool) error {
 	req, err := c.request(ctx, quoted(key), payload)
 	if err != nil {
 		return err
@@ -804,7 +809,7 @@ func (c *checker) sendAndCut(ctx context.Context, key, payload string) error {
 	if err := conn.SetDeadline(time.Now().Add(c.opts.Timeout)); err != nil {
 		return err
 	}
-	if err := req.Write(conn); err != nil {
+	if err := req.Write(conn); err != nil || !answered {
 		return err
 	}
 	if _, err := conn.Read(make([]byte, 1)); err != nil {
@@ -813,28 +818,57 @@ func (c *checker) sendAndCut(ctx context.Context, key, payload string) error {
 	return nil
 }
 
+// cuts are the moments replayAfterCut closes a connection at: a key
+// suffix and the words for the evidence.
+var cuts = []struct {
+	suffix, words string
+	answered      bool
+}{
+	{"-at-once", "cut at once", false},
+	{"-as-answered", "cut as answered", true},
+}
+
+// settle waits, at most cutSettle, until GET /tasks?key= lists a task for
+// key: a client retries a request it abandoned later, not at once (the
+// race of two requests at once is ClauseConcurrent's).
+func (c *checker) settle(ctx context.Context, key string) {
+	deadline := time.Now().Add(cutSettle)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if ids, err := c.lookup(ctx, key); err == nil && len(ids) > 0 {
+			return
+		}
+		time.Sleep(retryPause)
+	}
+}
+
 func (c *checker) replayAfterCut(ctx context.Context) ClauseResult {
 	cl := ClauseReplayAfterCut
-	key, payload := c.key(cl), c.payload(cl, false)
-	if err := c.sendAndCut(ctx, key, payload); err != nil {
-		return fail(cl, "POST, to cut as the answer begins: %v", err)
+	payload := c.payload(cl, false)
+	var seen []string
+	for _, cut := range cuts {
+		key := c.key(cl) + cut.suffix
+		if err := c.sendAndCut(ctx, key, payload, cut.answered); err != nil {
+			return fail(cl, "POST, %s: %v", cut.words, err)
+		}
+		c.settle(ctx, key)
+		r, err := c.replay(ctx, c.client, key, payload)
+		if err != nil {
+			return fail(cl, "POST, %s; the replay: %v", cut.words, err)
+		}
+		id, err := taskOf(r, key, payload)
+		if err != nil {
+			return fail(cl, "POST, %s; the replay → %v", cut.words, err)
+		}
+		ids, err := c.lookup(ctx, key)
+		switch {
+		case err != nil:
+			return ClauseResult{cl, Skip, fmt.Sprintf("POST, %s; the replay → %s; the tasks cannot be counted: %v", cut.words, describe(r, key), err)}
+		case !slices.Equal(ids, []int64{id}):
+			return fail(cl, "POST, %s; the replay → %s; GET /tasks?key= → tasks %v: want task %d alone", cut.words, describe(r, key), ids, id)
+		}
+		seen = append(seen, fmt.Sprintf("%s, replay → %s, lookup [%d]", cut.words, describe(r, key), id))
 	}
-	r, err := c.replay(ctx, c.client, key, payload)
-	if err != nil {
-		return fail(cl, "POST, cut unread; the replay: %v", err)
-	}
-	id, err := taskOf(r, key, payload)
-	if err != nil {
-		return fail(cl, "POST, cut unread; the replay → %v", err)
-	}
-	ids, err := c.lookup(ctx, key)
-	switch {
-	case err != nil:
-		return ClauseResult{cl, Skip, fmt.Sprintf("POST, cut unread; the replay → %s; the tasks cannot be counted: %v", describe(r, key), err)}
-	case !slices.Equal(ids, []int64{id}):
-		return fail(cl, "POST, cut unread; the replay → %s; GET /tasks?key= → tasks %v: want task %d alone", describe(r, key), ids, id)
-	}
-	return pass(cl, "POST, cut unread; the replay → %s; GET /tasks?key= → [%d]", describe(r, key), id)
+	return pass(cl, "%s", strings.Join(seen, "; "))
 }
 
 // retention checks what every answer of the run, and GET /contract, state

@@ -143,7 +143,8 @@ func printCheckJSON(w io.Writer, r receiver.Report) error {
 	}{URL: r.URL, RunID: r.RunID, KeyPrefix: r.KeyPrefix, OK: r.OK(),
 		Passed: tally(r, receiver.Pass), Failed: tally(r, receiver.Fail), Skipped: tally(r, receiver.Skip), Clauses: []clause{}}
 	if r.Retention != nil {
-		out.RetentionSeconds = optional(int64(*r.Retention / time.Second))
+		seconds := int64(*r.Retention / time.Second)
+		out.RetentionSeconds = &seconds
 	}
 	for _, res := range r.Results {
 		out.Clauses = append(out.Clauses, clause{res.Clause.String(), res.Verdict.String(), res.Evidence})

@@ -10,13 +10,13 @@ import (
 	"time"
 )
 
-// servedCRM serves a new CRM file, stating a retention of an hour, on a
-// real loopback socket, and returns its URL.
-func servedCRM(t *testing.T) string {
+// servedCRM serves a new CRM file, stating retention, on a real loopback
+// socket, and returns its URL.
+func servedCRM(t *testing.T, retention time.Duration) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "crm.db")
 	mustRun(t, "crm", "init", "--crm", path)
-	return serveCRMFile(t, path, time.Hour)
+	return serveCRMFile(t, path, retention)
 }
 
 // notFound serves a 404 to every request: an endpoint that is no receiver.
@@ -28,7 +28,7 @@ func notFound(t *testing.T) string {
 }
 
 func TestCheckReceiverCommand(t *testing.T) {
-	crm, nothing, closed := servedCRM(t), notFound(t), closedPort(t)
+	crm, nothing, closed := servedCRM(t, time.Hour), notFound(t), closedPort(t)
 	tests := []struct {
 		name   string
 		args   []string
@@ -73,27 +73,30 @@ func TestCheckReceiverCommand(t *testing.T) {
 	}
 }
 
+// TestCheckReceiverJSON checks the JSON report against receivers that
+// state an hour and forever: retention_seconds is 3600 and 0, never null.
 func TestCheckReceiverJSON(t *testing.T) {
-	crm := servedCRM(t)
-	code, stdout, stderr := runCLI(t, "check-receiver", crm, "--json", "--retention", "1h")
-	if code != 0 || stderr != "" {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
-	}
-	var out struct {
-		OK               bool   `json:"ok"`
-		RunID            string `json:"run_id"`
-		KeyPrefix        string `json:"key_prefix"`
-		RetentionSeconds *int64 `json:"retention_seconds"`
-		Passed           int    `json:"passed"`
-		Clauses          []struct {
-			Clause, Verdict string
-		} `json:"clauses"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, stdout)
-	}
-	if !out.OK || out.Passed != 10 || len(out.Clauses) != 10 || out.RetentionSeconds == nil || *out.RetentionSeconds != 3600 ||
-		!strings.Contains(out.KeyPrefix, out.RunID) || out.Clauses[0].Clause != "first-create" || out.Clauses[0].Verdict != "pass" {
-		t.Errorf("got %+v", out)
+	for _, retention := range []time.Duration{time.Hour, 0} {
+		code, stdout, stderr := runCLI(t, "check-receiver", servedCRM(t, retention), "--json", "--retention", retention.String())
+		if code != 0 || stderr != "" {
+			t.Fatalf("exit %d, stderr %q", code, stderr)
+		}
+		var out struct {
+			OK               bool   `json:"ok"`
+			RunID            string `json:"run_id"`
+			KeyPrefix        string `json:"key_prefix"`
+			RetentionSeconds *int64 `json:"retention_seconds"`
+			Passed           int    `json:"passed"`
+			Clauses          []struct {
+				Clause, Verdict string
+			} `json:"clauses"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, stdout)
+		}
+		if !out.OK || out.Passed != 10 || len(out.Clauses) != 10 || out.RetentionSeconds == nil || *out.RetentionSeconds != int64(retention/time.Second) ||
+			!strings.Contains(out.KeyPrefix, out.RunID) || out.Clauses[0].Clause != "first-create" || out.Clauses[0].Verdict != "pass" {
+			t.Errorf("retention %v: got %+v", retention, out)
+		}
 	}
 }

@@ -94,7 +94,7 @@ var jsonOutputs = []struct {
 		if code != 1 || !strings.Contains(none, `"ok": false`) {
 			t.Fatalf("check-receiver of an endpoint that is no receiver: exit %d, want 1 and ok false: %s%s", code, none, stderr)
 		}
-		return []string{cliJSON(t, "check-receiver", servedCRM(t), "--json"), none}
+		return []string{cliJSON(t, "check-receiver", servedCRM(t, 0), "--json"), none}
 	}},
 }
 
