@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -48,14 +49,21 @@ type fuzzTask struct {
 	answer  []byte
 }
 
-// reset starts a new CRM file and server, and forgets the model.
+// reset starts a new CRM file and server, removes the one before, and
+// forgets the model.
 func (e *fuzzEnv) reset(t testing.TB) {
 	t.Helper()
 	if e.crm != nil {
 		e.crm.Close()
+		old, _ := filepath.Glob(e.path() + "*") // the pattern is well-formed
+		for _, f := range old {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	e.files++
-	c, err := system.OpenCRMWith(context.Background(), filepath.Join(e.dir, fmt.Sprintf("crm-%d.db", e.files)), system.CRMOptions{Durability: system.ProcessSafe})
+	c, err := system.OpenCRMWith(context.Background(), e.path(), system.CRMOptions{Durability: system.ProcessSafe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +73,9 @@ func (e *fuzzEnv) reset(t testing.TB) {
 	}
 	e.crm, e.server, e.created = c, s, map[string]fuzzTask{}
 }
+
+// path is the CRM file in use.
+func (e *fuzzEnv) path() string { return filepath.Join(e.dir, fmt.Sprintf("crm-%d.db", e.files)) }
 
 // taskCount is how many tasks the CRM file holds.
 func (e *fuzzEnv) taskCount(t *testing.T) int {
