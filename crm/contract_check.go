@@ -325,6 +325,7 @@ type recorder struct {
 	c    *checker
 }
 
+// RoundTrip implements http.RoundTripper.
 func (r recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.next.RoundTrip(req)
 	if err == nil {
@@ -505,7 +506,7 @@ func isProblem(r reply) bool {
 	return strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") && json.Unmarshal(r.body, &p) == nil
 }
 
-// pass, fail and skip make a clause's result.
+// pass and fail make a clause's result.
 func pass(cl Clause, format string, args ...any) ClauseResult {
 	return ClauseResult{cl, Pass, fmt.Sprintf(format, args...)}
 }
@@ -514,6 +515,7 @@ func fail(cl Clause, format string, args ...any) ClauseResult {
 	return ClauseResult{cl, Fail, fmt.Sprintf(format, args...)}
 }
 
+// firstCreate checks ClauseFirstCreate.
 func (c *checker) firstCreate(ctx context.Context) ClauseResult {
 	cl := ClauseFirstCreate
 	key, payload := c.key(cl), c.payload(cl, false)
@@ -556,6 +558,7 @@ func sameAnswer(cl Clause, t created, r reply, err error, how string) ClauseResu
 	return pass(cl, "POST → 201 task %d; again (%s) → the same %d bytes, Idempotent-Replayed: true", t.id, how, len(r.body))
 }
 
+// replaySameConnection checks ClauseReplay.
 func (c *checker) replaySameConnection(ctx context.Context) ClauseResult {
 	cl := ClauseReplay
 	t, skip := c.create(ctx, cl)
@@ -570,6 +573,7 @@ func (c *checker) replaySameConnection(ctx context.Context) ClauseResult {
 	return sameAnswer(cl, t, r, err, how)
 }
 
+// replayNewConnection checks ClauseReplayNewConnection.
 func (c *checker) replayNewConnection(ctx context.Context) ClauseResult {
 	cl := ClauseReplayNewConnection
 	t, skip := c.create(ctx, cl)
@@ -580,6 +584,7 @@ func (c *checker) replayNewConnection(ctx context.Context) ClauseResult {
 	return sameAnswer(cl, t, r, err, "new connection")
 }
 
+// otherPayload checks ClauseOtherPayload.
 func (c *checker) otherPayload(ctx context.Context) ClauseResult {
 	cl := ClauseOtherPayload
 	t, skip := c.create(ctx, cl)
@@ -635,10 +640,12 @@ func (c *checker) refusedThenCreates(ctx context.Context, cl Clause, bad map[str
 	return pass(cl, "%s → 400 problem+json; then with the key → 201 task %d, new", what, id)
 }
 
+// missingKey checks ClauseMissingKey.
 func (c *checker) missingKey(ctx context.Context) ClauseResult {
 	return c.refusedThenCreates(ctx, ClauseMissingKey, map[string]string{"no Idempotency-Key": ""}, "no Idempotency-Key")
 }
 
+// malformedKey checks ClauseMalformedKey with three malformed keys.
 func (c *checker) malformedKey(ctx context.Context) ClauseResult {
 	key := c.key(ClauseMalformedKey)
 	long := key + strings.Repeat("x", MaxKeyLength+1-len(key))
@@ -649,6 +656,7 @@ func (c *checker) malformedKey(ctx context.Context) ClauseResult {
 	}, "unquoted, empty and too long keys")
 }
 
+// concurrent checks ClauseConcurrent.
 func (c *checker) concurrent(ctx context.Context) ClauseResult {
 	cl := ClauseConcurrent
 	key, payload := c.key(cl), c.payload(cl, false)
@@ -750,6 +758,7 @@ func (c *checker) lookup(ctx context.Context, key string) ([]int64, error) {
 	return ids, nil
 }
 
+// lookupClause checks ClauseLookup.
 func (c *checker) lookupClause(ctx context.Context) ClauseResult {
 	cl := ClauseLookup
 	t, skip := c.create(ctx, cl)
@@ -841,6 +850,7 @@ func (c *checker) settle(ctx context.Context, key string) {
 	}
 }
 
+// replayAfterCut checks ClauseReplayAfterCut, once per moment of cuts.
 func (c *checker) replayAfterCut(ctx context.Context) ClauseResult {
 	cl := ClauseReplayAfterCut
 	payload := c.payload(cl, false)

@@ -145,15 +145,18 @@ type fakeReceiver struct {
 	inFlight map[string]bool
 }
 
+// fakeTask is a task of fakeReceiver.
 type fakeTask struct {
 	key, payload string
 	body         []byte // the answer to its create
 }
 
+// newFakeReceiver returns a receiver with flaw f.
 func newFakeReceiver(f flaw) *fakeReceiver {
 	return &fakeReceiver{flaw: f, keys: map[string]int{}, inFlight: map[string]bool{}}
 }
 
+// ServeHTTP routes POST and GET /tasks, GET /tasks/{id} and GET /contract.
 func (f *fakeReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.flaw != omitsRetention || r.Method != http.MethodPost {
 		w.Header().Set("Idempotency-Retention", "3600")
@@ -194,6 +197,7 @@ func (f *fakeReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// fakeProblem answers status with a problem+json body.
 func fakeProblem(w http.ResponseWriter, status int) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
@@ -282,6 +286,7 @@ func newFakeTask(id int, key string, payload []byte) fakeTask {
 	return fakeTask{key: key, payload: string(payload), body: append(answer, '\n')}
 }
 
+// fakeCreated answers 201 with task id's body.
 func fakeCreated(w http.ResponseWriter, id int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Location", "/tasks/"+strconv.Itoa(id))

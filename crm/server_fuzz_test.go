@@ -43,6 +43,7 @@ type fuzzEnv struct {
 	created map[string]fuzzTask
 }
 
+// fuzzTask is what the model knows of a task.
 type fuzzTask struct {
 	id      int64
 	payload string
@@ -166,6 +167,7 @@ func (r fuzzRequest) request() *http.Request {
 	return req.WithContext(context.Background())
 }
 
+// failingReader fails every read with err.
 type failingReader struct{ err error }
 
 func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
@@ -195,6 +197,7 @@ func (r fuzzRequest) refusals() []int {
 	return refused
 }
 
+// within says whether lo ≤ n ≤ hi.
 func within(n, lo, hi int) bool { return n >= lo && n <= hi }
 
 // key is the Idempotency-Key of r, decoded; r must have one that is a
@@ -285,6 +288,7 @@ func serveFuzz(t *testing.T, s *crm.Server, r fuzzRequest) *httptest.ResponseRec
 	return got
 }
 
+// wantStatus fails the test unless got answered want.
 func wantStatus(t *testing.T, r fuzzRequest, got *httptest.ResponseRecorder, want int) {
 	t.Helper()
 	if got.Code != want {
