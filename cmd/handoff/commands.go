@@ -177,6 +177,16 @@ func init() {
 			run:        trial,
 		},
 		{
+			name:        "check-receiver",
+			args:        "URL [--json] [--retention D] [--timeout D]",
+			summary:     "run SPEC's receiver contract against an HTTP endpoint that claims to be idempotent (a staging CRM, an adapter)",
+			operands:    checkReceiverHelp(),
+			done:        "every clause passed",
+			failed:      "a clause failed or could not be checked (the table says which, with the evidence), or the check was interrupted",
+			nonNegative: []string{"retention", "timeout"},
+			run:         checkReceiver,
+		},
+		{
 			name:    "upgrade",
 			args:    "[--app PATH] [--crm PATH]",
 			summary: "upgrade databases an older handoff wrote to this schema, in place, each in one transaction",

@@ -89,6 +89,13 @@ var jsonOutputs = []struct {
 		}
 		return []string{b.String()}
 	}},
+	{"check-receiver --json", func(t *testing.T) []string {
+		code, none, stderr := runCLI(t, "check-receiver", notFound(t), "--json")
+		if code != 1 || !strings.Contains(none, `"ok": false`) {
+			t.Fatalf("check-receiver of an endpoint that is no receiver: exit %d, want 1 and ok false: %s%s", code, none, stderr)
+		}
+		return []string{cliJSON(t, "check-receiver", servedCRM(t, 0), "--json"), none}
+	}},
 }
 
 // cliJSON runs the command line, fails the test unless it exits 0, and
