@@ -179,7 +179,7 @@ func init() {
 		{
 			name:        "check-receiver",
 			args:        "URL [--json] [--retention D] [--timeout D]",
-			summary:     "run SPEC's receiver contract against an HTTP endpoint that claims to be idempotent (a staging CRM, an adapter)",
+			summary:     "run the Idempotency-Key receiver contract against an HTTP endpoint that claims to be idempotent (a staging CRM, an adapter)",
 			operands:    checkReceiverHelp(),
 			done:        "every clause passed",
 			failed:      "a clause failed or could not be checked (the table says which, with the evidence), or the check was interrupted",
