@@ -32,10 +32,32 @@ type Files struct {
 // empty, the CRM database at crmPath, reading them only: SQLite's
 // integrity check of each, their kind and schema version, that the app
 // delivers to this CRM, and SPEC's invariants 1 to 5 as far as files show
-// them (invariant 4: attempts within the budget). What it finds wrong is
+// them (invariant 4: attempts within the budget, the largest a worker
+// recorded: see system.Outbox.Budget). What it finds wrong is
 // returned as findings; an error means it could not read a file at all (a
 // missing file, another kind of file, an older or newer schema).
 func CheckFiles(ctx context.Context, appPath, crmPath string) ([]Finding, Files, error) {
+	var readTasks func(*Files) ([]Finding, error)
+	if crmPath != "" {
+		readTasks = func(files *Files) ([]Finding, error) { return readCRM(ctx, crmPath, files) }
+	}
+	return checkApp(ctx, appPath, crmPath, readTasks)
+}
+
+// CheckReceived checks the app database at appPath as CheckFiles does,
+// against a CRM read another way than from its file (over HTTP, say):
+// tasks are its tasks for the app's keys, identity its identity, and
+// where says where it is, for the findings.
+func CheckReceived(ctx context.Context, appPath, where string, tasks []system.Task, identity string) ([]Finding, Files, error) {
+	return checkApp(ctx, appPath, where, func(files *Files) ([]Finding, error) {
+		files.Tasks, files.Identity = tasks, identity
+		return nil, nil
+	})
+}
+
+// checkApp is CheckFiles with the CRM at crm read by readTasks into the
+// files, or without a CRM when readTasks is nil.
+func checkApp(ctx context.Context, appPath, crm string, readTasks func(*Files) ([]Finding, error)) ([]Finding, Files, error) {
 	var findings []Finding
 	var files Files
 	app, err := system.OpenReadOnly(ctx, appPath)
@@ -57,9 +79,9 @@ func CheckFiles(ctx context.Context, appPath, crmPath string) ([]Finding, Files,
 	if files.Bound, err = app.Receiver(ctx); err != nil {
 		findings = append(findings, Finding{appPath, "reading its CRM's identity: " + err.Error()})
 	}
-	withCRM := crmPath != ""
+	withCRM := readTasks != nil
 	if withCRM {
-		crmFindings, err := readCRM(ctx, crmPath, &files)
+		crmFindings, err := readTasks(&files)
 		if err != nil {
 			return nil, files, err
 		}
@@ -70,9 +92,13 @@ func CheckFiles(ctx context.Context, appPath, crmPath string) ([]Finding, Files,
 		return findings, files, nil
 	}
 	if withCRM && files.Bound != "" && files.Bound != files.Identity {
-		findings = append(findings, Finding{"identity", fmt.Sprintf("%s delivers to CRM %s, but %s is CRM %s: its task ids name other tasks", appPath, files.Bound, crmPath, files.Identity)})
+		findings = append(findings, Finding{"identity", fmt.Sprintf("%s delivers to CRM %s, but %s is CRM %s: its task ids name other tasks", appPath, files.Bound, crm, files.Identity)})
 	}
-	return append(findings, fileInvariants(observation(files.App, files.Tasks), app.MaxAttempts(), withCRM)...), files, nil
+	budget, err := app.Budget(ctx)
+	if err != nil {
+		return append(findings, Finding{appPath, err.Error()}), files, nil
+	}
+	return append(findings, fileInvariants(observation(files.App, files.Tasks), budget, withCRM)...), files, nil
 }
 
 // readCRM reads the CRM at path into files, or says what is wrong with it.

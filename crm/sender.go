@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,20 +42,40 @@ type Sender struct {
 	known     bool // retention was read
 }
 
+// ErrBadURL is matched (errors.Is) by the error NewSender and
+// CheckReceiver return for a receiver URL that is not http or https, has
+// no host, or has a user, query or fragment.
+var ErrBadURL = errors.New("crm: bad receiver URL")
+
+// urlError is a refused receiver URL: its message says why, and it is
+// ErrBadURL.
+type urlError string
+
+func (e urlError) Error() string        { return string(e) }
+func (e urlError) Is(target error) bool { return target == ErrBadURL }
+
+// receiverURL parses the base URL of a receiver; a path prefix is kept.
+func receiverURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return nil, urlError(fmt.Sprintf("crm: the receiver URL %q: %v", raw, err))
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, urlError(fmt.Sprintf("crm: the receiver URL %q is not http or https", raw))
+	case u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return nil, urlError(fmt.Sprintf("crm: the receiver URL %q must have a host and no user, query or fragment", raw))
+	}
+	return u, nil
+}
+
 // NewSender returns a Sender to the receiver at baseURL, an http or https
-// URL (a path prefix is kept). client nil means a client that follows no
+// URL (a path prefix is kept); any other is refused with ErrBadURL. client nil means a client that follows no
 // redirects; the time a send may take comes from its context (DeliverOne
 // gives the send timeout).
 func NewSender(baseURL string, client *http.Client) (*Sender, error) {
-	u, err := url.Parse(baseURL)
+	u, err := receiverURL(baseURL)
 	if err != nil {
-		return nil, fmt.Errorf("crm: the receiver URL %q: %w", baseURL, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("crm: the receiver URL %q is not http or https", baseURL)
-	}
-	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, fmt.Errorf("crm: the receiver URL %q must have a host and no user, query or fragment", baseURL)
+		return nil, err
 	}
 	if client == nil {
 		client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -143,16 +143,11 @@ func (o *Outbox) RecordApproval(ctx context.Context, caseID, title string) (stri
 	if err != nil {
 		return "", err
 	}
-	tx, err := o.db.BeginTx(ctx, nil)
+	err = o.q.write(ctx, "recording the approval", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+		return o.record(ctx, tx, q, a)
+	})
 	if err != nil {
-		return "", driverError("beginning the approval", err)
-	}
-	defer tx.Rollback()
-	if err := o.record(ctx, tx, a); err != nil {
 		return "", err
-	}
-	if err := tx.Commit(); err != nil {
-		return "", driverError("committing the approval", err)
 	}
 	return a.Key, nil
 }
@@ -169,17 +164,17 @@ func (o *Outbox) RecordApprovalTx(ctx context.Context, tx *sql.Tx, caseID, title
 	if err != nil {
 		return "", err
 	}
-	if err := o.record(ctx, tx, a); err != nil {
+	if err := o.record(ctx, tx, o.q, a); err != nil {
 		return "", err
 	}
 	return a.Key, nil
 }
 
-// record writes a unless its key is known: known with the same payload is a
-// harmless repeat, with another payload a conflict.
-func (o *Outbox) record(ctx context.Context, tx *sql.Tx, a Approval) error {
+// record writes a in tx, through q, unless its key is known: known with
+// the same payload is a harmless repeat, with another payload a conflict.
+func (o *Outbox) record(ctx context.Context, tx *sql.Tx, q *statements, a Approval) error {
 	var payload string
-	err := o.q.queryRow(ctx, tx, sqlFindApproval, []any{a.Key}, &payload)
+	err := q.queryRow(ctx, tx, sqlFindApproval, []any{a.Key}, &payload)
 	switch {
 	case err == nil && payload == a.Payload:
 		return nil
@@ -188,14 +183,14 @@ func (o *Outbox) record(ctx context.Context, tx *sql.Tx, a Approval) error {
 	case !errors.Is(err, sql.ErrNoRows):
 		return driverError("looking up "+a.Key, err)
 	}
-	if err := o.q.exec(ctx, tx, sqlInsertApproval, a.Key, a.CaseID, a.Title, a.Payload); err != nil {
+	if err := q.exec(ctx, tx, sqlInsertApproval, a.Key, a.CaseID, a.Title, a.Payload); err != nil {
 		return driverError("inserting the approval", err)
 	}
 	if err := o.opts.Hook.pass(PointBetweenApprovalInserts); err != nil {
 		return err
 	}
 	now := millis(o.opts.Now())
-	if err := o.q.exec(ctx, tx, sqlInsertRow, a.Key, now, now); err != nil {
+	if err := q.exec(ctx, tx, sqlInsertRow, a.Key, now, now); err != nil {
 		return driverError("inserting the outbox row", err)
 	}
 	return nil

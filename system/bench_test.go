@@ -114,6 +114,81 @@ func BenchmarkDurableShare(b *testing.B) {
 	b.ReportMetric(100*syncing.Seconds()/delivering.Seconds(), "%-of-fsync-limit")
 }
 
+// BenchmarkDurableShareWorkers is BenchmarkDurableShare for W workers
+// delivering at once, each its own Outbox on the same durable app
+// database, all sending to one durable CRM, as handoff work --workers W
+// runs them. Each round every worker makes deliveriesPerRound deliveries,
+// then the benchmark makes syncsPerRound bare write+fsync pairs; it
+// reports deliveries per bare fsync (deliveries/s over fsyncs/s, both
+// timed in the same rounds, a ratio that survives the disk's drift) and
+// how many writes each commit carried on each database.
+func BenchmarkDurableShareWorkers(b *testing.B) {
+	const deliveriesPerRound, syncsPerRound = 8, 8
+	for _, w := range []int{1, 8} {
+		b.Run(fmt.Sprint("workers=", w), func(b *testing.B) {
+			ctx := context.Background()
+			dir := b.TempDir()
+			crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer crm.Close()
+			apps := make([]*system.Outbox, w)
+			for i := range apps {
+				if apps[i], err = system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{Worker: fmt.Sprint("w", i)}); err != nil {
+					b.Fatal(err)
+				}
+				defer apps[i].Close()
+			}
+			tx, err := apps[0].DB().BeginTx(ctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range b.N * w * deliveriesPerRound {
+				if _, err := apps[0].RecordApprovalTx(ctx, tx, fmt.Sprint("case-", i), "Call back"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+			s := newSyncer(b)
+			appBefore, crmBefore := apps[0].CommitStats(), crm.CommitStats()
+			var delivering, syncing time.Duration
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				var wg sync.WaitGroup
+				for _, app := range apps {
+					wg.Go(func() {
+						for range deliveriesPerRound {
+							if d, err := app.DeliverOne(ctx, crm); err != nil || d.Result != system.ResultSent {
+								b.Errorf("got %+v, %v; want sent", d, err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				delivering += time.Since(start)
+				start = time.Now()
+				for range syncsPerRound {
+					s.sync(b)
+				}
+				syncing += time.Since(start)
+			}
+			deliveries := float64(b.N*w*deliveriesPerRound) / delivering.Seconds()
+			fsyncs := float64(b.N*syncsPerRound) / syncing.Seconds()
+			b.ReportMetric(deliveries, "deliveries/s")
+			b.ReportMetric(fsyncs, "fsyncs/s")
+			b.ReportMetric(deliveries/fsyncs, "deliveries/fsync")
+			appAfter, crmAfter := apps[0].CommitStats(), crm.CommitStats()
+			b.ReportMetric(float64(appAfter.Writes-appBefore.Writes)/float64(appAfter.Commits-appBefore.Commits), "app-writes/commit")
+			b.ReportMetric(float64(crmAfter.Writes-crmBefore.Writes)/float64(crmAfter.Commits-crmBefore.Commits), "crm-writes/commit")
+		})
+	}
+}
+
 // BenchmarkApprove measures what the approve command does, recording an
 // approval and reading its row back, in an outbox that already holds 1,000
 // or 100,000 rows: the cost must not grow with the rows.

@@ -72,17 +72,31 @@ type report struct {
 	system.Delivery
 }
 
-// TestWorkersAtOnce runs four workers, each its own Outbox on the same
-// files as another process would, against a faulty network with pauses
-// past the lease, until nothing is pending, and checks the files: every
-// row sent or blocked, one task per key, sent rows naming their task, no
-// key sent more often than its row counts attempts, and every outcome a
-// worker reported (not stale) is the one the row kept.
+// TestWorkersAtOnce runs workers, each its own Outbox on the same files
+// as another process would (their writes commit together in batches),
+// against a faulty network with pauses past the lease, until nothing is
+// pending, and checks the files: every row sent or blocked, one task per
+// key, sent rows naming their task, no key sent more often than its row
+// counts attempts, and every outcome a worker reported (not stale) is the
+// one the row kept. With many workers, half the rows are approved while
+// they run, through a handle of their own.
 func TestWorkersAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real workers for a few seconds")
 	}
-	const rows, nWorkers = 120, 4
+	for _, tt := range []struct {
+		name                 string
+		workers, approveLate int
+	}{
+		{"4 workers", 4, 0},
+		{"16 workers, approvals meanwhile", 16, 60},
+	} {
+		t.Run(tt.name, func(t *testing.T) { workersAtOnce(t, tt.workers, tt.approveLate) })
+	}
+}
+
+func workersAtOnce(t *testing.T, nWorkers, approveLate int) {
+	const rows = 120
 	ctx := context.Background()
 	dir := t.TempDir()
 	opts := system.Options{Durability: system.ProcessSafe, MaxAttempts: 5, Lease: 150 * time.Millisecond,
@@ -101,11 +115,25 @@ func TestWorkersAtOnce(t *testing.T) {
 		}
 		defer apps[i].Close()
 	}
-	for i := range rows {
+	for i := range rows - approveLate {
 		if _, err := apps[0].RecordApproval(ctx, fmt.Sprint("case-", i), title); err != nil {
 			t.Fatal(err)
 		}
 	}
+	approver, err := system.Open(ctx, filepath.Join(dir, "app.db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer approver.Close()
+	approving := make(chan struct{})
+	go func() {
+		defer close(approving)
+		for i := rows - approveLate; i < rows; i++ {
+			if _, err := approver.RecordApproval(ctx, fmt.Sprint("case-", i), title); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
 	var sends sync.Map
 	var mu sync.Mutex
 	var reports []report
@@ -123,8 +151,11 @@ func TestWorkersAtOnce(t *testing.T) {
 				case err != nil:
 					t.Errorf("worker %s: %v", app.Worker(), err)
 					return
+				case d.Result == system.Idle && d.NextEligible.IsZero() && done(approving):
+					return // nothing pending, nothing more to come
 				case d.Result == system.Idle && d.NextEligible.IsZero():
-					return // nothing pending
+					time.Sleep(time.Millisecond)
+					continue
 				case d.Result == system.Idle:
 					time.Sleep(min(time.Until(d.NextEligible), 20*time.Millisecond))
 					continue
@@ -193,8 +224,22 @@ func TestWorkersAtOnce(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d rows: %d sent, %d blocked; %d tasks; %d reports, %d stale settles", rows, states[system.Sent], states[system.Blocked], len(tasks), len(reports), stale)
+	if len(snap.Outbox) != rows {
+		t.Errorf("got %d rows, want %d", len(snap.Outbox), rows)
+	}
+	t.Logf("%d rows: %d sent, %d blocked; %d tasks; %d reports, %d stale settles; app database %+v, CRM %+v",
+		rows, states[system.Sent], states[system.Blocked], len(tasks), len(reports), stale, apps[0].CommitStats(), crm.CommitStats())
 	if stale == 0 {
 		t.Errorf("no settle was stale: the pauses past the lease did not make workers overlap, so fencing went untested")
+	}
+}
+
+// done reports whether c is closed.
+func done(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }

@@ -100,11 +100,11 @@ func OpenCRMWith(ctx context.Context, path string, opts CRMOptions) (*CRM, error
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	db, release, err := openDB(ctx, path, crmDatabase, opts.Durability, opts.Now)
+	q, err := openDB(ctx, path, crmDatabase, opts.Durability, opts.Now)
 	if err != nil {
 		return nil, err
 	}
-	c, err := newCRM(ctx, db, release, path)
+	c, err := newCRM(ctx, q, path)
 	if err != nil {
 		return nil, err
 	}
@@ -119,19 +119,18 @@ func (c *CRM) Retention() time.Duration { return c.opts.Retention }
 // reading: it writes nothing, creates no file and leaves none behind.
 // Only Tasks, Identity and Check work on it.
 func OpenCRMReadOnly(ctx context.Context, path string) (*CRM, error) {
-	db, release, err := openReadOnly(ctx, path, crmDatabase)
+	q, err := openReadOnly(ctx, path, crmDatabase)
 	if err != nil {
 		return nil, err
 	}
-	return newCRM(ctx, db, release, path)
+	return newCRM(ctx, q, path)
 }
 
-func newCRM(ctx context.Context, db *sql.DB, release func(), path string) (*CRM, error) {
-	q, err := prepareAll(ctx, db, release, sqlFindTask, sqlInsertTask, sqlRemember, sqlTasks, sqlIdentity)
-	if err != nil {
+func newCRM(ctx context.Context, q *statements, path string) (*CRM, error) {
+	if err := q.prepare(ctx, sqlFindTask, sqlInsertTask, sqlRemember, sqlTasks, sqlIdentity); err != nil {
 		return nil, err
 	}
-	return &CRM{db: db, q: q, path: path, opts: CRMOptions{Now: time.Now}}, nil
+	return &CRM{db: q.db, q: q, path: path, opts: CRMOptions{Now: time.Now}}, nil
 }
 
 // Identity is the CRM's identity, made when its file was created: an app
@@ -155,40 +154,42 @@ func (c *CRM) Close() error { return c.q.close() }
 // one the CRM has forgotten (stored longer than its retention ago), gets a
 // new task with the next id; a known key with the same payload returns the
 // existing id (a replay); a known key with another payload returns
-// ErrKeyConflict and changes nothing.
+// ErrKeyConflict and changes nothing. Concurrent creates commit together,
+// each seeing the ones before it: a key created twice in one commit is a
+// replay the second time.
 func (c *CRM) CreateTask(ctx context.Context, key, payload string) (int64, error) {
 	if key == "" || payload == "" {
 		return 0, invalid("task key and payload must not be empty")
 	}
-	tx, err := c.db.BeginTx(ctx, nil)
+	var id int64
+	err := c.q.write(ctx, "creating the task", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+		now := millis(c.opts.Now())
+		var storedAt int64
+		var held string
+		err := q.queryRow(ctx, tx, sqlFindTask, []any{key}, &id, &held, &storedAt)
+		remembered := err == nil && (c.opts.Retention == 0 || now < storedAt+c.opts.Retention.Milliseconds())
+		switch {
+		case remembered && held == payload:
+			return nil
+		case remembered:
+			return fmt.Errorf("%w: task %d already holds other content for %s", ErrKeyConflict, id, key)
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return driverError("looking up "+key, err)
+		}
+		if err := q.queryRow(ctx, tx, sqlInsertTask, []any{key, payload}, &id); err != nil {
+			return driverError("inserting the task", err)
+		}
+		return driverError("remembering the key", q.exec(ctx, tx, sqlRemember, key, id, now))
+	})
 	if err != nil {
-		return 0, driverError("beginning the task", err)
-	}
-	defer tx.Rollback()
-	now := millis(c.opts.Now())
-	var id, storedAt int64
-	var held string
-	err = c.q.queryRow(ctx, tx, sqlFindTask, []any{key}, &id, &held, &storedAt)
-	remembered := err == nil && (c.opts.Retention == 0 || now < storedAt+c.opts.Retention.Milliseconds())
-	switch {
-	case remembered && held == payload:
-		return id, nil
-	case remembered:
-		return 0, fmt.Errorf("%w: task %d already holds other content for %s", ErrKeyConflict, id, key)
-	case err != nil && !errors.Is(err, sql.ErrNoRows):
-		return 0, driverError("looking up "+key, err)
-	}
-	if err := c.q.queryRow(ctx, tx, sqlInsertTask, []any{key, payload}, &id); err != nil {
-		return 0, driverError("inserting the task", err)
-	}
-	if err := c.q.exec(ctx, tx, sqlRemember, key, id, now); err != nil {
-		return 0, driverError("remembering the key", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, driverError("committing the task", err)
+		return 0, err
 	}
 	return id, nil
 }
+
+// CommitStats counts the commits of this process's durable (or
+// process-safe) handles on the CRM's file, and the creates they carried.
+func (c *CRM) CommitStats() CommitStats { return c.q.group.stats() }
 
 // Tasks reads every task in id order.
 func (c *CRM) Tasks(ctx context.Context) ([]Task, error) {

@@ -10,6 +10,8 @@
 // Two SQLite files take part: the app's (approvals and outbox, opened with
 // [Open]) and the receiver's (tasks, opened with [OpenCRM]). Every write runs
 // in a BEGIN IMMEDIATE transaction and no transaction is ever held while the
-// worker talks to the receiver. Named [FaultPoint]s let a caller observe, or
+// worker talks to the receiver. The writes one process makes at the same
+// time on one file commit together, one sync for many, with the outcome of
+// running them one after the other (see [CommitStats]). Named [FaultPoint]s let a caller observe, or
 // crash, the handoff exactly where a process could die.
 package system

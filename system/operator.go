@@ -107,9 +107,9 @@ func (o *Outbox) operate(ctx context.Context, action Action, key, actor, reason 
 	case reason == "":
 		return invalid("the reason is empty: say why, for the audit log")
 	}
-	return o.write(ctx, string(action)+" "+key, func(tx *sql.Tx) error {
+	return o.q.write(ctx, string(action)+" "+key, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		now := o.opts.Now()
-		st, err := o.q.in(ctx, tx, sqlRow)
+		st, err := q.in(ctx, tx, sqlRow)
 		if err != nil {
 			return err
 		}
@@ -128,11 +128,11 @@ func (o *Outbox) operate(ctx context.Context, action Action, key, actor, reason 
 		if next.RemoteID != 0 {
 			remoteID = next.RemoteID
 		}
-		if err := o.q.exec(ctx, tx, sqlOperate, string(next.State), next.Attempts, remoteID, millis0(next.NextAttemptAt),
+		if err := q.exec(ctx, tx, sqlOperate, string(next.State), next.Attempts, remoteID, millis0(next.NextAttemptAt),
 			millis0(next.FirstClaimedAt), millis0(next.SentAt), key, r.Fence); err != nil {
 			return driverError(string(action)+" "+key, err)
 		}
-		return driverError("writing the audit log", o.q.exec(ctx, tx, sqlAudit, millis(now), actor, string(action), key, reason))
+		return driverError("writing the audit log", q.exec(ctx, tx, sqlAudit, millis(now), actor, string(action), key, reason))
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -209,7 +210,9 @@ func (opts Options) withDefaults() (Options, error) {
 // Outbox is the app's side of the handoff: approvals, their outbox rows and
 // one worker that delivers them. Several Outboxes, in one process or many,
 // may work on the same database: leases keep them off each other's rows
-// and fences keep a late worker from overwriting what happened since.
+// and fences keep a late worker from overwriting what happened since. The
+// writes that one process's Outboxes on a file make at the same time
+// commit together, one sync for many (see CommitStats).
 type Outbox struct {
 	db   *sql.DB
 	q    *statements
@@ -220,7 +223,7 @@ type Outbox struct {
 // appQueries are the statements an Outbox prepares.
 var appQueries = []string{sqlFindApproval, sqlInsertApproval, sqlInsertRow,
 	sqlEligible, sqlEarliest, sqlRelease, sqlClaimRow, sqlBlockRow, sqlSettle, sqlLocalError,
-	sqlApprovals, sqlRows, sqlRow, sqlGetMeta, sqlPutMeta, sqlOperate, sqlAudit, sqlAuditLog}
+	sqlApprovals, sqlRows, sqlRow, sqlGetMeta, sqlPutMeta, sqlRaiseBudget, sqlOperate, sqlAudit, sqlAuditLog}
 
 // Open opens (creating if needed) the app database at path, upgrading a
 // file an older handoff wrote. It refuses, changing nothing, a path that
@@ -232,11 +235,11 @@ func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, release, err := openDB(ctx, path, appDatabase, opts.Durability, opts.Now)
+	q, err := openDB(ctx, path, appDatabase, opts.Durability, opts.Now)
 	if err != nil {
 		return nil, err
 	}
-	return newOutbox(ctx, db, release, path, opts)
+	return newOutbox(ctx, q, path, opts)
 }
 
 // OpenReadOnly opens the existing app database at path for reading: it
@@ -247,24 +250,26 @@ func OpenReadOnly(ctx context.Context, path string) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, release, err := openReadOnly(ctx, path, appDatabase)
+	q, err := openReadOnly(ctx, path, appDatabase)
 	if err != nil {
 		return nil, err
 	}
-	return newOutbox(ctx, db, release, path, opts)
+	return newOutbox(ctx, q, path, opts)
 }
 
-func newOutbox(ctx context.Context, db *sql.DB, release func(), path string, opts Options) (*Outbox, error) {
-	q, err := prepareAll(ctx, db, release, appQueries...)
-	if err != nil {
+func newOutbox(ctx context.Context, q *statements, path string, opts Options) (*Outbox, error) {
+	if err := q.prepare(ctx, appQueries...); err != nil {
 		return nil, err
 	}
-	return &Outbox{db: db, q: q, opts: opts, path: path}, nil
+	return &Outbox{db: q.db, q: q, opts: opts, path: path}, nil
 }
 
 // DB is the outbox's database, for a caller that wants its own business
 // write in the approval's transaction (see RecordApprovalTx). Transactions
-// begun on it are BEGIN IMMEDIATE.
+// begun on it are BEGIN IMMEDIATE, and commit apart from the batches of
+// this process's other writes on the file: while holding one, write
+// through no other Outbox on the same file (that write could wait behind
+// a batch that waits for this handle).
 func (o *Outbox) DB() *sql.DB { return o.db }
 
 // Path is the app database's path, as given to Open.
@@ -319,6 +324,10 @@ const (
 	sqlRow       = `SELECT ` + rowColumns + ` WHERE o.key = ?`
 	sqlGetMeta   = `SELECT value FROM meta WHERE name = ?`
 	sqlPutMeta   = `INSERT INTO meta (name, value) VALUES (?, ?)`
+	// sqlRaiseBudget records a claim's attempt budget when it is larger
+	// than the one recorded: see Budget.
+	sqlRaiseBudget = `INSERT INTO meta (name, value) VALUES ('budget', ?1)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER)`
 )
 
 // scanRow scans one row of rowColumns.
@@ -400,6 +409,28 @@ func (o *Outbox) Row(ctx context.Context, key string) (Row, error) {
 	return r, driverError("reading the row of "+key, err)
 }
 
+// Budget is the largest attempt budget a row of this app database may
+// have used: this Outbox's MaxAttempts, or the largest that a claim made
+// with a budget above DefaultMaxAttempts recorded. A checker of files
+// (handoff check) reads it, since the workers' --max-attempts is not
+// known to it; a claim never records a budget it did not have, so an
+// attempt counted past its worker's budget still shows.
+func (o *Outbox) Budget(ctx context.Context) (int, error) {
+	var v string
+	err := o.q.prepared[sqlGetMeta].QueryRowContext(ctx, "budget").Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return o.opts.MaxAttempts, nil
+	}
+	if err != nil {
+		return 0, driverError("reading the attempt budget", err)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: the recorded attempt budget %q is not a number", ErrCorrupt, v)
+	}
+	return max(n, o.opts.MaxAttempts), nil
+}
+
 // metaReceiver names the receiver an app database delivers to.
 const metaReceiver = "receiver"
 
@@ -423,26 +454,25 @@ func (o *Outbox) BindReceiver(ctx context.Context, id string) error {
 	if id == "" {
 		return invalid("receiver identity is empty")
 	}
-	tx, err := o.db.BeginTx(ctx, nil)
-	if err != nil {
-		return driverError("beginning the binding", err)
-	}
-	defer tx.Rollback()
-	var held string
-	err = o.q.queryRow(ctx, tx, sqlGetMeta, []any{metaReceiver}, &held)
-	switch {
-	case err == nil && held == id:
-		return nil
-	case err == nil:
-		return fmt.Errorf("%w: %s delivers to CRM %s, this CRM is %s; is it the right file?", ErrWrongReceiver, o.path, held, id)
-	case !errors.Is(err, sql.ErrNoRows):
-		return driverError("reading the receiver", err)
-	}
-	if err := o.q.exec(ctx, tx, sqlPutMeta, metaReceiver, id); err != nil {
-		return driverError("recording the receiver", err)
-	}
-	return driverError("committing the receiver", tx.Commit())
+	return o.q.write(ctx, "binding the receiver", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+		var held string
+		err := q.queryRow(ctx, tx, sqlGetMeta, []any{metaReceiver}, &held)
+		switch {
+		case err == nil && held == id:
+			return nil
+		case err == nil:
+			return fmt.Errorf("%w: %s delivers to CRM %s, this CRM is %s; is it the right file?", ErrWrongReceiver, o.path, held, id)
+		case !errors.Is(err, sql.ErrNoRows):
+			return driverError("reading the receiver", err)
+		}
+		return driverError("recording the receiver", q.exec(ctx, tx, sqlPutMeta, metaReceiver, id))
+	})
 }
+
+// CommitStats counts the commits of this process's handles on the app
+// database's file with this Outbox's durability, and the writes
+// (approvals, claims, settles, operator actions) they carried.
+func (o *Outbox) CommitStats() CommitStats { return o.q.group.stats() }
 
 // Check runs SQLite's integrity check on the app database and returns what
 // it reports wrong; nothing when the file is sound.

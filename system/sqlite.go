@@ -213,16 +213,16 @@ func checkWritable(path string) error {
 // that is not a plain file are refused before anything is written. The
 // database runs in WAL mode: a commit appends to the log and syncs once,
 // and readers never block the single writer.
-func openDB(ctx context.Context, path string, k kind, d Durability, now func() time.Time) (*sql.DB, func(), error) {
+func openDB(ctx context.Context, path string, k kind, d Durability, now func() time.Time) (*statements, error) {
 	if err := CheckPath(path); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	synchronous, err := d.Synchronous()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var db *sql.DB
-	release, err := hold(path, k, func() error {
+	q, err := hold(path, k, synchronous, func() error {
 		h, err := readHeader(ctx, path, k)
 		if err != nil {
 			return err
@@ -243,7 +243,11 @@ func openDB(ctx context.Context, path string, k kind, d Durability, now func() t
 		db, err = openWriter(ctx, path, synchronous)
 		return err
 	})
-	return db, release, err
+	if err != nil {
+		return nil, err
+	}
+	q.db = db
+	return q, nil
 }
 
 // openWriter opens path for reading and writing: every transaction
@@ -275,17 +279,22 @@ var (
 	held   = map[string]heldFile{}
 )
 
-// heldFile is how many handles of which kind this process holds on a file.
+// heldFile is how many handles of which kind this process holds on a
+// file, and the groups that commit their writes together, by synchronous
+// setting ("" for the read-only handles).
 type heldFile struct {
-	kind string
-	n    int
+	kind   string
+	n      int
+	groups map[string]*group
 }
 
-// hold opens a handle on path as kind k: with first, which may read the
-// files directly, when this process holds no handle on it, otherwise with
-// again. It returns the function that gives the handle back when it
-// closes.
-func hold(path string, k kind, first, again func() error) (func(), error) {
+// hold opens a handle on path as kind k with the given synchronous
+// setting: with first, which may read the files directly, when this
+// process holds no handle on it, otherwise with again. It returns the
+// handle's statements, without a database yet: their group is that of
+// the process's handles on path with the same setting, and their release
+// gives the handle back when it closes.
+func hold(path string, k kind, synchronous string, first, again func() error) (*statements, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("system: %w", err)
@@ -300,23 +309,27 @@ func hold(path string, k kind, first, again func() error) (func(), error) {
 		err = again()
 	default:
 		err = first()
+		f.groups = map[string]*group{}
 	}
 	if err != nil {
 		return nil, err
 	}
-	held[abs] = heldFile{kind: k.name, n: f.n + 1}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			heldMu.Lock()
-			defer heldMu.Unlock()
-			if f := held[abs]; f.n > 1 {
-				held[abs] = heldFile{kind: f.kind, n: f.n - 1}
-			} else {
-				delete(held, abs)
-			}
-		})
-	}, nil
+	g := f.groups[synchronous]
+	if g == nil {
+		g = &group{}
+		f.groups[synchronous] = g
+	}
+	held[abs] = heldFile{kind: k.name, n: f.n + 1, groups: f.groups}
+	return &statements{group: g, release: sync.OnceFunc(func() {
+		heldMu.Lock()
+		defer heldMu.Unlock()
+		if f := held[abs]; f.n > 1 {
+			f.n--
+			held[abs] = f
+		} else {
+			delete(held, abs)
+		}
+	})}, nil
 }
 
 // migrate sets WAL mode and brings the schema of the database at path up
@@ -367,9 +380,9 @@ func migrate(ctx context.Context, db *sql.DB, path string, k kind, now time.Time
 // openReadOnly opens the existing database at path, of kind k and at k's
 // schema version, for reading only. It writes nothing and leaves nothing
 // behind: see openReader.
-func openReadOnly(ctx context.Context, path string, k kind) (*sql.DB, func(), error) {
+func openReadOnly(ctx context.Context, path string, k kind) (*statements, error) {
 	if err := CheckPath(path); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var db *sql.DB
 	open := func() (err error) {
@@ -382,7 +395,7 @@ func openReadOnly(ctx context.Context, path string, k kind) (*sql.DB, func(), er
 		}
 		return nil
 	}
-	release, err := hold(path, k, func() error {
+	q, err := hold(path, k, "", func() error {
 		h, err := readHeader(ctx, path, k)
 		if err != nil {
 			return err
@@ -400,7 +413,11 @@ func openReadOnly(ctx context.Context, path string, k kind) (*sql.DB, func(), er
 		}
 		return open()
 	}, open)
-	return db, release, err
+	if err != nil {
+		return nil, err
+	}
+	q.db = db
+	return q, nil
 }
 
 // openReader opens path read-only. When no -wal or -shm file is there, no

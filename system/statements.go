@@ -12,21 +12,30 @@ import (
 type statements struct {
 	db       *sql.DB
 	prepared map[string]*sql.Stmt
+	group    *group // commits the writes of this process's handles on the file together
 	release  func() // gives the file's handle back (see hold)
 }
 
-// prepareAll prepares queries on db, whose handle release gives back.
-func prepareAll(ctx context.Context, db *sql.DB, release func(), queries ...string) (*statements, error) {
-	s := &statements{db: db, prepared: map[string]*sql.Stmt{}, release: release}
-	for _, q := range queries {
-		st, err := db.PrepareContext(ctx, q)
+// prepare prepares queries, and the statements of a batch's savepoints,
+// on the handle; on an error it closes the handle.
+func (s *statements) prepare(ctx context.Context, queries ...string) error {
+	s.prepared = map[string]*sql.Stmt{}
+	for _, q := range append([]string{sqlSavepoint, sqlRollbackTo, sqlReleaseSave}, queries...) {
+		st, err := s.db.PrepareContext(ctx, q)
 		if err != nil {
 			s.close()
-			return nil, driverError("preparing a statement", err)
+			return driverError("preparing a statement", err)
 		}
 		s.prepared[q] = st
 	}
-	return s, nil
+	return nil
+}
+
+// write runs fn in a write transaction committed together with the
+// writes that this process's other handles on the file make meanwhile
+// (see group). fn must use the ctx and statements it is given.
+func (s *statements) write(ctx context.Context, doing string, fn func(ctx context.Context, tx *sql.Tx, q *statements) error) error {
+	return s.group.do(ctx, s, doing, fn)
 }
 
 // in returns query bound to tx: the prepared statement where there is one,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -123,8 +124,8 @@ type Claim struct {
 // settle. It returns how many leases it released.
 func (o *Outbox) Recover(ctx context.Context) (int, error) {
 	n := 0
-	err := o.write(ctx, "releasing leases", func(tx *sql.Tx) error {
-		st, err := o.q.in(ctx, tx, sqlRelease)
+	err := o.q.write(ctx, "releasing leases", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+		st, err := q.in(ctx, tx, sqlRelease)
 		if err != nil {
 			return err
 		}
@@ -136,7 +137,10 @@ func (o *Outbox) Recover(ctx context.Context) (int, error) {
 		n = int(released)
 		return err
 	})
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // ClaimNext takes the oldest eligible row in one transaction, as SPEC
@@ -150,14 +154,14 @@ func (o *Outbox) Recover(ctx context.Context) (int, error) {
 func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim, Delivery, error) {
 	var c Claim
 	var d Delivery
-	err := o.write(ctx, "claiming a row", func(tx *sql.Tx) error {
+	err := o.q.write(ctx, "claiming a row", func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		now := millis(o.opts.Now())
 		var lastError string
 		var created, firstClaimed int64
-		err := o.q.queryRow(ctx, tx, sqlEligible, []any{now}, &c.Seq, &c.Key, &c.Payload, &c.Attempt, &lastError, &created, &firstClaimed, &c.Fence)
+		err := q.queryRow(ctx, tx, sqlEligible, []any{now}, &c.Seq, &c.Key, &c.Payload, &c.Attempt, &lastError, &created, &firstClaimed, &c.Fence)
 		if errors.Is(err, sql.ErrNoRows) {
 			var earliest int64
-			if err := o.q.queryRow(ctx, tx, sqlEarliest, nil, &earliest); err != nil {
+			if err := q.queryRow(ctx, tx, sqlEarliest, nil, &earliest); err != nil {
 				return driverError("finding the next eligible row", err)
 			}
 			d = Delivery{Result: Idle, NextEligible: fromMillis(earliest)}
@@ -178,14 +182,20 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 		}
 		if block != "" {
 			d.Result, d.LastError = ResultBlocked, block
-			return driverError("blocking the row", o.q.exec(ctx, tx, sqlBlockRow, block, c.Seq))
+			return driverError("blocking the row", q.exec(ctx, tx, sqlBlockRow, block, c.Seq))
 		}
 		c.Attempt++
 		c.Fence++
 		c.SendBy = fromMillis(now).Add(o.opts.SendTimeout)
 		d.Attempts = c.Attempt
 		leaseUntil := now + o.opts.Lease.Milliseconds()
-		return driverError("counting the attempt", o.q.exec(ctx, tx, sqlClaimRow, o.opts.Worker, leaseUntil, now, c.Seq))
+		if err := q.exec(ctx, tx, sqlClaimRow, o.opts.Worker, leaseUntil, now, c.Seq); err != nil {
+			return driverError("counting the attempt", err)
+		}
+		if o.opts.MaxAttempts > DefaultMaxAttempts {
+			return driverError("recording the attempt budget", q.exec(ctx, tx, sqlRaiseBudget, strconv.Itoa(o.opts.MaxAttempts)))
+		}
+		return nil
 	})
 	if err != nil {
 		return Claim{}, Delivery{}, err
@@ -250,8 +260,8 @@ func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr erro
 		lastError = d.LastError
 	}
 	stale := false
-	err := o.write(ctx, "recording the delivery", func(tx *sql.Tx) error {
-		st, err := o.q.in(ctx, tx, sqlSettle)
+	err := o.q.write(ctx, "recording the delivery", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+		st, err := q.in(ctx, tx, sqlSettle)
 		if err != nil {
 			return err
 		}
@@ -350,23 +360,10 @@ func (o *Outbox) attemptFailed(ctx context.Context, c Claim, cause error) error 
 	// and the returned error still says what happened. It is written even
 	// when ctx was cancelled: an interrupt is a cause worth recording.
 	ctx = context.WithoutCancel(ctx)
-	_ = o.write(ctx, "recording the cause", func(tx *sql.Tx) error {
-		return o.q.exec(ctx, tx, sqlLocalError, localCause(cause), c.Seq, c.Fence)
+	_ = o.q.write(ctx, "recording the cause", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+		return q.exec(ctx, tx, sqlLocalError, localCause(cause), c.Seq, c.Fence)
 	})
 	return &AttemptError{Key: c.Key, Attempt: c.Attempt, MaxAttempts: o.opts.MaxAttempts, Err: cause}
-}
-
-// write runs fn in a new write transaction and commits it.
-func (o *Outbox) write(ctx context.Context, doing string, fn func(*sql.Tx) error) error {
-	tx, err := o.db.BeginTx(ctx, nil)
-	if err != nil {
-		return driverError(doing, err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return driverError(doing, tx.Commit())
 }
 
 // state is the row state a settled result leaves.

@@ -525,3 +525,54 @@ func TestStale(t *testing.T) {
 		t.Errorf("negative age: got %v", err)
 	}
 }
+
+// TestBudgetIsRecorded: a claim made with an attempt budget above the
+// default records it, so a reader of the file (handoff check) knows that
+// a row may have that many attempts; a smaller budget never lowers it.
+func TestBudgetIsRecorded(t *testing.T) {
+	tests := []struct {
+		name    string
+		budgets []int // the workers' budgets, one claim each, in order
+		want    int
+	}{
+		{"no claim", nil, system.DefaultMaxAttempts},
+		{"the default", []int{3}, system.DefaultMaxAttempts},
+		{"smaller than the default", []int{2}, system.DefaultMaxAttempts},
+		{"larger", []int{5}, 5},
+		{"larger, then smaller", []int{7, 4}, 7},
+		{"rising", []int{4, 6}, 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "app.db")
+			for i, b := range tt.budgets {
+				app, err := system.Open(ctx, path, system.Options{MaxAttempts: b, Durability: system.ProcessSafe, Worker: fmt.Sprint("w", i)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mustApprove(t, app, fmt.Sprint("case-", i))
+				if _, d, err := app.ClaimNext(ctx, 0); err != nil || d.Result != system.ResultPending {
+					t.Fatalf("claim with budget %d: %v, %v", b, d.Result, err)
+				}
+				app.Close()
+			}
+			if len(tt.budgets) == 0 {
+				app, err := system.Open(ctx, path, system.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				app.Close()
+			}
+			ro, err := system.OpenReadOnly(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ro.Close()
+			got, err := ro.Budget(ctx)
+			if err != nil || got != tt.want {
+				t.Errorf("Budget() = %d, %v; want %d", got, err, tt.want)
+			}
+		})
+	}
+}

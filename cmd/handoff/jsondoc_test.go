@@ -75,6 +75,9 @@ var jsonOutputs = []struct {
 	{"designs --json", func(t *testing.T) []string {
 		return []string{cliJSON(t, "designs", "--json")}
 	}},
+	{"trial --json", func(t *testing.T) []string {
+		return []string{passingTrial(t).stdout, brokenTrial(t).stdout}
+	}},
 	// Measuring runs every fragile design to a shrunk failure (seconds per
 	// seed), so this example is the command's printer on a measurement,
 	// not a measuring run.
@@ -85,6 +88,13 @@ var jsonOutputs = []struct {
 			t.Fatal(err)
 		}
 		return []string{b.String()}
+	}},
+	{"check-receiver --json", func(t *testing.T) []string {
+		code, none, stderr := runCLI(t, "check-receiver", notFound(t), "--json")
+		if code != 1 || !strings.Contains(none, `"ok": false`) {
+			t.Fatalf("check-receiver of an endpoint that is no receiver: exit %d, want 1 and ok false: %s%s", code, none, stderr)
+		}
+		return []string{cliJSON(t, "check-receiver", servedCRM(t, 0), "--json"), none}
 	}},
 }
 

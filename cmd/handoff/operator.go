@@ -21,26 +21,19 @@ const keyHelp = "KEY is the action key (" + system.KeyPrefix + "CASE), or just t
 // between or after its flags, and returns the action key: a KEY without
 // ':' is a case id, and gets system.KeyPrefix.
 func parseKey(fs *flag.FlagSet, args []string, stderr io.Writer) (string, error) {
-	var operands []string
-	for {
-		if err := parse(fs, args, stderr, true); err != nil {
-			return "", err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		operands = append(operands, fs.Arg(0))
-		args = fs.Args()[1:]
+	found, err := operands(fs, args, stderr)
+	if err != nil {
+		return "", err
 	}
 	switch {
-	case len(operands) > 1:
-		return "", fmt.Errorf("%w: unexpected argument %q", errUsage, operands[1])
-	case len(operands) == 0:
+	case len(found) > 1:
+		return "", fmt.Errorf("%w: unexpected argument %q", errUsage, found[1])
+	case len(found) == 0:
 		return "", fmt.Errorf("%w: missing KEY (an action key or a case id)", errUsage)
-	case !strings.Contains(operands[0], ":"):
-		return system.KeyPrefix + operands[0], nil
+	case !strings.Contains(found[0], ":"):
+		return system.KeyPrefix + found[0], nil
 	}
-	return operands[0], nil
+	return found[0], nil
 }
 
 // operatorFlags are the flags every operator action takes: the app

@@ -50,18 +50,26 @@ func approve(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// deliver makes one delivery attempt, with an optional fault.
+// deliver makes one delivery attempt, with an optional fault, to a CRM
+// database file or to an HTTP receiver.
 func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("deliver", flag.ContinueOnError)
 	appPath := fs.String("app", "", "app database (must exist)")
-	crmPath := fs.String("crm", "", "CRM database (must exist, unless --create-crm)")
+	crmPath := fs.String("crm", "", "CRM database (must exist, unless --create-crm); or --crm-url")
+	crmURL := fs.String("crm-url", "", "the CRM's HTTP receiver (handoff crm serve, or one with its contract), instead of --crm")
 	createCRM := fs.Bool("create-crm", false, "create the CRM database if it does not exist")
 	fault := fs.String("fault", "", deliverFaultHelp())
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
-	if err := required(fs, "app", "crm"); err != nil {
+	if err := required(fs, "app"); err != nil {
 		return err
+	}
+	if err := oneCRM(fs); err != nil {
+		return err
+	}
+	if *createCRM && *crmURL != "" {
+		return fmt.Errorf("%w: --create-crm goes with --crm PATH, not --crm-url", errUsage)
 	}
 	var kind faults.Kind
 	if *fault != "" {
@@ -71,20 +79,37 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		kind = k
 	}
+	var remote *remoteCRM
+	if *crmURL != "" {
+		r, err := newRemoteCRM(*crmURL, 1)
+		if err != nil {
+			return err
+		}
+		remote = r
+		defer r.client.CloseIdleConnections()
+	}
 	if err := mustExist("app", *appPath); err != nil {
 		return err
 	}
-	if err := system.CheckPath(*crmPath); err != nil {
-		return err
-	}
-	// A missing or empty CRM file is created only when asked for, and only
-	// for an app database that does not deliver to a CRM already.
 	creating := false
-	if info, err := os.Stat(*crmPath); err != nil || info.Size() == 0 {
-		if !*createCRM {
-			return fmt.Errorf("the CRM database %s does not exist or is empty; create it with handoff crm init --crm %s, or pass --create-crm", *crmPath, *crmPath)
+	if remote != nil {
+		// Before the app database is opened: a receiver that does not
+		// state its contract leaves the app file as it was.
+		if err := remote.readContract(ctx, system.DefaultSendTimeout); err != nil {
+			return err
 		}
-		creating = true
+	} else {
+		if err := system.CheckPath(*crmPath); err != nil {
+			return err
+		}
+		// A missing or empty CRM file is created only when asked for, and
+		// only for an app database that does not deliver to a CRM already.
+		if info, err := os.Stat(*crmPath); err != nil || info.Size() == 0 {
+			if !*createCRM {
+				return fmt.Errorf("the CRM database %s does not exist or is empty; create it with handoff crm init --crm %s, or pass --create-crm", *crmPath, *crmPath)
+			}
+			creating = true
+		}
 	}
 	var injector faults.Injector
 	// deliver is one attempt by hand: it retries at once, with no backoff,
@@ -96,30 +121,45 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer app.Close()
-	bound, err := app.Receiver(ctx)
-	if err != nil {
-		return err
-	}
-	if creating && bound != "" {
-		return fmt.Errorf("%s delivers to CRM %s already; --create-crm would make another, whose task ids name other tasks: is %s the right path?", *appPath, bound, *crmPath)
-	}
-	if err := system.CheckPath(*crmPath); err != nil {
-		return err
-	}
-	crm, err := openCRMFile(ctx, *crmPath, creating, stderr)
-	if err != nil {
-		return err
-	}
-	defer crm.Close()
-	if err := bindCRM(ctx, app, crm, *crmPath); err != nil {
-		return err
+	var target system.Receiver
+	if remote != nil {
+		if err := bindCRM(ctx, app, remote.contract.Identity, remote.url, remote.taskKey); err != nil {
+			return err
+		}
+		// A simulated fault wraps the sender; the claim still hears the
+		// retention the receiver stated.
+		target = retaining{faults.Network(kind, remote.sender), remote.sender}
+	} else {
+		bound, err := app.Receiver(ctx)
+		if err != nil {
+			return err
+		}
+		if creating && bound != "" {
+			return fmt.Errorf("%s delivers to CRM %s already; --create-crm would make another, whose task ids name other tasks: is %s the right path?", *appPath, bound, *crmPath)
+		}
+		if err := system.CheckPath(*crmPath); err != nil {
+			return err
+		}
+		crm, err := openCRMFile(ctx, *crmPath, creating, stderr)
+		if err != nil {
+			return err
+		}
+		defer crm.Close()
+		identity, err := crm.Identity(ctx)
+		if err != nil {
+			return err
+		}
+		if err := bindCRM(ctx, app, identity, *crmPath, fileTaskKey(crm)); err != nil {
+			return err
+		}
+		target = faults.Network(kind, crm)
 	}
 	if _, err := app.Recover(ctx); err != nil {
 		return err
 	}
 
 	injector.Arm(handoff.FaultPoint(kind))
-	d, err := app.DeliverOne(ctx, faults.Network(kind, crm))
+	d, err := app.DeliverOne(ctx, target)
 	if p := injector.Crashed(); p != "" {
 		return fmt.Errorf("simulated crash at %s delivering %s: attempt %d of %d counted; deliver again", p, d.Key, d.Attempts, app.MaxAttempts())
 	}
@@ -149,31 +189,6 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "pending %s: %s failure (attempt %d of %d); deliver again to retry with the same key\n", d.Key, d.LastError, d.Attempts, app.MaxAttempts())
 	default:
 		fmt.Fprintf(stdout, "blocked %s: %s after %d attempt(s); a person must reconcile this key in the CRM\n", d.Key, d.LastError, d.Attempts)
-	}
-	return nil
-}
-
-// holdsSentTasks refuses, before an app database first remembers its CRM,
-// a CRM that does not hold the tasks the app already recorded as sent: an
-// app database an older handoff wrote delivered before identities
-// existed, and its CRM must be the one that holds its tasks.
-func holdsSentTasks(ctx context.Context, app *system.Outbox, crm *system.CRM, crmPath string) error {
-	snap, err := app.Snapshot(ctx)
-	if err != nil {
-		return err
-	}
-	tasks, err := crm.Tasks(ctx)
-	if err != nil {
-		return err
-	}
-	byID := map[int64]system.Task{}
-	for _, t := range tasks {
-		byID[t.ID] = t
-	}
-	for _, r := range snap.Outbox {
-		if t, ok := byID[r.RemoteID]; r.State == system.Sent && (!ok || t.Key != r.Key) {
-			return fmt.Errorf("%w: %s records %s as sent as task %d, which %s does not hold: is it the right CRM file?", system.ErrWrongReceiver, app.Path(), r.Key, r.RemoteID, crmPath)
-		}
 	}
 	return nil
 }

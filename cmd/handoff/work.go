@@ -25,12 +25,13 @@ const (
 )
 
 // work runs a pool of workers that deliver from an app database to its
-// CRM database until it is interrupted, or with --until-idle until
-// nothing is pending.
+// CRM, a database file or an HTTP receiver, until it is interrupted, or
+// with --until-idle until nothing is pending.
 func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("work", flag.ContinueOnError)
 	appPath := fs.String("app", "", "app database (must exist)")
-	crmPath := fs.String("crm", "", "CRM database (must exist: handoff crm init)")
+	crmPath := fs.String("crm", "", "CRM database (must exist: handoff crm init); or --crm-url")
+	crmURL := fs.String("crm-url", "", "the CRM's HTTP receiver (handoff crm serve, or one with its contract), instead of --crm")
 	workers := fs.Int("workers", 4, "workers in this process, each with its own database handle and name")
 	name := fs.String("worker", "", "name the workers NAME:1 to NAME:N (default HOST:PID); a stable name lets a restarted process release its leases at once")
 	lease := fs.Duration("lease", system.DefaultLease, "how long a claim keeps other workers off a row")
@@ -44,7 +45,10 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
-	if err := required(fs, "app", "crm"); err != nil {
+	if err := required(fs, "app"); err != nil {
+		return err
+	}
+	if err := oneCRM(fs); err != nil {
 		return err
 	}
 	opts := system.Options{MaxAttempts: *maxAttempts, Lease: *lease, SendTimeout: *sendTimeout, MaxAge: *maxAge,
@@ -52,14 +56,31 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := checkWorkFlags(fs, opts, *name, *logFormat); err != nil {
 		return err
 	}
+	var remote *remoteCRM
+	if *crmURL != "" {
+		r, err := newRemoteCRM(*crmURL, *workers)
+		if err != nil {
+			return err
+		}
+		remote = r
+		defer r.client.CloseIdleConnections()
+	}
 	if err := mustExist("app", *appPath); err != nil {
 		return err
 	}
-	if err := mustExist("CRM", *crmPath); err != nil {
-		return err
-	}
-	if info, err := os.Stat(*crmPath); err == nil && info.Size() == 0 {
-		return fmt.Errorf("the CRM database %s is empty; create it with handoff crm init --crm %s", *crmPath, *crmPath)
+	if remote != nil {
+		// Before the app database is opened: a receiver that does not
+		// state its contract leaves the app file as it was.
+		if err := remote.readContract(ctx, *sendTimeout); err != nil {
+			return err
+		}
+	} else {
+		if err := mustExist("CRM", *crmPath); err != nil {
+			return err
+		}
+		if info, err := os.Stat(*crmPath); err == nil && info.Size() == 0 {
+			return fmt.Errorf("the CRM database %s is empty; create it with handoff crm init --crm %s", *crmPath, *crmPath)
+		}
 	}
 	prefix := *name
 	if prefix == "" {
@@ -69,7 +90,15 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		prefix = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	p := &pool{untilIdle: *untilIdle, results: map[string]int{}, changed: make(chan struct{}), log: newLogger(stderr, *logFormat)}
+	// On a terminal the log lines scroll above a status line; anywhere
+	// else they are all there is, clean for a machine to read.
+	var status *statusLine
+	logTo := stderr
+	if stderrIsTerminal(stderr) {
+		status = &statusLine{w: stderr}
+		logTo = status
+	}
+	p := &pool{untilIdle: *untilIdle, results: map[string]int{}, changed: make(chan struct{}), log: newLogger(logTo, *logFormat)}
 	for i := range *workers {
 		o := opts
 		o.Worker = fmt.Sprintf("%s:%d", prefix, i+1)
@@ -80,17 +109,28 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer app.Close()
 		p.outboxes = append(p.outboxes, app)
 	}
-	crm, err := system.OpenCRMWith(ctx, *crmPath, system.CRMOptions{Durability: system.Durable})
-	if err != nil {
-		return err
-	}
-	defer crm.Close()
-	p.crm = crm
-	if err := bindCRM(ctx, p.outboxes[0], crm, *crmPath); err != nil {
-		return err
+	if remote != nil {
+		p.crm = remote.sender
+		if err := bindCRM(ctx, p.outboxes[0], remote.contract.Identity, remote.url, remote.taskKey); err != nil {
+			return err
+		}
+	} else {
+		crm, err := system.OpenCRMWith(ctx, *crmPath, system.CRMOptions{Durability: system.Durable})
+		if err != nil {
+			return err
+		}
+		defer crm.Close()
+		p.crm = crm
+		identity, err := crm.Identity(ctx)
+		if err != nil {
+			return err
+		}
+		if err := bindCRM(ctx, p.outboxes[0], identity, *crmPath, fileTaskKey(crm)); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
-	err = p.run(ctx)
+	err := p.runShowing(ctx, status)
 	elapsed := time.Since(start)
 	// The summary is read after an interrupt too.
 	counts, cerr := countStates(context.WithoutCancel(ctx), p.outboxes[0])
@@ -144,30 +184,11 @@ func newLogger(w io.Writer, format string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, nil))
 }
 
-// bindCRM makes app remember crm as the CRM it delivers to, as deliver
-// does: before the first binding, crm must hold the tasks app recorded as
-// sent; after it, another CRM file is refused.
-func bindCRM(ctx context.Context, app *system.Outbox, crm *system.CRM, crmPath string) error {
-	bound, err := app.Receiver(ctx)
-	if err != nil {
-		return err
-	}
-	if bound == "" {
-		if err := holdsSentTasks(ctx, app, crm, crmPath); err != nil {
-			return err
-		}
-	}
-	identity, err := crm.Identity(ctx)
-	if err != nil {
-		return err
-	}
-	return app.BindReceiver(ctx, identity)
-}
-
-// pool is the workers of one work command: one Outbox each, one CRM.
+// pool is the workers of one work command: one Outbox each, one CRM (a
+// file, or the sender to a URL).
 type pool struct {
 	outboxes  []*system.Outbox
-	crm       *system.CRM
+	crm       system.Receiver
 	log       *slog.Logger
 	untilIdle bool
 
@@ -198,6 +219,25 @@ func (p *pool) run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// runShowing is run with the status line drawn on status, unless it is
+// nil, and erased at the end.
+func (p *pool) runShowing(ctx context.Context, status *statusLine) error {
+	if status == nil {
+		return p.run(ctx)
+	}
+	drawing, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.showStatus(drawing, status)
+	}()
+	err := p.run(ctx)
+	stop()
+	<-done
+	status.clear()
+	return err
 }
 
 // worker releases the leases held under its name, then delivers one row
