@@ -65,8 +65,8 @@ const readHeaderTimeout = 5 * time.Second
 
 // httpCRM is the receiver side of the HTTP transport for one life of the
 // CRM's process: crm.Server serving the CRM handle on a loopback
-// listener, a faults.Proxy in front of it, and the worker's crm.Sender to
-// the proxy. It is the Env's CRM: the harness observes the tasks through
+// listener, a faults.Proxy in front of it, and the worker's crm.Senders
+// to the proxy. It is the Env's CRM: the harness observes the tasks through
 // the handle, and Close shuts the server down before it closes the
 // handle, so that a restart restarts the server too.
 //
@@ -121,7 +121,7 @@ func serveHTTP(c designs.CRM) (*httpCRM, error) {
 	return h, nil
 }
 
-// stop closes the client's connections, the proxy and the server, once;
+// stop closes the clients' connections, the proxy and the server, once;
 // the CRM handle stays open. The server closes at once: the harness sends
 // one request at a time, and every one has its answer by now.
 func (h *httpCRM) stop() error {
