@@ -205,7 +205,8 @@ func runLane(ctx context.Context, cfg ExploreConfig, dir string, stats *Stats, n
 		return laneResult{err: fmt.Errorf("handoff: %w", err)}
 	}
 	rec := &Recorder{}
-	prop := Property(ctx, PropertyConfig{Design: cfg.Design, Dir: dir, MaxSteps: cfg.Steps, NoSwarm: cfg.NoSwarm, Stats: stats, Recorder: rec})
+	prop, done := Property(ctx, PropertyConfig{Design: cfg.Design, Dir: dir, MaxSteps: cfg.Steps, NoSwarm: cfg.NoSwarm, Stats: stats, Recorder: rec})
+	defer done()
 	for ctx.Err() == nil {
 		m := next.Add(1) - 1
 		if f := failed.Load(); m >= int64(cfg.Checks) || f > 0 && m >= f-1 {
