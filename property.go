@@ -87,10 +87,11 @@ type Failure struct {
 	Disagreement Disagreement
 }
 
-// Recorder keeps the last failing run of a property. rapid replays the
-// minimal failing case last, so after a failed check it holds that case.
-// FirstSequences is how many sequences had started when the first failure
-// was found (before any shrinking), FirstAt when.
+// Recorder is what a property keeps of its failures: the last failing
+// run (rapid replays the minimal failing case last, so after a failed
+// check it holds that case); FirstSequences, how many sequences had
+// started when the first failure was found (before any shrinking), and
+// FirstAt, when. An exploration's Report holds the failing lane's.
 type Recorder struct {
 	Failure        *Failure
 	FirstSequences int64
