@@ -384,17 +384,29 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	return Outcome{Output: strings.Join(out, "\n"), Violation: v, Answer: r.got, Key: r.key, Observed: obs}, nil
 }
 
-// observe reads everything observable of the system.
+// observe reads everything observable of the system. If no commit changed
+// the app database since the last step (see lane.appChanged), it takes
+// what that step read of it.
 func (e *Env) observe(ctx context.Context) (model.Observation, error) {
-	snap, err := e.app.Snapshot(ctx)
+	changed, err := e.lane.appChanged(ctx)
 	if err != nil {
-		return model.Observation{}, fmt.Errorf("handoff: reading the app database: %w", err)
+		return model.Observation{}, err
+	}
+	obs := e.before
+	if changed {
+		snap, err := e.app.Snapshot(ctx)
+		if err != nil {
+			return model.Observation{}, fmt.Errorf("handoff: reading the app database: %w", err)
+		}
+		app := observation(snap, nil)
+		obs.Approvals, obs.Outbox = app.Approvals, app.Outbox
 	}
 	tasks, err := e.crm.Tasks(ctx)
 	if err != nil {
 		return model.Observation{}, fmt.Errorf("handoff: reading the receiver database: %w", err)
 	}
-	return observation(snap, tasks), nil
+	obs.Tasks = observation(system.Snapshot{}, tasks).Tasks
+	return obs, nil
 }
 
 // faultArg reads the step's fault= argument, one of allowed, or "".

@@ -161,6 +161,14 @@ type lane struct {
 	conns  []*sql.DB
 	resets []string // for each of conns, the script that empties its file
 	held   []interface{ Close() error }
+	// version asks the app database's data_version, which SQLite changes
+	// whenever another connection commits a change to the file; seen is
+	// the value last read, known whether it was read since the files were
+	// last emptied. (Asking costs about what reading the receiver's few
+	// tasks does, so the receiver is read after every step.)
+	version *sql.Stmt
+	seen    int64
+	known   bool
 }
 
 // laneFiles are the files of an Env.
@@ -202,7 +210,26 @@ func openLane(ctx context.Context, e *Env) (l *lane, err error) {
 		}
 		l.resets = append(l.resets, script)
 	}
+	if l.version, err = l.conns[0].PrepareContext(ctx, "PRAGMA data_version"); err != nil {
+		return nil, fmt.Errorf("handoff: preparing to ask app.db's data version: %w", err)
+	}
 	return l, nil
+}
+
+// appChanged reports whether a commit may have changed the app database
+// since the last call (and since the files were emptied): SQLite's
+// data_version says so exactly. Without a lane, it may have.
+func (l *lane) appChanged(ctx context.Context) (bool, error) {
+	if l == nil {
+		return true, nil
+	}
+	var v int64
+	if err := l.version.QueryRowContext(ctx).Scan(&v); err != nil {
+		return false, fmt.Errorf("handoff: reading the data version of app.db: %w", err)
+	}
+	changed := !l.known || v != l.seen
+	l.seen, l.known = v, true
+	return changed, nil
 }
 
 // freshScript copies what db's tables hold into temporary tables of its
@@ -265,6 +292,8 @@ func (l *lane) reset(ctx context.Context) error {
 			return fmt.Errorf("handoff: emptying %s: %w", laneFiles[i], err)
 		}
 	}
+	// The connection's own commits leave its data_version as it was.
+	l.known = false
 	return nil
 }
 
