@@ -246,7 +246,9 @@ func (e *Env) worker(ctx context.Context, s Step) (string, *worker, error) {
 // handles are closed and reopened from their files, and it releases its
 // leases. The named workers, other processes, go on.
 func (e *Env) restart(ctx context.Context) error {
-	if err := errors.Join(e.app.Close(), e.crm.Close()); err != nil {
+	err := errors.Join(e.app.Close(), e.crm.Close())
+	e.app, e.crm = nil, nil
+	if err != nil {
 		return fmt.Errorf("handoff: restart: %w", err)
 	}
 	if err := e.open(ctx); err != nil {

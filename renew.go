@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -160,7 +161,7 @@ func (e *Env) renew(ctx context.Context) error {
 type lane struct {
 	conns  []*sql.DB
 	resets []string // for each of conns, the script that empties its file
-	held   []interface{ Close() error }
+	held   []io.Closer
 	// version asks the app database's data_version, which SQLite changes
 	// whenever another connection commits a change to the file; seen is
 	// the value last read, known whether it was read since the files were
