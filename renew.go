@@ -177,8 +177,8 @@ var laneFiles = []string{"app.db", "crm.db"}
 
 // openLane opens the lane of e, whose files are new: it notes what they
 // hold, to empty them back to it.
-func openLane(ctx context.Context, e *Env) (l *lane, err error) {
-	l = &lane{}
+func openLane(ctx context.Context, e *Env) (_ *lane, err error) {
+	l := &lane{}
 	defer func() {
 		if err != nil {
 			l.close()
@@ -304,6 +304,9 @@ func (l *lane) close() error {
 		return nil
 	}
 	var err error
+	if l.version != nil {
+		err = l.version.Close()
+	}
 	for _, db := range l.conns {
 		err = errors.Join(err, db.Close())
 	}
