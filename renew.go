@@ -160,7 +160,7 @@ func (e *Env) renew(ctx context.Context) error {
 // again from its file.
 type lane struct {
 	conns  []*sql.DB
-	resets []string // for each of conns, the script that empties its file
+	resets [][]*sql.Stmt // for each of conns, the statements that empty its file
 	held   []io.Closer
 	// version asks the app database's data_version, which SQLite changes
 	// whenever another connection commits a change to the file; seen is
@@ -205,11 +205,11 @@ func openLane(ctx context.Context, e *Env) (_ *lane, err error) {
 		db.SetMaxOpenConns(1)
 		db.SetMaxIdleConns(1)
 		l.conns = append(l.conns, db)
-		script, err := freshScript(ctx, db)
+		reset, err := freshStatements(ctx, db)
+		l.resets = append(l.resets, reset)
 		if err != nil {
 			return nil, fmt.Errorf("handoff: noting what %s holds: %w", name, err)
 		}
-		l.resets = append(l.resets, script)
 	}
 	if l.version, err = l.conns[0].PrepareContext(ctx, "PRAGMA data_version"); err != nil {
 		return nil, fmt.Errorf("handoff: preparing to ask app.db's data version: %w", err)
@@ -233,45 +233,56 @@ func (l *lane) appChanged(ctx context.Context) (bool, error) {
 	return changed, nil
 }
 
-// freshScript copies what db's tables hold into temporary tables of its
-// connection and returns the script that brings them back to it: every
-// table emptied, and those that held rows (a CRM's identity, say) filled
-// again. It knows no schema, so that it serves every design.
-func freshScript(ctx context.Context, db *sql.DB) (string, error) {
+// freshStatements copies what db's tables hold into temporary tables of
+// its connection and prepares the statements that bring them back to it:
+// every table emptied, and those that held rows (a CRM's identity, say)
+// filled again. It knows no schema, so that it serves every design.
+func freshStatements(ctx context.Context, db *sql.DB) ([]*sql.Stmt, error) {
 	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table'
 		AND (name NOT LIKE 'sqlite\_%' ESCAPE '\' OR name = 'sqlite_sequence') ORDER BY name`)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var tables []string
 	for rows.Next() {
 		var t string
 		if err := rows.Scan(&t); err != nil {
 			rows.Close()
-			return "", err
+			return nil, err
 		}
 		tables = append(tables, t)
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return "", err
+		return nil, err
 	}
-	var script strings.Builder
+	var stmts []*sql.Stmt
+	prepare := func(query string) error {
+		st, err := db.PrepareContext(ctx, query)
+		if err == nil {
+			stmts = append(stmts, st)
+		}
+		return err
+	}
 	for _, t := range tables {
-		fmt.Fprintf(&script, "DELETE FROM main.%s;\n", quoteName(t))
+		if err := prepare("DELETE FROM main." + quoteName(t)); err != nil {
+			return stmts, err
+		}
 		var held bool
 		if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM main."+quoteName(t)+")").Scan(&held); err != nil {
-			return "", err
+			return stmts, err
 		}
 		if !held {
 			continue
 		}
 		fresh := quoteName("fresh " + t)
 		if _, err := db.ExecContext(ctx, "CREATE TEMP TABLE "+fresh+" AS SELECT * FROM main."+quoteName(t)); err != nil {
-			return "", err
+			return stmts, err
 		}
-		fmt.Fprintf(&script, "INSERT INTO main.%s SELECT * FROM temp.%s;\n", quoteName(t), fresh)
+		if err := prepare("INSERT INTO main." + quoteName(t) + " SELECT * FROM temp." + fresh); err != nil {
+			return stmts, err
+		}
 	}
-	return script.String(), nil
+	return stmts, nil
 }
 
 // quoteName quotes a table's name for SQL.
@@ -285,9 +296,11 @@ func (l *lane) reset(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("handoff: emptying %s: %w", laneFiles[i], err)
 		}
-		if _, err := tx.ExecContext(ctx, l.resets[i]); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("handoff: emptying %s: %w", laneFiles[i], err)
+		for _, st := range l.resets[i] {
+			if _, err := tx.StmtContext(ctx, st).ExecContext(ctx); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("handoff: emptying %s: %w", laneFiles[i], err)
+			}
 		}
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("handoff: emptying %s: %w", laneFiles[i], err)
@@ -306,6 +319,11 @@ func (l *lane) close() error {
 	var err error
 	if l.version != nil {
 		err = l.version.Close()
+	}
+	for _, stmts := range l.resets {
+		for _, st := range stmts {
+			err = errors.Join(err, st.Close())
+		}
 	}
 	for _, db := range l.conns {
 		err = errors.Join(err, db.Close())
