@@ -14,7 +14,7 @@ import (
 var configKeys = []string{"lease", "send-timeout", "backoff-base", "backoff-cap", "max-age", "retention", "max-attempts"}
 
 // config sets the scenario's options, before any step but design: the
-// model starts afresh under them and every handle reopens with them.
+// model starts afresh under them and every handle is one opened with them.
 //
 //	config lease=30000 send-timeout=10000 backoff-base=1000 backoff-cap=300000 max-age=0 retention=0 max-attempts=3
 func (e *Env) config(ctx context.Context, s Step) (stepResult, error) {
@@ -48,19 +48,15 @@ func (e *Env) config(ctx context.Context, s Step) (stepResult, error) {
 		// (system's tests show it), so a scenario cannot run with them.
 		return stepResult{}, fmt.Errorf("%w: %v", ErrScenario, err)
 	}
+	// The handles opened with the options until now are set aside under
+	// them, and the default worker and the CRM take handles with the new.
+	if err := e.park(); err != nil {
+		return stepResult{}, err
+	}
 	e.model = next
-	if err := e.reopen(ctx); err != nil {
+	if err := e.resume(ctx); err != nil {
 		return stepResult{}, err
 	}
 	line := "configured: " + strings.TrimPrefix(s.String(), "config ")
 	return stepResult{line: line, got: Answer{Kind: Configured}, want: Answer{Kind: Configured}}, nil
-}
-
-// reopen closes every handle and opens the default worker's and the
-// CRM's again with the model's options.
-func (e *Env) reopen(ctx context.Context) error {
-	if err := e.Close(); err != nil {
-		return err
-	}
-	return e.open(ctx)
 }

@@ -63,7 +63,7 @@ type enumerationResult struct {
 // converges.
 func enumerationRun(ctx context.Context, name string, cases []Case, design designs.Design, dir string, crashAt int) (enumerationResult, error) {
 	var res enumerationResult
-	env, done, err := newEnvIn(ctx, dir, design, nil, nil)
+	env, done, err := newEnvIn(ctx, envOptions{Dir: dir, Design: design})
 	if err != nil {
 		return res, err
 	}

@@ -66,6 +66,11 @@ type Env struct {
 	// actedFence is, for a key a person acted on, the fence the action
 	// left: a send of an older claim (a zombie's) is not the row's to count.
 	actedFence map[string]int64
+	// idle are handles no crash closed, kept for a later sequence or
+	// config (see park); lane, if not nil, holds the files of an Env that
+	// runs sequence after sequence (see renew).
+	idle idleHandles
+	lane *lane
 }
 
 // worker is a named worker: its handle, the claim it holds, and what its
@@ -114,36 +119,51 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 	if cfg.Transport == "" {
 		cfg.Transport = InProcess
 	}
-	e := &Env{
-		cfg:        cfg,
-		model:      model.New(system.DefaultMaxAttempts),
-		sends:      map[string]int{},
-		workers:    map[string]*worker{},
-		actedFence: map[string]int64{},
-	}
-	e.now = e.model.Now
+	e := &Env{cfg: cfg}
+	e.begin()
 	if err := e.open(ctx); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-// newEnvIn opens design's databases in a new folder inside dir, with the
-// simulation's durability, counting into stats (may be nil). The folder
-// starts with files (name to content), or empty when files is nil. done
-// closes the databases and removes the folder.
-func newEnvIn(ctx context.Context, dir string, design designs.Design, files map[string][]byte, stats *Stats) (env *Env, done func(), err error) {
-	sub, err := os.MkdirTemp(dir, "env-")
+// begin starts what a new sequence knows afresh: the model, the clock,
+// the workers and what the harness observed.
+func (e *Env) begin() {
+	e.model = model.New(system.DefaultMaxAttempts)
+	e.sends, e.workers, e.actedFence = map[string]int{}, map[string]*worker{}, map[string]int64{}
+	e.applied, e.before, e.diverged, e.started = 0, model.Observation{}, Disagreement{}, false
+	e.now, e.jitter = e.model.Now, 0
+	e.injector = faults.Injector{}
+}
+
+// envOptions say where newEnvIn makes an Env and what it runs.
+type envOptions struct {
+	// Dir is where the Env makes the folder of its databases.
+	Dir string
+	// Design is the design it runs; the zero value means designs.Handoff.
+	Design designs.Design
+	// Stats (may be nil) counts what its steps do.
+	Stats *Stats
+	// Renewable readies the Env to run sequence after sequence on the
+	// same files (see renew).
+	Renewable bool
+}
+
+// newEnvIn opens a design's databases in a new folder inside opts.Dir,
+// with the simulation's durability. done closes the databases and removes
+// the folder.
+func newEnvIn(ctx context.Context, opts envOptions) (env *Env, done func(), err error) {
+	sub, err := os.MkdirTemp(opts.Dir, "env-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("handoff: %w", err)
 	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(sub, name), b, 0o644); err != nil {
-			os.RemoveAll(sub)
-			return nil, nil, fmt.Errorf("handoff: %w", err)
+	env, err = NewEnv(ctx, Config{Design: opts.Design, Dir: sub, Durability: system.ProcessSafe, Stats: opts.Stats})
+	if err == nil && opts.Renewable {
+		if env.lane, err = openLane(ctx, env); err != nil {
+			env.Close()
 		}
 	}
-	env, err = NewEnv(ctx, Config{Design: design, Dir: sub, Durability: system.ProcessSafe, Stats: stats})
 	if err != nil {
 		os.RemoveAll(sub)
 		return nil, nil, err
@@ -151,16 +171,16 @@ func newEnvIn(ctx context.Context, dir string, design designs.Design, files map[
 	return env, func() { env.Close(); os.RemoveAll(sub) }, nil
 }
 
+// open opens the default worker's and the CRM's handles from their files.
 func (e *Env) open(ctx context.Context) error {
-	app, err := e.cfg.Design.OpenApp(ctx, filepath.Join(e.cfg.Dir, "app.db"), e.systemOptions(model.DefaultWorker, e.injector.Hook()))
+	app, err := e.openApp(ctx)
 	if err != nil {
-		return fmt.Errorf("handoff: opening the app database: %w", err)
+		return err
 	}
-	crm, err := e.cfg.Design.OpenCRM(ctx, filepath.Join(e.cfg.Dir, "crm.db"), system.CRMOptions{
-		Durability: e.cfg.Durability, Retention: time.Duration(e.model.Retention) * time.Millisecond, Now: e.clock})
+	crm, err := e.openCRM(ctx)
 	if err != nil {
 		app.Close()
-		return fmt.Errorf("handoff: opening the receiver database: %w", err)
+		return err
 	}
 	carried, err := carry(crm, e.cfg.Transport)
 	if err != nil {
@@ -172,19 +192,40 @@ func (e *Env) open(ctx context.Context) error {
 	return nil
 }
 
+// openApp opens the default worker's handle on the app database, with the
+// fault injector's hook.
+func (e *Env) openApp(ctx context.Context) (designs.App, error) {
+	app, err := e.cfg.Design.OpenApp(ctx, filepath.Join(e.cfg.Dir, "app.db"), e.systemOptions(model.DefaultWorker, e.injector.Hook()))
+	if err != nil {
+		return nil, fmt.Errorf("handoff: opening the app database: %w", err)
+	}
+	return app, nil
+}
+
+// openCRM opens the receiver's handle on its database.
+func (e *Env) openCRM(ctx context.Context) (designs.CRM, error) {
+	crm, err := e.cfg.Design.OpenCRM(ctx, filepath.Join(e.cfg.Dir, "crm.db"), system.CRMOptions{
+		Durability: e.cfg.Durability, Retention: time.Duration(e.model.Retention) * time.Millisecond, Now: e.clock})
+	if err != nil {
+		return nil, fmt.Errorf("handoff: opening the receiver database: %w", err)
+	}
+	return crm, nil
+}
+
 // Close closes every database handle, the named workers' too. The files
 // stay in Dir.
 func (e *Env) Close() error {
-	if e.app == nil {
-		return nil
+	err := errors.Join(e.closeWorkers(), e.idle.close(), e.lane.close())
+	if e.app != nil {
+		err = errors.Join(err, e.app.Close(), e.crm.Close())
 	}
-	err := errors.Join(e.app.Close(), e.crm.Close(), e.closeWorkers())
-	e.app, e.crm = nil, nil
+	e.app, e.crm, e.lane = nil, nil, nil
 	return err
 }
 
 // worker returns the named worker's handle. On first use, and after its
-// process died, the worker starts: it opens its handle and releases every
+// process died, the worker starts: it opens its handle (on first use in a
+// sequence, an idle one where there is one: see park) and releases every
 // lease held under its name, and the model hears of it.
 func (e *Env) worker(ctx context.Context, s Step) (string, *worker, error) {
 	name, ok := s.Arg("worker")
@@ -197,9 +238,12 @@ func (e *Env) worker(ctx context.Context, s Step) (string, *worker, error) {
 	if w, ok := e.workers[name]; ok {
 		return name, w, nil
 	}
-	app, err := e.cfg.Design.OpenApp(ctx, filepath.Join(e.cfg.Dir, "app.db"), e.systemOptions(name, nil))
-	if err != nil {
-		return "", nil, fmt.Errorf("handoff: opening the app database for worker %s: %w", name, err)
+	app, ok := e.idle.takeApp(e.handleKey(name))
+	if !ok {
+		var err error
+		if app, err = e.cfg.Design.OpenApp(ctx, filepath.Join(e.cfg.Dir, "app.db"), e.systemOptions(name, nil)); err != nil {
+			return "", nil, fmt.Errorf("handoff: opening the app database for worker %s: %w", name, err)
+		}
 	}
 	if _, err := app.Recover(ctx); err != nil {
 		app.Close()
@@ -215,7 +259,9 @@ func (e *Env) worker(ctx context.Context, s Step) (string, *worker, error) {
 // handles are closed and reopened from their files, and it releases its
 // leases. The named workers, other processes, go on.
 func (e *Env) restart(ctx context.Context) error {
-	if err := errors.Join(e.app.Close(), e.crm.Close()); err != nil {
+	err := errors.Join(e.app.Close(), e.crm.Close())
+	e.app, e.crm = nil, nil
+	if err != nil {
 		return fmt.Errorf("handoff: restart: %w", err)
 	}
 	if err := e.open(ctx); err != nil {
@@ -339,10 +385,10 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 		return Outcome{}, err
 	}
 	v := checkInvariants(checkInput{obs: obs, model: e.model, sends: e.sends, got: r.got, want: r.want, converging: r.converging, lateClaim: r.lateClaim, settled: r.settled, auditDiff: r.auditDiff})
-	if e.diverged.Step == 0 && !cmp.Equal(e.model.Observation, obs) {
+	if e.diverged.Step == 0 && !sameObservation(e.model.Observation, obs) {
 		e.diverged = Disagreement{Step: e.applied, Diff: cmp.Diff(e.model.Observation, obs)}
 	}
-	if r.ifUnchanged != "" && cmp.Equal(obs, e.before) {
+	if r.ifUnchanged != "" && sameObservation(obs, e.before) {
 		r.line += r.ifUnchanged
 	}
 	e.cfg.Stats.count(s, r, e.before, obs)
@@ -354,17 +400,29 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	return Outcome{Output: strings.Join(out, "\n"), Violation: v, Answer: r.got, Key: r.key, Observed: obs}, nil
 }
 
-// observe reads everything observable of the system.
+// observe reads everything observable of the system. If no commit changed
+// the app database since the last step (see lane.appChanged), it takes
+// what that step read of it.
 func (e *Env) observe(ctx context.Context) (model.Observation, error) {
-	snap, err := e.app.Snapshot(ctx)
+	changed, err := e.lane.appChanged(ctx)
 	if err != nil {
-		return model.Observation{}, fmt.Errorf("handoff: reading the app database: %w", err)
+		return model.Observation{}, err
+	}
+	obs := e.before
+	if changed {
+		snap, err := e.app.Snapshot(ctx)
+		if err != nil {
+			return model.Observation{}, fmt.Errorf("handoff: reading the app database: %w", err)
+		}
+		app := observation(snap, nil)
+		obs.Approvals, obs.Outbox = app.Approvals, app.Outbox
 	}
 	tasks, err := e.crm.Tasks(ctx)
 	if err != nil {
 		return model.Observation{}, fmt.Errorf("handoff: reading the receiver database: %w", err)
 	}
-	return observation(snap, tasks), nil
+	obs.Tasks = observation(system.Snapshot{}, tasks).Tasks
+	return obs, nil
 }
 
 // faultArg reads the step's fault= argument, one of allowed, or "".

@@ -50,31 +50,40 @@ type ExploreConfig struct {
 	Progress func(*Stats, time.Duration)
 }
 
-// Report is what an exploration found.
+// Report is what an exploration found: what ran, how long it took, and
+// the failing lane's Recorder.
 type Report struct {
 	Config ExploreConfig
 	// Stats counts the sequences run (Stats.Sequences: Checks unless a
 	// failure or an interruption stopped the run) apart from the runs of
 	// rapid's shrinking (Stats.ShrinkRuns).
-	Stats   *Stats
+	Stats *Stats
+	// Start is when the run started, Elapsed how long it took.
+	Start   time.Time
 	Elapsed time.Duration
 	// Interrupted is true when ctx was cancelled before the run ended: the
 	// report covers the sequences run until then, and a failure may not be
 	// minimal.
 	Interrupted bool
-	// Failure is the minimal failing sequence, nil if none was found.
-	Failure *Failure
+	// Recorder is what the lane that failed recorded: the minimal failing
+	// sequence (nil if none was found), and how many sequences had
+	// started, and when, at the first failure (before shrinking).
+	Recorder
 	// FailureSeed reproduces Failure as the first sequence of an
 	// exploration with the same Design, Steps and NoSwarm.
 	FailureSeed uint64
-	// FirstSequences and FirstElapsed say how many sequences had started,
-	// and how long it took, when the first failure was found (before
-	// shrinking); zero when none was.
-	FirstSequences int64
-	FirstElapsed   time.Duration
 	// Problem is rapid's own account of a failure the harness did not
 	// record (a panic in the harness itself); empty otherwise.
 	Problem string
+}
+
+// FirstElapsed is how long the run took to find its first failure, before
+// shrinking; 0 when it found none.
+func (r Report) FirstElapsed() time.Duration {
+	if r.FirstAt.IsZero() {
+		return 0
+	}
+	return r.FirstAt.Sub(r.Start)
 }
 
 // StepsPerSecond is the simulated steps per second of wall time, each step
@@ -157,9 +166,8 @@ func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 	}
 	defer rapidFlags.end()
 
-	report := Report{Config: cfg, Stats: NewStats()}
+	report := Report{Config: cfg, Stats: NewStats(), Start: time.Now()}
 	stop := startProgress(cfg.Progress, report.Stats)
-	start := time.Now()
 	var (
 		next, failed atomic.Int64 // failed: 1 + the lowest index that failed, 0 while none did
 		wg           sync.WaitGroup
@@ -171,7 +179,7 @@ func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 		})
 	}
 	wg.Wait()
-	report.Elapsed = time.Since(start)
+	report.Elapsed = time.Since(report.Start)
 	stop()
 	report.Interrupted = ctx.Err() != nil
 	var first *laneResult
@@ -184,10 +192,7 @@ func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 		}
 	}
 	if first != nil {
-		report.Failure, report.FailureSeed = first.rec.Failure, first.seed
-		if !first.rec.FirstAt.IsZero() {
-			report.FirstSequences, report.FirstElapsed = first.rec.FirstSequences, first.rec.FirstAt.Sub(start)
-		}
+		report.Recorder, report.FailureSeed = *first.rec, first.seed
 		if report.Failure == nil {
 			report.Problem = strings.Join(first.tb.messages, "\n")
 		}
@@ -214,7 +219,8 @@ func runLane(ctx context.Context, cfg ExploreConfig, dir string, stats *Stats, n
 		return laneResult{err: fmt.Errorf("handoff: %w", err)}
 	}
 	rec := &Recorder{}
-	prop := Property(ctx, PropertyConfig{Design: cfg.Design, Dir: dir, MaxSteps: cfg.Steps, NoSwarm: cfg.NoSwarm, Transport: cfg.Transport, Stats: stats, Recorder: rec})
+	prop, done := Property(ctx, PropertyConfig{Design: cfg.Design, Dir: dir, MaxSteps: cfg.Steps, NoSwarm: cfg.NoSwarm, Transport: cfg.Transport, Stats: stats, Recorder: rec})
+	defer done()
 	for ctx.Err() == nil {
 		m := next.Add(1) - 1
 		if f := failed.Load(); m >= int64(cfg.Checks) || f > 0 && m >= f-1 {

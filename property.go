@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -90,10 +88,11 @@ type Failure struct {
 	Disagreement Disagreement
 }
 
-// Recorder keeps the last failing run of a property. rapid replays the
-// minimal failing case last, so after a failed check it holds that case.
-// FirstSequences is how many sequences had started when the first failure
-// was found (before any shrinking), FirstAt when.
+// Recorder is what a property keeps of its failures: the last failing
+// run (rapid replays the minimal failing case last, so after a failed
+// check it holds that case); FirstSequences, how many sequences had
+// started when the first failure was found (before any shrinking), and
+// FirstAt, when. An exploration's Report holds the failing lane's.
 type Recorder struct {
 	Failure        *Failure
 	FirstSequences int64
@@ -119,11 +118,12 @@ type PropertyConfig struct {
 	Recorder *Recorder
 }
 
-// Property is the rapid property of the harness: a fresh pair of databases
-// in its own folder under cfg.Dir, a swarm mix (see mix), random steps
+// Property is the rapid property of the harness: a pair of databases in
+// a folder of its own under cfg.Dir, a swarm mix (see mix), random steps
 // (about 19 on average, cfg.MaxSteps at most) applied to the design and
 // the model with every invariant checked after each, then faults off and
-// converge.
+// converge. Its runs share the databases, emptied between them (see
+// renew); done closes them and removes their folder, after the last run.
 //
 // It counts a run into cfg.Stats as a sequence until cfg.Recorder holds a
 // failure, and as a shrink run after: rapid shrinks right after the first
@@ -134,28 +134,35 @@ type PropertyConfig struct {
 // Each step is one draw that may end the sequence: rapid's Repeat would
 // add a 53-bit coin per step, and minimizing those costs its shrinker
 // thousands of runs against real databases.
-func Property(ctx context.Context, cfg PropertyConfig) func(*rapid.T) {
+func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), done func()) {
 	if cfg.Design.Name == "" {
 		cfg.Design = designs.Handoff
 	}
 	stats, rec, dbCtx := cfg.Stats, cfg.Recorder, context.WithoutCancel(ctx)
-	var fresh map[string][]byte
-	return func(t *rapid.T) {
+	var (
+		env      *Env
+		closeEnv func()
+	)
+	done = func() {
+		if env != nil {
+			closeEnv()
+			env = nil
+		}
+	}
+	prop = func(t *rapid.T) {
 		shrinking := rec != nil && !rec.FirstAt.IsZero()
 		if shrinking && ctx.Err() != nil {
 			t.SkipNow()
 		}
-		if fresh == nil {
-			var err error
-			if fresh, err = freshDatabases(dbCtx, cfg.Design, cfg.Dir); err != nil {
-				t.Fatalf("%v", err)
-			}
+		var err error
+		if env == nil {
+			env, closeEnv, err = newEnvIn(dbCtx, envOptions{Dir: cfg.Dir, Design: cfg.Design, Stats: stats, Renewable: true})
+		} else {
+			err = env.renew(dbCtx)
 		}
-		env, done, err := newEnvIn(dbCtx, cfg.Dir, cfg.Design, fresh, stats)
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
-		defer done()
 		switch {
 		case stats == nil:
 		case shrinking:
@@ -216,31 +223,7 @@ func Property(ctx context.Context, cfg PropertyConfig) func(*rapid.T) {
 			t.Fatalf("%s", failure.Report(""))
 		}
 	}
-}
-
-// freshDatabases creates design's two databases once, closes them and
-// returns their files, so that each sequence starts from a copy instead of
-// creating the schema again: a third of a short sequence's time.
-func freshDatabases(ctx context.Context, design designs.Design, dir string) (map[string][]byte, error) {
-	env, done, err := newEnvIn(ctx, dir, design, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	if err := env.Close(); err != nil {
-		return nil, err
-	}
-	entries, err := os.ReadDir(env.cfg.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("handoff: %w", err)
-	}
-	files := map[string][]byte{}
-	for _, e := range entries {
-		if files[e.Name()], err = os.ReadFile(filepath.Join(env.cfg.Dir, e.Name())); err != nil {
-			return nil, fmt.Errorf("handoff: %w", err)
-		}
-	}
-	return files, nil
+	return prop, done
 }
 
 // Scenario prints the run as a scenario file that replays it, headed by

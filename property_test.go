@@ -39,7 +39,9 @@ func TestSimulation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rapid.Check(t, Property(t.Context(), PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: *steps, NoSwarm: *noSwarm, Stats: stats, Recorder: rec}))
+	prop, done := Property(t.Context(), PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: *steps, NoSwarm: *noSwarm, Stats: stats, Recorder: rec})
+	defer done()
+	rapid.Check(t, prop)
 }
 
 // FuzzSimulation is the property of TestSimulation driven by Go's
@@ -57,7 +59,9 @@ func FuzzSimulation(f *testing.F) {
 		f.Fatal(err)
 	}
 	rec := &Recorder{}
-	check := rapid.MakeFuzz(Property(f.Context(), PropertyConfig{Design: d, Dir: f.TempDir(), MaxSteps: *steps, NoSwarm: *noSwarm, Recorder: rec}))
+	prop, done := Property(f.Context(), PropertyConfig{Design: d, Dir: f.TempDir(), MaxSteps: *steps, NoSwarm: *noSwarm, Recorder: rec})
+	f.Cleanup(done)
+	check := rapid.MakeFuzz(prop)
 	f.Fuzz(func(t *testing.T, input []byte) {
 		rec.Failure = nil
 		t.Cleanup(func() {

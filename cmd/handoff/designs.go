@@ -126,7 +126,7 @@ func measureDesigns(ctx context.Context, seeds int, asJSON bool, stdout, stderr 
 			}
 			m.Found++
 			sequences = append(sequences, float64(r.FirstSequences))
-			seconds = append(seconds, r.FirstElapsed.Seconds())
+			seconds = append(seconds, r.FirstElapsed().Seconds())
 			m.ShrunkSteps = append(m.ShrunkSteps, r.Failure.Length())
 			if n := r.Failure.Length(); n >= d.MinimalSteps && n <= max(d.MinimalSteps, d.MostSteps) {
 				m.ShrunkToMinimal++
