@@ -92,8 +92,8 @@ func (h *idleHandles) close() error {
 }
 
 // park sets every handle of the Env aside, open and idle: the default
-// worker's, the CRM's (unless a transport step carried it over HTTP) and
-// the named workers', under the model's options, with which they were
+// worker's, the CRM's (its server stopped, if it was carried over HTTP)
+// and the named workers', under the model's options, with which they were
 // opened.
 func (e *Env) park() error {
 	var err error
@@ -103,21 +103,21 @@ func (e *Env) park() error {
 	}
 	if e.app != nil {
 		err = errors.Join(err, e.idle.keepApp(e.handleKey(model.DefaultWorker), e.app))
-		// A receiver carried over HTTP is closed with its server: every
-		// sequence starts in process, and its transport step, if any,
-		// carries it again.
-		if e.cfg.Transport == InProcess {
-			err = errors.Join(err, e.idle.keepCRM(e.model.Retention, e.crm))
-		} else {
-			err = errors.Join(err, e.crm.Close())
+		// A receiver carried over HTTP is kept without its server, which
+		// stops: resume carries it again.
+		crm, cerr := carry(e.crm, InProcess)
+		if cerr == nil {
+			cerr = e.idle.keepCRM(e.model.Retention, crm)
 		}
+		err = errors.Join(err, cerr)
 	}
-	e.app, e.crm, e.cfg.Transport = nil, nil, InProcess
+	e.app, e.crm = nil, nil
 	return err
 }
 
 // resume gives the default worker and the CRM handles for the model's
-// options: idle ones where there are, otherwise opened from their files.
+// options: idle ones where there are, otherwise opened from their files;
+// the CRM carried over the Env's transport.
 func (e *Env) resume(ctx context.Context) error {
 	app, ok := e.idle.takeApp(e.handleKey(model.DefaultWorker))
 	if !ok {
@@ -134,7 +134,13 @@ func (e *Env) resume(ctx context.Context) error {
 			return err
 		}
 	}
-	e.app, e.crm = app, crm
+	carried, err := carry(crm, e.cfg.Transport)
+	if err != nil {
+		app.Close()
+		crm.Close()
+		return err
+	}
+	e.app, e.crm = app, carried
 	return nil
 }
 
@@ -155,6 +161,7 @@ func (e *Env) renew(ctx context.Context) error {
 		return err
 	}
 	e.begin()
+	e.cfg.Transport = InProcess // a sequence's transport step, if any, says otherwise
 	return e.resume(ctx)
 }
 
