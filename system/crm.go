@@ -82,6 +82,9 @@ type CRMOptions struct {
 	Retention time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// BusyTimeout is how long a create waits for another connection's
+	// write lock before it fails; 0 means DefaultBusyTimeout.
+	BusyTimeout time.Duration
 }
 
 // OpenCRM opens (creating if needed) the receiver database at path,
@@ -97,10 +100,16 @@ func OpenCRMWith(ctx context.Context, path string, opts CRMOptions) (*CRM, error
 	if opts.Retention < 0 {
 		return nil, invalid("retention is %v, want 0 (forever) or more", opts.Retention)
 	}
+	if opts.BusyTimeout < 0 {
+		return nil, invalid("busy timeout is %v, want 0 (the default) or more", opts.BusyTimeout)
+	}
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = DefaultBusyTimeout
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	q, err := openDB(ctx, path, crmDatabase, opts.Durability, opts.Now)
+	q, err := openDB(ctx, path, crmDatabase, opts.Durability, opts.BusyTimeout, opts.Now)
 	if err != nil {
 		return nil, err
 	}

@@ -323,18 +323,20 @@ func TestFailureAfterTheAttemptSaysSo(t *testing.T) {
 }
 
 // TestBusyReceiverSpendsAnAttemptAndSaysSo holds the CRM's write lock from
-// another connection past the busy timeout: the delivery fails with
-// ErrBusy, and says that the attempt is counted.
+// another connection past the busy timeout (50 ms here): the delivery
+// fails with ErrBusy, and says that the attempt is counted.
 func TestBusyReceiverSpendsAnAttemptAndSaysSo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits out SQLite's busy timeout (5 s)")
-	}
 	t.Parallel()
 	ctx := context.Background()
-	app, crm, dir := openPair(t, system.Options{})
+	app, _, dir := openPair(t, system.Options{})
 	if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
 		t.Fatal(err)
 	}
+	crm, err := system.OpenCRMWith(ctx, filepath.Join(dir, "crm.db"), system.CRMOptions{BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crm.Close()
 	locker, err := sql.Open("sqlite", filepath.Join(dir, "crm.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -350,8 +352,12 @@ func TestBusyReceiverSpendsAnAttemptAndSaysSo(t *testing.T) {
 	}
 	start := time.Now()
 	_, err = app.DeliverOne(ctx, crm)
+	waited := time.Since(start)
 	if !errors.Is(err, system.ErrBusy) || !strings.Contains(err.Error(), "attempt 1 of 3 counted") {
-		t.Fatalf("got %v after %v, want ErrBusy with the attempt counted", err, time.Since(start))
+		t.Fatalf("got %v after %v, want ErrBusy with the attempt counted", err, waited)
+	}
+	if waited < 50*time.Millisecond || waited > 2*time.Second {
+		t.Errorf("the create gave up after %v, not after its busy timeout of 50ms", waited)
 	}
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
@@ -364,6 +370,47 @@ func TestBusyReceiverSpendsAnAttemptAndSaysSo(t *testing.T) {
 	}
 	if d, err := app.DeliverOne(ctx, crm); err != nil || d.Result != system.ResultSent || d.Attempts != 2 {
 		t.Errorf("after the lock is gone: got %+v, %v; want sent on attempt 2", d, err)
+	}
+}
+
+// TestBusyAppWritesNothing holds the app database's write lock from
+// another connection past the busy timeout the Outbox was opened with:
+// the approval fails with ErrBusy after that timeout, and nothing of it is
+// written.
+func TestBusyAppWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "app.db")
+	app, err := system.Open(ctx, path, system.Options{BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	locker, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close()
+	conn, err := locker.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = app.RecordApproval(ctx, caseID, title)
+	// Far below the default of 5 s, however loaded the machine: the option
+	// was honoured.
+	if waited := time.Since(start); !errors.Is(err, system.ErrBusy) || waited < 50*time.Millisecond || waited > 2*time.Second {
+		t.Fatalf("got %v after %v, want ErrBusy after the busy timeout of 50ms", err, waited)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := app.Snapshot(ctx)
+	if err != nil || len(snap.Approvals) != 0 || len(snap.Outbox) != 0 {
+		t.Errorf("after a busy approval: %+v, %v; want nothing written", snap, err)
 	}
 }
 

@@ -127,6 +127,10 @@ type Options struct {
 	// Durability of every commit; the zero value is Durable.
 	Durability Durability
 
+	// BusyTimeout is how long a write waits for another connection's
+	// write lock before it fails with ErrBusy; 0 means DefaultBusyTimeout.
+	BusyTimeout time.Duration
+
 	// Hook is called at every FaultPoint; nil lets everything pass.
 	Hook Hook
 
@@ -171,7 +175,7 @@ func (opts Options) withDefaults() (Options, error) {
 		name  string
 		value time.Duration
 	}{{"lease", opts.Lease}, {"send timeout", opts.SendTimeout}, {"backoff base", opts.BackoffBase},
-		{"backoff cap", opts.BackoffCap}, {"max age", opts.MaxAge}, {"retention", opts.Retention}} {
+		{"backoff cap", opts.BackoffCap}, {"max age", opts.MaxAge}, {"retention", opts.Retention}, {"busy timeout", opts.BusyTimeout}} {
 		if d.value < 0 {
 			return opts, invalid("%s is %v, want 0 (the default) or more", d.name, d.value)
 		}
@@ -182,7 +186,7 @@ func (opts Options) withDefaults() (Options, error) {
 	defaults := []struct {
 		field *time.Duration
 		value time.Duration
-	}{{&opts.Lease, DefaultLease}, {&opts.SendTimeout, DefaultSendTimeout},
+	}{{&opts.Lease, DefaultLease}, {&opts.SendTimeout, DefaultSendTimeout}, {&opts.BusyTimeout, DefaultBusyTimeout},
 		{&opts.BackoffBase, DefaultBackoffBase}, {&opts.BackoffCap, DefaultBackoffCap}}
 	for _, d := range defaults {
 		if *d.field == 0 {
@@ -235,7 +239,7 @@ func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, err := openDB(ctx, path, appDatabase, opts.Durability, opts.Now)
+	q, err := openDB(ctx, path, appDatabase, opts.Durability, opts.BusyTimeout, opts.Now)
 	if err != nil {
 		return nil, err
 	}

@@ -46,9 +46,10 @@ func (d Durability) Synchronous() (string, error) {
 	return "", invalid("unknown durability %d", int(d))
 }
 
-// busyTimeoutMillis is how long a write waits for another process's write
-// lock before it fails with ErrBusy.
-const busyTimeoutMillis = 5000
+// DefaultBusyTimeout is how long a write waits for another connection's
+// write lock before it fails with ErrBusy, when the options give no
+// BusyTimeout.
+const DefaultBusyTimeout = 5 * time.Second
 
 // kind describes one kind of handoff database: its name in messages, its
 // mark in SQLite's application_id header field, and its schema as a list
@@ -213,7 +214,7 @@ func checkWritable(path string) error {
 // that is not a plain file are refused before anything is written. The
 // database runs in WAL mode: a commit appends to the log and syncs once,
 // and readers never block the single writer.
-func openDB(ctx context.Context, path string, k kind, d Durability, now func() time.Time) (*statements, error) {
+func openDB(ctx context.Context, path string, k kind, d Durability, busy time.Duration, now func() time.Time) (*statements, error) {
 	if err := CheckPath(path); err != nil {
 		return nil, err
 	}
@@ -230,7 +231,7 @@ func openDB(ctx context.Context, path string, k kind, d Durability, now func() t
 		if err := checkWritable(path); err != nil {
 			return err
 		}
-		db, err = openWriter(ctx, path, synchronous)
+		db, err = openWriter(ctx, path, synchronous, busy)
 		if err != nil || !h.empty && h.version == k.version() {
 			return err
 		}
@@ -240,7 +241,7 @@ func openDB(ctx context.Context, path string, k kind, d Durability, now func() t
 		}
 		return nil
 	}, func() (err error) {
-		db, err = openWriter(ctx, path, synchronous)
+		db, err = openWriter(ctx, path, synchronous, busy)
 		return err
 	})
 	if err != nil {
@@ -251,10 +252,11 @@ func openDB(ctx context.Context, path string, k kind, d Durability, now func() t
 }
 
 // openWriter opens path for reading and writing: every transaction
-// BEGIN IMMEDIATE, foreign keys on, the synchronous setting given.
-func openWriter(_ context.Context, path, sync string) (*sql.DB, error) {
+// BEGIN IMMEDIATE, foreign keys on, the synchronous setting and the busy
+// timeout given.
+func openWriter(_ context.Context, path, sync string, busy time.Duration) (*sql.DB, error) {
 	dsn := fmt.Sprintf("%s?_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(%s)&_pragma=cell_size_check(1)",
-		path, busyTimeoutMillis, sync)
+		path, busy.Milliseconds(), sync)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, driverError("opening "+path, err)

@@ -336,12 +336,19 @@ func TestOptionsRefused(t *testing.T) {
 		{MaxAge: -1},
 		{Retention: -1},
 		{MaxAttempts: -1},
+		{BusyTimeout: -time.Millisecond},
 		{SendTimeout: 30 * time.Second},
 		{Lease: time.Second, SendTimeout: time.Second},
 	} {
 		path := filepath.Join(t.TempDir(), "app.db")
 		if _, err := system.Open(context.Background(), path, opts); !errors.Is(err, system.ErrInvalidInput) {
 			t.Errorf("Open with %+v: got %v, want ErrInvalidInput", opts, err)
+		}
+	}
+	for _, opts := range []system.CRMOptions{{Retention: -1}, {BusyTimeout: -1}} {
+		path := filepath.Join(t.TempDir(), "crm.db")
+		if _, err := system.OpenCRMWith(context.Background(), path, opts); !errors.Is(err, system.ErrInvalidInput) {
+			t.Errorf("OpenCRMWith with %+v: got %v, want ErrInvalidInput", opts, err)
 		}
 	}
 }
