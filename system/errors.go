@@ -49,6 +49,11 @@ var (
 	// lock for longer than the busy timeout.
 	ErrBusy = errors.New("system: database is busy")
 
+	// ErrBatchPanicked is returned to every caller whose write shared a
+	// batch (see CommitStats) with a write that panicked: the batch was
+	// rolled back and nothing of it was written.
+	ErrBatchPanicked = errors.New("system: a write of the same batch panicked; nothing was written")
+
 	// ErrCorrupt is returned when SQLite finds a database file damaged. Stop
 	// writing to it; handoff check says what is wrong.
 	ErrCorrupt = errors.New("system: database is corrupt")

@@ -20,8 +20,12 @@ const (
 )
 
 // Hook is called at every FaultPoint the handoff passes. A non-nil error
-// aborts the operation right there, as a crash would: what is committed
-// stays, what is not is rolled back, and the error is returned unchanged.
+// aborts the operation right there, as a crash of that operation would:
+// what is committed stays, what it wrote is rolled back, and the error is
+// returned unchanged. Writes of other callers that share its batch (see
+// CommitStats) still commit, as they would had they run just before it.
+// A hook may run while the process holds the file's write lock: it must
+// not write to the same file.
 type Hook func(FaultPoint) error
 
 // pass calls h at p; a nil Hook lets everything pass.

@@ -33,6 +33,7 @@ type group struct {
 
 // write is one caller's transaction body, waiting in a group or running.
 type write struct {
+	ctx   context.Context // the caller's: a write whose caller gave up before its turn is not run
 	doing string
 	fn    func(ctx context.Context, tx *sql.Tx, q *statements) error
 	err   error
@@ -51,7 +52,7 @@ func (g *group) do(ctx context.Context, q *statements, doing string, fn func(ctx
 	if err := ctx.Err(); err != nil {
 		return driverError(doing, err)
 	}
-	w := &write{doing: doing, fn: fn, turn: make(chan bool, 1)}
+	w := &write{ctx: ctx, doing: doing, fn: fn, turn: make(chan bool, 1)}
 	g.mu.Lock()
 	g.queue = append(g.queue, w)
 	lead := !g.running
@@ -78,7 +79,7 @@ func (g *group) handOff(batch []*write) {
 	p := recover()
 	for _, b := range batch {
 		if p != nil {
-			b.err = fmt.Errorf("system: %s: a write of the same batch panicked, nothing was written: %v", b.doing, p)
+			b.err = fmt.Errorf("%w: %s: %v", ErrBatchPanicked, b.doing, p)
 		}
 		b.turn <- true
 	}
@@ -112,6 +113,10 @@ func (g *group) run(q *statements, batch []*write) {
 		}
 		defer tx.Rollback()
 		for _, w := range batch {
+			if err := w.ctx.Err(); err != nil {
+				w.err = driverError(w.doing, err) // its caller gave up while it waited
+				continue
+			}
 			if err := q.exec(ctx, tx, sqlSavepoint); err != nil {
 				return err
 			}
@@ -135,12 +140,21 @@ func (g *group) run(q *statements, batch []*write) {
 		}
 		return
 	}
-	g.commits.Add(1)
-	g.writes.Add(int64(len(batch)))
+	written := 0
+	for _, w := range batch {
+		if w.err == nil {
+			written++
+		}
+	}
+	if written > 0 {
+		g.commits.Add(1)
+		g.writes.Add(int64(written))
+	}
 }
 
 // CommitStats counts the write transactions this process committed on one
-// database file, of one durability, and the writes they carried: Writes
+// database file, of one durability, and the writes they carried (a write
+// that failed or was refused carried nothing): Writes
 // over Commits is how many writes one commit, one sync of the disk when
 // durable, carried on average.
 type CommitStats struct {

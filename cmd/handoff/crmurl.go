@@ -84,7 +84,10 @@ func (r *remoteCRM) readContract(ctx context.Context, timeout time.Duration) err
 	case status != http.StatusOK:
 		return refuse(fmt.Sprintf("%d %s", status, http.StatusText(status)))
 	}
-	if err := json.Unmarshal(body, &r.contract); err != nil || r.contract.Identity == "" {
+	if err := json.Unmarshal(body, &r.contract); err != nil {
+		return refuse("its answer is not a contract: " + err.Error())
+	}
+	if r.contract.Identity == "" {
 		return refuse("no identity in the answer")
 	}
 	retention, err := r.sender.Contract(ctx)
@@ -203,9 +206,15 @@ func holdsSentTasks(ctx context.Context, app *system.Outbox, where string, taskK
 	return nil
 }
 
+// readTimeout bounds each read of a receiver's tasks: a receiver that
+// takes a connection and never answers must not hang a trial.
+const readTimeout = 10 * time.Second
+
 // tasksFor returns the tasks the receiver holds for key, at GET
-// /tasks?key=KEY.
+// /tasks?key=KEY, within readTimeout.
 func (r *remoteCRM) tasksFor(ctx context.Context, key string) ([]system.Task, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	u := r.base.JoinPath("tasks")
 	u.RawQuery = "key=" + url.QueryEscape(key)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)

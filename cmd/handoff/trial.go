@@ -525,20 +525,26 @@ func (p *process) start(ctx context.Context) error {
 		close(p.exited)
 		return fmt.Errorf("starting %s: %w", p.name, err)
 	}
+	cmd, exited := p.cmd, p.exited // a restart replaces both
 	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
+		p.err = cmd.Wait()
+		close(exited)
 	}()
 	line, err := p.firstLine(ctx)
-	if err != nil || p.args[0] != "crm" {
-		return err
+	if err == nil && p.args[0] == "crm" {
+		if m := serverAddress.FindStringSubmatch(line); m != nil {
+			p.addr = m[1]
+		} else {
+			err = fmt.Errorf("%s printed %q, not the address it listens on", p.name, line)
+		}
 	}
-	m := serverAddress.FindStringSubmatch(line)
-	if m == nil {
-		return fmt.Errorf("%s printed %q, not the address it listens on", p.name, line)
+	if err != nil {
+		// A process that did not start as it should dies here, so that
+		// a restart does not find its port, or its files, still held.
+		_ = cmd.Process.Kill()
+		<-exited
 	}
-	p.addr = m[1]
-	return nil
+	return err
 }
 
 // firstLine waits, up to trialStart, for the first line the process
