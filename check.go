@@ -26,6 +26,7 @@ type Files struct {
 	Tasks    []system.Task
 	Bound    string // the identity of the CRM the app delivers to; "" before its first delivery
 	Identity string // the CRM's identity; "" without a CRM
+	Budget   int    // the largest attempt budget a row may have used (see system.Outbox.Budget)
 }
 
 // CheckFiles checks the app database at appPath and, unless crmPath is
@@ -94,11 +95,10 @@ func checkApp(ctx context.Context, appPath, crm string, readTasks func(*Files) (
 	if withCRM && files.Bound != "" && files.Bound != files.Identity {
 		findings = append(findings, Finding{"identity", fmt.Sprintf("%s delivers to CRM %s, but %s is CRM %s: its task ids name other tasks", appPath, files.Bound, crm, files.Identity)})
 	}
-	budget, err := app.Budget(ctx)
-	if err != nil {
+	if files.Budget, err = app.Budget(ctx); err != nil {
 		return append(findings, Finding{appPath, err.Error()}), files, nil
 	}
-	return append(findings, fileInvariants(observation(files.App, files.Tasks), budget, withCRM)...), files, nil
+	return append(findings, fileInvariants(observation(files.App, files.Tasks), files.Budget, withCRM)...), files, nil
 }
 
 // readCRM reads the CRM at path into files, or says what is wrong with it.

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -227,6 +228,9 @@ func CheckReceiver(ctx context.Context, baseURL string, opts CheckOptions) (Repo
 	c := &checker{base: base, opts: opts, runID: runID, prefix: checkKeyNamespace + runID + "-"}
 	c.client = c.newClient(true)
 	defer c.closeIdle()
+	if err := c.reachable(ctx); err != nil {
+		return Report{}, err
+	}
 	report := Report{URL: baseURL, RunID: runID, KeyPrefix: c.prefix}
 	for _, check := range []func(context.Context) ClauseResult{
 		c.firstCreate, c.replaySameConnection, c.replayNewConnection, c.otherPayload,
@@ -239,6 +243,28 @@ func CheckReceiver(ctx context.Context, baseURL string, opts CheckOptions) (Repo
 		return report, fmt.Errorf("crm: the check was interrupted: %w", err)
 	}
 	return report, nil
+}
+
+// ErrUnreachable is returned by CheckReceiver when nothing answers HTTP
+// at the receiver's URL: no clause can say anything of it then.
+var ErrUnreachable = errors.New("crm: nothing answers at the receiver's URL")
+
+// reachable asks GET /contract and accepts any HTTP answer: a receiver
+// need not serve it, but something must answer before a clause can fail.
+func (c *checker) reachable(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.JoinPath("contract").String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.client.Do(req)
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("crm: the check was interrupted: %w", ctx.Err())
+	case err != nil:
+		return fmt.Errorf("%w: %s: %v", ErrUnreachable, c.base, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return resp.Body.Close()
 }
 
 // newRunID is the time, to the second, and 32 random bits: unique per run,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -79,6 +80,20 @@ func TestCheckReceiverRefusesURLs(t *testing.T) {
 		if _, err := crm.CheckReceiver(t.Context(), u, crm.CheckOptions{}); !errors.Is(err, crm.ErrBadURL) {
 			t.Errorf("CheckReceiver(%q): got %v, want ErrBadURL", u, err)
 		}
+	}
+}
+
+// TestCheckReceiverNeedsAnAnswer: where nothing listens, no clause is
+// judged: the check says nothing answers.
+func TestCheckReceiverNeedsAnAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	if r, err := crm.CheckReceiver(t.Context(), url, crm.CheckOptions{Timeout: time.Second}); !errors.Is(err, crm.ErrUnreachable) || len(r.Results) != 0 {
+		t.Errorf("CheckReceiver(%s), nothing listening: got %d clauses, %v; want ErrUnreachable and none", url, len(r.Results), err)
 	}
 }
 

@@ -254,4 +254,7 @@ func TestCheckKnowsTheWorkersBudget(t *testing.T) {
 	if out := mustRun(t, "check", "--app", "app.db", "--crm", "crm.db"); !strings.Contains(out, "ok (integrity") {
 		t.Errorf("check after five attempts: got %q", out)
 	}
+	if out := mustRun(t, "inspect", "--app", "app.db", "--crm", "crm.db"); !strings.Contains(out, "sent, 5 of 5 attempts") {
+		t.Errorf("inspect after five attempts: got %q, want the row sent on the fifth of 5 attempts", out)
+	}
 }

@@ -339,7 +339,7 @@ func (v inspection) writeText(w io.Writer) {
 	c := stateCounts(rows)
 	fmt.Fprintf(w, "app database %s: %d pending, %d sent, %d blocked\n", v.appPath, c[system.Pending], c[system.Sent], c[system.Blocked])
 	for _, r := range v.listed {
-		fmt.Fprintf(w, "  %s %s\n", r.Key, describeRow(r, system.DefaultMaxAttempts))
+		fmt.Fprintf(w, "  %s %s\n", r.Key, describeRow(r, max(v.files.Budget, system.DefaultMaxAttempts)))
 		fmt.Fprintf(w, "    %s\n", v.times(r))
 		fmt.Fprintf(w, "    %s\n", v.claim(r))
 	}

@@ -67,7 +67,13 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: --kills is %d, want 0 or more", errUsage, *kills)
 	}
 	if *crmURL != "" {
-		if _, err := newRemoteCRM(*crmURL, 1); err != nil {
+		// A receiver that states no contract is refused before a folder
+		// is made.
+		remote, err := newRemoteCRM(*crmURL, 1)
+		if err != nil {
+			return err
+		}
+		if err := remote.readContract(ctx, trialStart); err != nil {
 			return err
 		}
 	}
