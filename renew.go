@@ -106,8 +106,11 @@ func (e *Env) park() error {
 		// A receiver carried over HTTP is kept without its server, which
 		// stops: resume carries it again.
 		crm, cerr := carry(e.crm, InProcess)
-		if cerr == nil {
+		switch h, carried := e.crm.(*httpCRM); {
+		case cerr == nil:
 			cerr = e.idle.keepCRM(e.model.Retention, crm)
+		case carried:
+			cerr = errors.Join(cerr, h.CRM.Close()) // its server did not stop cleanly: nothing is kept
 		}
 		err = errors.Join(err, cerr)
 	}

@@ -100,3 +100,29 @@ func dumpLane(t *testing.T, l *lane) []string {
 	}
 	return lines
 }
+
+// TestTransportOutlivesConfig: a config step after a transport step
+// keeps the receiver on HTTP (the config's handles are carried again),
+// and a renewed Env starts its next sequence in process.
+func TestTransportOutlivesConfig(t *testing.T) {
+	env, done, err := newEnvIn(t.Context(), envOptions{Dir: t.TempDir(), Renewable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	overHTTP := func() bool { _, ok := env.crm.(*httpCRM); return ok }
+	for _, step := range []Step{NewStep("transport", "name", "http"), NewStep("config", "retention", "60000")} {
+		if _, err := env.Apply(t.Context(), step); err != nil {
+			t.Fatal(err)
+		}
+		if !overHTTP() {
+			t.Fatalf("after %s the receiver is %T, want it carried over HTTP", step.Directive, env.crm)
+		}
+	}
+	if err := env.renew(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if overHTTP() || env.cfg.Transport != InProcess {
+		t.Errorf("a renewed Env runs over %s with a %T receiver, want in process", env.cfg.Transport, env.crm)
+	}
+}

@@ -237,7 +237,8 @@ func TestProxyFindsPipelinedRequests(t *testing.T) {
 
 // TestProxyDelayPastTheTimeout delays a request past the client's
 // timeout: the client hears a transient failure, and the receiver still
-// acts on the request after it gave up.
+// acts on the request after it gave up (when the CRM acts is not asserted:
+// on a loaded machine the client may give up late).
 func TestProxyDelayPastTheTimeout(t *testing.T) {
 	w := newWire(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
@@ -245,9 +246,6 @@ func TestProxyDelayPastTheTimeout(t *testing.T) {
 	_, err := w.proxy.Through(faults.Action{Verb: faults.Delay, Delay: 200 * time.Millisecond}, w.sender, w.fresh).CreateTask(ctx, key, payload)
 	if !errors.Is(err, system.ErrTransient) {
 		t.Fatalf("got %v, want a transient failure", err)
-	}
-	if n := w.tasks(t); n != 0 {
-		t.Fatalf("the CRM holds %d tasks before the delay ran out", n)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for w.tasks(t) == 0 && time.Now().Before(deadline) {

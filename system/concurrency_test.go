@@ -143,6 +143,9 @@ func workersAtOnce(t *testing.T, nWorkers, approveLate int) {
 		wg.Go(func() {
 			net := flakyNetwork{crm: crm, rng: rand.New(rand.NewPCG(1, uint64(i))), pause: 200 * time.Millisecond, sends: &sends, mu: &mu}
 			for time.Now().Before(deadline) {
+				// Read before the delivery: idle after the last approval
+				// means nothing more to come.
+				approved := done(approving)
 				d, err := deliverChecked(ctx, t, app, net)
 				var ae *system.AttemptError
 				switch {
@@ -151,7 +154,7 @@ func workersAtOnce(t *testing.T, nWorkers, approveLate int) {
 				case err != nil:
 					t.Errorf("worker %s: %v", app.Worker(), err)
 					return
-				case d.Result == system.Idle && d.NextEligible.IsZero() && done(approving):
+				case d.Result == system.Idle && d.NextEligible.IsZero() && approved:
 					return // nothing pending, nothing more to come
 				case d.Result == system.Idle && d.NextEligible.IsZero():
 					time.Sleep(time.Millisecond)

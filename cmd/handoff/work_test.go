@@ -171,6 +171,12 @@ func startCLI(t *testing.T, stdout io.Writer, args ...string) (*exec.Cmd, io.Rea
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil { // a test that stopped early left it running
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
 	return cmd, stderr
 }
 
