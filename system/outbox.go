@@ -465,7 +465,7 @@ func (o *Outbox) BindReceiver(ctx context.Context, id string) error {
 		case err == nil && held == id:
 			return nil
 		case err == nil:
-			return fmt.Errorf("%w: %s delivers to CRM %s, this CRM is %s; is it the right file?", ErrWrongReceiver, o.path, held, id)
+			return fmt.Errorf("%w: %s delivers to CRM %s, this CRM is %s; is it the right CRM (file or URL)?", ErrWrongReceiver, o.path, held, id)
 		case !errors.Is(err, sql.ErrNoRows):
 			return driverError("reading the receiver", err)
 		}

@@ -53,7 +53,11 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	if mismatches > 0 {
-		return fmt.Errorf("%d of %d steps in %d files did not match", mismatches, steps, len(scenarios))
+		files := fmt.Sprintf("%d files", len(scenarios))
+		if len(scenarios) == 1 {
+			files = "1 file"
+		}
+		return fmt.Errorf("%d of %d steps in %s did not match", mismatches, steps, files)
 	}
 	fmt.Fprintf(stdout, "replayed %d files, %d steps over %s: every output matches\n", len(scenarios), steps, transport)
 	return nil

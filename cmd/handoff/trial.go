@@ -840,7 +840,7 @@ func (s *trialSummary) add(cfg trialConfig, r trialResult) {
 // writeText prints the summary for a person.
 func (s trialSummary) writeText(w io.Writer) {
 	fmt.Fprintf(w, "trials: %d (seed %d), %d work processes, %d rows each, %.1fs\n", s.Trials, s.Seed, s.Workers, s.Rows, s.ElapsedSeconds)
-	fmt.Fprintf(w, "kills: %d (%s)\n", s.Kills, counts(s.KillsByTarget))
+	fmt.Fprintf(w, "kills: %d (%d of the server, %d of workers)\n", s.Kills, s.KillsByTarget["server"], s.KillsByTarget["worker"])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if len(s.Landed) > 0 {
 		fmt.Fprintln(tw, "where the kills landed:")
