@@ -248,8 +248,13 @@ func TestCheckKnowsTheWorkersBudget(t *testing.T) {
 		srv.ServeHTTP(w, r)
 	}))
 	defer ts.Close()
-	if out := mustRun(t, "work", "--app", "app.db", "--crm-url", ts.URL, "--until-idle", "--max-attempts", "5", "--backoff-base", "0"); !strings.Contains(out, "0 pending, 1 sent, 0 blocked") {
-		t.Errorf("work: got %q", out)
+	code, out, log := runCLI(t, "work", "--app", "app.db", "--crm-url", ts.URL, "--until-idle", "--max-attempts", "5", "--backoff-base", "0")
+	if code != 0 || !strings.Contains(out, "0 pending, 1 sent, 0 blocked") {
+		t.Errorf("work: exit %d, %q", code, out)
+	}
+	// Each failed attempt's log line gives its cause, which the row does not keep.
+	if n := strings.Count(log, "result=pending attempt="); n != 4 || strings.Count(log, `cause="system: transient failure: 503 Service Unavailable`) != 4 {
+		t.Errorf("work's log has %d pending deliveries, want 4, each with its cause (503):\n%s", n, log)
 	}
 	if out := mustRun(t, "check", "--app", "app.db", "--crm", "crm.db"); !strings.Contains(out, "ok (integrity") {
 		t.Errorf("check after five attempts: got %q", out)

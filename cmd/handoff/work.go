@@ -251,9 +251,14 @@ func (p *pool) worker(ctx context.Context, o *system.Outbox) error {
 	}
 	p.log.Info("worker started", "worker", o.Worker(), "released_leases", released)
 	defer p.log.Info("worker stopped", "worker", o.Worker())
+	crm := &heard{Receiver: p.crm, retention: o.Options().Retention}
+	if r, ok := p.crm.(system.Retainer); ok {
+		crm.retention = r.Retention()
+	}
 	for ctx.Err() == nil {
 		wake := p.changes()
-		d, err := o.DeliverOne(context.WithoutCancel(ctx), p.crm)
+		crm.err = nil
+		d, err := o.DeliverOne(context.WithoutCancel(ctx), crm)
 		var attempt *system.AttemptError
 		switch {
 		case errors.As(err, &attempt):
@@ -273,8 +278,12 @@ func (p *pool) worker(ctx context.Context, o *system.Outbox) error {
 			if d.Result == system.ResultBlocked || d.Result == system.ResultStale {
 				level = slog.LevelWarn
 			}
-			p.log.Log(ctx, level, "delivery", "worker", o.Worker(), "key", d.Key, "result", string(d.Result), "attempt", d.Attempts,
-				"remote_id", d.RemoteID, "last_error", d.LastError)
+			attrs := []any{"worker", o.Worker(), "key", d.Key, "result", string(d.Result), "attempt", d.Attempts,
+				"remote_id", d.RemoteID, "last_error", d.LastError}
+			if crm.err != nil && d.Result != system.ResultSent {
+				attrs = append(attrs, "cause", crm.err.Error())
+			}
+			p.log.Log(ctx, level, "delivery", attrs...)
 			continue
 		case d.NextEligible.IsZero() && p.untilIdle:
 			return nil
@@ -283,6 +292,25 @@ func (p *pool) worker(ctx context.Context, o *system.Outbox) error {
 	}
 	return nil
 }
+
+// heard is a worker's receiver that keeps what its last send heard: the
+// row records only the class of a failure (transient, rejected, …), and
+// the log line gives a person its cause (503, connection refused, …). It
+// states the retention of the receiver it wraps, or the worker's own.
+type heard struct {
+	system.Receiver
+	retention time.Duration
+	err       error
+}
+
+func (h *heard) CreateTask(ctx context.Context, key, payload string) (int64, error) {
+	id, err := h.Receiver.CreateTask(ctx, key, payload)
+	h.err = err
+	return id, err
+}
+
+// Retention is the wrapped receiver's retention, or the worker's.
+func (h *heard) Retention() time.Duration { return h.retention }
 
 // stopped is err, or nil when ctx was cancelled: an interrupt during a
 // worker's start or a claim is a clean stop.
