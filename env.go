@@ -182,6 +182,13 @@ func (e *Env) open(ctx context.Context) error {
 		app.Close()
 		return err
 	}
+	return e.attach(app, crm)
+}
+
+// attach makes app and crm the default worker's and the receiver's
+// handles, crm carried over the Env's transport; when it cannot be, it
+// closes both.
+func (e *Env) attach(app designs.App, crm designs.CRM) error {
 	carried, err := carry(crm, e.cfg.Transport)
 	if err != nil {
 		app.Close()

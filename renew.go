@@ -137,14 +137,7 @@ func (e *Env) resume(ctx context.Context) error {
 			return err
 		}
 	}
-	carried, err := carry(crm, e.cfg.Transport)
-	if err != nil {
-		app.Close()
-		crm.Close()
-		return err
-	}
-	e.app, e.crm = app, carried
-	return nil
+	return e.attach(app, crm)
 }
 
 // renew readies the Env for a new sequence on the same files, so that an

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -322,6 +323,38 @@ func TestFailureAfterTheAttemptSaysSo(t *testing.T) {
 	}
 }
 
+// holdWriteLock takes the write lock of the database at path from a
+// connection of its own, as another process would, until release.
+func holdWriteLock(t *testing.T, path string) (release func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		conn.Close()
+		db.Close()
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+				t.Error(err)
+			}
+			conn.Close()
+			db.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
 // TestBusyReceiverSpendsAnAttemptAndSaysSo holds the CRM's write lock from
 // another connection past the busy timeout (50 ms here): the delivery
 // fails with ErrBusy, and says that the attempt is counted.
@@ -337,19 +370,7 @@ func TestBusyReceiverSpendsAnAttemptAndSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer crm.Close()
-	locker, err := sql.Open("sqlite", filepath.Join(dir, "crm.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close()
-	conn, err := locker.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWriteLock(t, filepath.Join(dir, "crm.db"))
 	start := time.Now()
 	_, err = app.DeliverOne(ctx, crm)
 	waited := time.Since(start)
@@ -359,9 +380,7 @@ func TestBusyReceiverSpendsAnAttemptAndSaysSo(t *testing.T) {
 	if waited < 50*time.Millisecond || waited > 2*time.Second {
 		t.Errorf("the create gave up after %v, not after its busy timeout of 50ms", waited)
 	}
-	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if row, err := app.Row(ctx, key); err != nil || row.LastError != "local: database is busy" || row.Attempts != 1 {
 		t.Errorf("got row %+v, %v; want 1 attempt and last error local: database is busy", row, err)
 	}
@@ -385,19 +404,7 @@ func TestBusyAppWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	locker, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close()
-	conn, err := locker.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWriteLock(t, path)
 	start := time.Now()
 	_, err = app.RecordApproval(ctx, caseID, title)
 	// Far below the default of 5 s, however loaded the machine: the option
@@ -405,9 +412,7 @@ func TestBusyAppWritesNothing(t *testing.T) {
 	if waited := time.Since(start); !errors.Is(err, system.ErrBusy) || waited < 50*time.Millisecond || waited > 2*time.Second {
 		t.Fatalf("got %v after %v, want ErrBusy after the busy timeout of 50ms", err, waited)
 	}
-	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	snap, err := app.Snapshot(ctx)
 	if err != nil || len(snap.Approvals) != 0 || len(snap.Outbox) != 0 {
 		t.Errorf("after a busy approval: %+v, %v; want nothing written", snap, err)
