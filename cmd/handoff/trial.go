@@ -137,7 +137,7 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		sum.writeText(stdout)
+		sum.writeText(stdout, runErr != nil)
 	}
 	switch {
 	case runErr != nil:
@@ -838,7 +838,9 @@ func (s *trialSummary) add(cfg trialConfig, r trialResult) {
 }
 
 // writeText prints the summary for a person.
-func (s trialSummary) writeText(w io.Writer) {
+// writeText prints the summary for a person; stopped says the last trial
+// ended before its drain and checks, so its outcome was not read.
+func (s trialSummary) writeText(w io.Writer, stopped bool) {
 	fmt.Fprintf(w, "trials: %d (seed %d), %d work processes, %d rows each, %.1fs\n", s.Trials, s.Seed, s.Workers, s.Rows, s.ElapsedSeconds)
 	fmt.Fprintf(w, "kills: %d (%d of the server, %d of workers)\n", s.Kills, s.KillsByTarget["server"], s.KillsByTarget["worker"])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -855,7 +857,11 @@ func (s trialSummary) writeText(w io.Writer) {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "outcome: %d rows sent, %d blocked; %d deliveries logged\n", s.Sent, s.Blocked, s.Deliveries)
+	if stopped {
+		fmt.Fprintln(w, "outcome: not read, the last trial stopped before its drain and checks (its files are kept; handoff inspect and handoff check read them)")
+	} else {
+		fmt.Fprintf(w, "outcome: %d rows sent, %d blocked; %d deliveries logged\n", s.Sent, s.Blocked, s.Deliveries)
+	}
 	fmt.Fprintf(w, "violations: %d\n", s.Violations)
 	for _, p := range s.Problems {
 		fmt.Fprintf(w, "  trial %d: %s: %s\n", p.Trial, p.Where, p.What)
