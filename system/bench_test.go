@@ -114,6 +114,41 @@ func BenchmarkDurableShare(b *testing.B) {
 	b.ReportMetric(100*syncing.Seconds()/delivering.Seconds(), "%-of-fsync-limit")
 }
 
+// durableWorkers opens, in a new folder, a durable CRM and w Outboxes
+// (workers w0, w1, …) on one durable app database holding rows
+// approvals, recorded in one transaction: the files of handoff work
+// --workers w.
+func durableWorkers(b *testing.B, w, rows int) ([]*system.Outbox, *system.CRM) {
+	b.Helper()
+	ctx := context.Background()
+	dir := b.TempDir()
+	crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { crm.Close() })
+	apps := make([]*system.Outbox, w)
+	for i := range apps {
+		if apps[i], err = system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{Worker: fmt.Sprint("w", i)}); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { apps[i].Close() })
+	}
+	tx, err := apps[0].DB().BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range rows {
+		if _, err := apps[0].RecordApprovalTx(ctx, tx, fmt.Sprint("case-", i), "Call back"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	return apps, crm
+}
+
 // BenchmarkDurableShareWorkers is BenchmarkDurableShare for W workers
 // delivering at once, each its own Outbox on the same durable app
 // database, all sending to one durable CRM, as handoff work --workers W
@@ -127,31 +162,7 @@ func BenchmarkDurableShareWorkers(b *testing.B) {
 	for _, w := range []int{1, 8} {
 		b.Run(fmt.Sprint("workers=", w), func(b *testing.B) {
 			ctx := context.Background()
-			dir := b.TempDir()
-			crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer crm.Close()
-			apps := make([]*system.Outbox, w)
-			for i := range apps {
-				if apps[i], err = system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{Worker: fmt.Sprint("w", i)}); err != nil {
-					b.Fatal(err)
-				}
-				defer apps[i].Close()
-			}
-			tx, err := apps[0].DB().BeginTx(ctx, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for i := range b.N * w * deliveriesPerRound {
-				if _, err := apps[0].RecordApprovalTx(ctx, tx, fmt.Sprint("case-", i), "Call back"); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := tx.Commit(); err != nil {
-				b.Fatal(err)
-			}
+			apps, crm := durableWorkers(b, w, b.N*w*deliveriesPerRound)
 			s := newSyncer(b)
 			appBefore, crmBefore := apps[0].CommitStats(), crm.CommitStats()
 			var delivering, syncing time.Duration
@@ -246,32 +257,8 @@ func BenchmarkWorkersSlowReceiver(b *testing.B) {
 	for _, w := range []int{1, 2, 4, 8, 16, 32} {
 		b.Run(fmt.Sprint("workers=", w), func(b *testing.B) {
 			ctx := context.Background()
-			dir := b.TempDir()
-			crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer crm.Close()
-			apps := make([]*system.Outbox, w)
-			for i := range apps {
-				if apps[i], err = system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{Worker: fmt.Sprint("w", i)}); err != nil {
-					b.Fatal(err)
-				}
-				defer apps[i].Close()
-			}
 			rows := b.N * w
-			tx, err := apps[0].DB().BeginTx(ctx, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for i := range rows {
-				if _, err := apps[0].RecordApprovalTx(ctx, tx, fmt.Sprint("case-", i), "Call back"); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := tx.Commit(); err != nil {
-				b.Fatal(err)
-			}
+			apps, crm := durableWorkers(b, w, rows)
 			r := slowReceiver{crm, delay}
 			var wg sync.WaitGroup
 			b.ResetTimer()

@@ -195,6 +195,25 @@ func TestGroupPerDurability(t *testing.T) {
 	}
 }
 
+// betweenInserts opens another handle, worker X, on like's file, whose
+// approvals call at between their two inserts: what it returns (or
+// raises) is what the approval meets there.
+func betweenInserts(t *testing.T, like *system.Outbox, clk *clock, at func() error) *system.Outbox {
+	t.Helper()
+	o, err := system.Open(context.Background(), like.Path(), system.Options{Durability: system.ProcessSafe, Now: clk.Now, Worker: "X",
+		Hook: func(p system.FaultPoint) error {
+			if p == system.PointBetweenApprovalInserts {
+				return at()
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return o
+}
+
 // TestBatchWriteFailsAlone: a write of a batch that fails (an approval
 // whose process crashes between its two inserts) is rolled back to its
 // savepoint, leaving neither insert, and returns its error; the writes
@@ -204,17 +223,7 @@ func TestBatchWriteFailsAlone(t *testing.T) {
 	clk := newClock()
 	w, _ := workers(t, clk, system.Options{NoBackoff: true}, "A", "B")
 	mustApprove(t, w["A"], "case-1", "case-2")
-	crashing, err := system.Open(ctx, w["A"].Path(), system.Options{Durability: system.ProcessSafe, Now: clk.Now, Worker: "X",
-		Hook: func(p system.FaultPoint) error {
-			if p == system.PointBetweenApprovalInserts {
-				return errCrash
-			}
-			return nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer crashing.Close()
+	crashing := betweenInserts(t, w["A"], clk, func() error { return errCrash })
 	var a, b claimResult
 	var approveErr error
 	inOneBatch(t, holdOutbox(w["A"]), func() int { return system.Queued(w["A"]) },
@@ -368,17 +377,7 @@ func TestBatchPanic(t *testing.T) {
 	clk := newClock()
 	w, _ := workers(t, clk, system.Options{NoBackoff: true}, "A", "B")
 	mustApprove(t, w["A"], "case-1", "case-2")
-	panicking, err := system.Open(ctx, w["A"].Path(), system.Options{Durability: system.ProcessSafe, Now: clk.Now, Worker: "X",
-		Hook: func(p system.FaultPoint) error {
-			if p == system.PointBetweenApprovalInserts {
-				panic("hook")
-			}
-			return nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer panicking.Close()
+	panicking := betweenInserts(t, w["A"], clk, func() error { panic("hook") })
 	before := snapshot(t, w["A"])
 	errs := make([]error, 3)
 	panics := make([]any, 3)

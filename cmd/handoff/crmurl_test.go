@@ -171,14 +171,7 @@ func TestCRMURLRetention(t *testing.T) {
 // delivered before identities existed, binds only to a receiver that holds
 // the tasks it recorded as sent, read at GET /tasks/{id}.
 func TestCRMURLOldApp(t *testing.T) {
-	testdata, err := filepath.Abs("../../system/testdata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	t.Chdir(dir)
-	copyTo(t, filepath.Join(testdata, "app-v0.db"), "old-app.db")
-	copyTo(t, filepath.Join(testdata, "crm-v0.db"), "old-crm.db")
+	dir := inOldFiles(t)
 	mustRun(t, "crm", "init", "--crm", "fresh.db")
 	fresh, old := serveCRMFile(t, filepath.Join(dir, "fresh.db"), 0), serveCRMFile(t, filepath.Join(dir, "old-crm.db"), 0)
 	refused(t, "records harbor:create-followup:v1:case-1 as sent as task 1, which "+fresh+" does not hold", "deliver", "--app", "old-app.db", "--crm-url", fresh)
@@ -261,5 +254,8 @@ func TestCheckKnowsTheWorkersBudget(t *testing.T) {
 	}
 	if out := mustRun(t, "inspect", "--app", "app.db", "--crm", "crm.db"); !strings.Contains(out, "sent, 5 of 5 attempts") {
 		t.Errorf("inspect after five attempts: got %q, want the row sent on the fifth of 5 attempts", out)
+	}
+	if out := mustRun(t, "approve", "--app", "app.db", "--case", "case-1", "--title", "Call back"); !strings.Contains(out, "sent, 5 of 5 attempts") {
+		t.Errorf("approve again after five attempts: got %q, want the row sent on the fifth of 5 attempts", out)
 	}
 }

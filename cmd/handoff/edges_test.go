@@ -121,6 +121,22 @@ func TestTheAppKnowsItsCRM(t *testing.T) {
 	}
 }
 
+// inOldFiles makes a new folder the working directory, holding
+// old-app.db and old-crm.db: files the first release wrote (see
+// system/testdata), whose app delivered before identities existed.
+func inOldFiles(t *testing.T) (dir string) {
+	t.Helper()
+	testdata, err := filepath.Abs("../../system/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	t.Chdir(dir)
+	copyTo(t, filepath.Join(testdata, "app-v0.db"), "old-app.db")
+	copyTo(t, filepath.Join(testdata, "crm-v0.db"), "old-crm.db")
+	return dir
+}
+
 func copyTo(t *testing.T, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
@@ -373,14 +389,7 @@ func TestUpgradeThenRead(t *testing.T) {
 // file or a typo, and an upgraded app database takes only the CRM that
 // holds the tasks it recorded as sent.
 func TestCRMFilesAreNotMadeByMistake(t *testing.T) {
-	testdata, err := filepath.Abs("../../system/testdata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	t.Chdir(dir)
-	copyTo(t, filepath.Join(testdata, "app-v0.db"), "old-app.db")
-	copyTo(t, filepath.Join(testdata, "crm-v0.db"), "old-crm.db")
+	dir := inOldFiles(t)
 	mustRun(t, "approve", "--app", "app.db", "--case", "c-1", "--title", "t")
 	mustRun(t, "crm", "init", "--crm", "crm.db")
 	mustRun(t, "crm", "init", "--crm", "fresh.db")

@@ -107,7 +107,11 @@ func requeue(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := app.Requeue(ctx, key, *retention, actor, *of.reason); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "requeued %s: pending, 0 of %d attempts, eligible now (by %s)\n", key, app.MaxAttempts(), actor)
+	budget, err := app.Budget(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "requeued %s: pending, 0 of %d attempts, eligible now (by %s)\n", key, budget, actor)
 	return nil
 }
 
@@ -142,7 +146,11 @@ func reconcile(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := app.ReconcileAbsent(ctx, key, actor, *of.reason); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "reconciled %s as absent from the CRM: pending, 0 of %d attempts, eligible now (by %s)\n", key, app.MaxAttempts(), actor)
+		budget, err := app.Budget(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "reconciled %s as absent from the CRM: pending, 0 of %d attempts, eligible now (by %s)\n", key, budget, actor)
 		return nil
 	}
 	if err := app.Reconcile(ctx, key, *remoteID, actor, *of.reason); err != nil {

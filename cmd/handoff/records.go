@@ -46,7 +46,11 @@ func approve(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "approved %s: outbox row %s\n", key, describeRow(row, app.MaxAttempts()))
+	budget, err := app.Budget(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "approved %s: outbox row %s\n", key, describeRow(row, budget))
 	return nil
 }
 
