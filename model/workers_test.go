@@ -161,7 +161,7 @@ func TestClaimTakesTheOldestEligibleRow(t *testing.T) {
 	if c.Key != model.KeyPrefix+"case-3" {
 		t.Errorf("got %+v, want case-3", c)
 	}
-	if s, c = s.Claim("D"); c.Result != model.Idle || c.Wake != start+30_000 {
+	if _, c = s.Claim("D"); c.Result != model.Idle || c.Wake != start+30_000 {
 		t.Errorf("got %+v, want idle until %d", c, start+30_000)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -222,6 +223,9 @@ type Outbox struct {
 	q    *statements
 	opts Options
 	path string
+	// budgetRecorded: a claim of this handle committed its attempt
+	// budget (see Budget), so later claims need not write it again.
+	budgetRecorded atomic.Bool
 }
 
 // appQueries are the statements an Outbox prepares.

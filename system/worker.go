@@ -154,6 +154,7 @@ func (o *Outbox) Recover(ctx context.Context) (int, error) {
 func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim, Delivery, error) {
 	var c Claim
 	var d Delivery
+	recordBudget := o.opts.MaxAttempts > DefaultMaxAttempts && !o.budgetRecorded.Load()
 	err := o.q.write(ctx, "claiming a row", func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		now := millis(o.opts.Now())
 		var lastError string
@@ -192,13 +193,16 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 		if err := q.exec(ctx, tx, sqlClaimRow, o.opts.Worker, leaseUntil, now, c.Seq); err != nil {
 			return driverError("counting the attempt", err)
 		}
-		if o.opts.MaxAttempts > DefaultMaxAttempts {
+		if recordBudget {
 			return driverError("recording the attempt budget", q.exec(ctx, tx, sqlRaiseBudget, strconv.Itoa(o.opts.MaxAttempts)))
 		}
 		return nil
 	})
 	if err != nil {
 		return Claim{}, Delivery{}, err
+	}
+	if recordBudget && d.Result == ResultPending {
+		o.budgetRecorded.Store(true)
 	}
 	return c, d, nil
 }
