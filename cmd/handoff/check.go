@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,9 +45,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		for _, f := range findings {
 			out.Problems = append(out.Problems, jsonProblem(f))
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := encodeJSON(stdout, out); err != nil {
 			return err
 		}
 	} else {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -149,7 +148,5 @@ func printCheckJSON(w io.Writer, r receiver.Report) error {
 	for _, res := range r.Results {
 		out.Clauses = append(out.Clauses, clause{res.Clause.String(), res.Verdict.String(), res.Evidence})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return encodeJSON(w, out)
 }

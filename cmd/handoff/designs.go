@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -87,13 +86,6 @@ func printCatalogJSON(w io.Writer, list []designs.Design) error {
 		out = append(out, e)
 	}
 	return encodeJSON(w, out)
-}
-
-// encodeJSON writes v as indented JSON.
-func encodeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // measurement is how one fragile design fared over several seeds.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"hash/maphash"
@@ -231,9 +230,7 @@ func printJSON(w io.Writer, r handoff.Report, reproduce string) error {
 		s.Violation = &violation{f.Violation.Invariant, f.Violation.Name(), f.Violation.Detail, f.Length()}
 		s.Scenario, s.FailureSeed, s.Reproduce = &scenario, &r.FailureSeed, &reproduce
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
+	return encodeJSON(w, s)
 }
 
 func stringKeys[K ~string](m map[K]int) map[string]int {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -243,7 +242,5 @@ func writeStaleJSON(w io.Writer, appPath string, olderThan time.Duration, now ti
 		out.Rows = append(out.Rows, jsonStaleRow{Key: r.Key, State: string(r.State), ApprovedAt: stamp(r.CreatedAt), AgeSeconds: ageSeconds,
 			Attempts: r.Attempts, LastError: optional(r.LastError), LeaseOwner: optional(r.LeaseOwner)})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return encodeJSON(w, out)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -525,7 +524,5 @@ func (v inspection) writeJSON(w io.Writer) error {
 	for _, f := range v.findings {
 		out.Problems = append(out.Problems, jsonProblem(f))
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return encodeJSON(w, out)
 }

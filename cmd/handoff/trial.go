@@ -466,16 +466,11 @@ func writeKillLog(path string, r trialResult) error {
 	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
-// sleepCtx waits d, or returns ctx's error when it is cancelled first.
+// sleepCtx waits d (see sleep), or returns ctx's error when it is
+// cancelled first.
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
+	sleep(ctx, nil, d)
+	return context.Cause(ctx)
 }
 
 // process is a handoff process of a trial, started again with the same
