@@ -124,7 +124,12 @@ func (r *remoteCRM) taskKey(ctx context.Context, id int64) (string, error) {
 // get answers GET on the receiver's path elem: the body, up to 1 MiB, and
 // the status.
 func (r *remoteCRM) get(ctx context.Context, elem ...string) ([]byte, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base.JoinPath(elem...).String(), nil)
+	return r.getURL(ctx, r.base.JoinPath(elem...))
+}
+
+// getURL answers GET on u: the body, up to 1 MiB, and the status.
+func (r *remoteCRM) getURL(ctx context.Context, u *url.URL) ([]byte, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -217,15 +222,10 @@ func (r *remoteCRM) tasksFor(ctx context.Context, key string) ([]system.Task, er
 	defer cancel()
 	u := r.base.JoinPath("tasks")
 	u.RawQuery = "key=" + url.QueryEscape(key)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, err
+	body, status, err := r.getURL(ctx, u)
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("%d %s", status, http.StatusText(status))
 	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("reading the tasks of %s at %s: %w", key, r.url, err)
-	}
-	defer resp.Body.Close()
 	var found struct {
 		Tasks []struct {
 			ID      int64           `json:"id"`
@@ -233,10 +233,10 @@ func (r *remoteCRM) tasksFor(ctx context.Context, key string) ([]system.Task, er
 			Payload json.RawMessage `json:"payload"`
 		} `json:"tasks"`
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("reading the tasks of %s at %s: %s", key, r.url, resp.Status)
+	if err == nil {
+		err = json.Unmarshal(body, &found)
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&found); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("reading the tasks of %s at %s: %w", key, r.url, err)
 	}
 	tasks := make([]system.Task, 0, len(found.Tasks))
