@@ -173,6 +173,9 @@ func (o *Outbox) RecordApprovalTx(ctx context.Context, tx *sql.Tx, caseID, title
 // record writes a in tx, through q, unless its key is known: known with
 // the same payload is a harmless repeat, with another payload a conflict.
 func (o *Outbox) record(ctx context.Context, tx *sql.Tx, q *statements, a Approval) error {
+	if err := q.serialise(ctx, tx, a.Key); err != nil {
+		return err
+	}
 	var payload string
 	err := q.queryRow(ctx, tx, sqlFindApproval, []any{a.Key}, &payload)
 	switch {

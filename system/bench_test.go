@@ -16,7 +16,7 @@ import (
 // ready for n deliveries.
 func approvedPair(b *testing.B, d system.Durability, n int) (*system.Outbox, *system.CRM) {
 	b.Helper()
-	app, crm, _ := openPair(b, system.Options{Durability: d})
+	app, crm, _ := openPair(b, sqliteBackend, system.Options{Durability: d})
 	for i := range n {
 		if _, err := app.RecordApproval(context.Background(), fmt.Sprint("case-", i), "Call back"); err != nil {
 			b.Fatal(err)
@@ -207,7 +207,7 @@ func BenchmarkApprove(b *testing.B) {
 	for _, rows := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprint("rows=", rows), func(b *testing.B) {
 			ctx := context.Background()
-			app, _, _ := openPair(b, system.Options{Durability: system.ProcessSafe})
+			app, _, _ := openPair(b, sqliteBackend, system.Options{Durability: system.ProcessSafe})
 			tx, err := app.DB().BeginTx(ctx, nil)
 			if err != nil {
 				b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -90,9 +91,9 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))
 }
 
-// driverError is the one place that maps errors of the SQLite driver to the
-// errors of this package; what it does not recognise passes through
-// unchanged, wrapped with what was being done.
+// driverError is the one place that maps errors of the SQLite and
+// PostgreSQL drivers to the errors of this package; what it does not
+// recognise passes through unchanged, wrapped with what was being done.
 func driverError(doing string, err error) error {
 	if err == nil {
 		return nil
@@ -107,6 +108,19 @@ func driverError(doing string, err error) error {
 		case sqlite3.SQLITE_FULL:
 			return fmt.Errorf("%w: %s: %v", ErrFull, doing, err)
 		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM:
+			return fmt.Errorf("%w: %s: %v", ErrReadOnly, doing, err)
+		}
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "55P03", "40P01": // lock_not_available (lock_timeout), deadlock_detected
+			return fmt.Errorf("%w: %s: %v", ErrBusy, doing, err)
+		case "XX001", "XX002": // data_corrupted, index_corrupted
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, doing, err)
+		case "53100": // disk_full
+			return fmt.Errorf("%w: %s: %v", ErrFull, doing, err)
+		case "25006", "42501": // read_only_sql_transaction, insufficient_privilege
 			return fmt.Errorf("%w: %s: %v", ErrReadOnly, doing, err)
 		}
 	}

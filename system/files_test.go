@@ -253,10 +253,12 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 	}
 }
 
-func TestBindReceiver(t *testing.T) {
+func TestBindReceiver(t *testing.T) { eachBackend(t, testBindReceiver) }
+
+func testBindReceiver(t *testing.T, b backend) {
 	ctx := context.Background()
-	app, crm, dir := openPair(t, system.Options{})
-	other, err := system.OpenCRM(ctx, filepath.Join(dir, "other.db"), system.Durable)
+	app, crm, files := openPair(t, b, system.Options{})
+	other, err := system.OpenCRM(ctx, filepath.Join(files.dir, "other.db"), system.Durable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +307,7 @@ func TestFailureAfterTheAttemptSaysSo(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			app, _, _ := openPair(t, system.Options{})
+			app, _, _ := openPair(t, sqliteBackend, system.Options{})
 			if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
 				t.Fatal(err)
 			}
@@ -361,7 +363,8 @@ func holdWriteLock(t *testing.T, path string) (release func()) {
 func TestBusyReceiverSpendsAnAttemptAndSaysSo(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	app, _, dir := openPair(t, system.Options{})
+	app, _, files := openPair(t, sqliteBackend, system.Options{})
+	dir := files.dir
 	if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
 		t.Fatal(err)
 	}

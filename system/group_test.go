@@ -77,7 +77,7 @@ func TestBatchClaimsSeeEachOther(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	names := []string{"A", "B", "C", "D"}
-	w, _ := workers(t, clk, system.Options{NoBackoff: true}, names...)
+	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, names...)
 	mustApprove(t, w["A"], "case-1", "case-2", "case-3")
 	before := w["A"].CommitStats()
 	got := make([]claimResult, len(names))
@@ -129,7 +129,7 @@ func TestBatchSettleAndClaimOfOneRow(t *testing.T) {
 		t.Run(tt.order, func(t *testing.T) {
 			ctx := context.Background()
 			clk := newClock()
-			w, _ := workers(t, clk, system.Options{NoBackoff: true}, "A", "B")
+			w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A", "B")
 			mustApprove(t, w["A"], caseID)
 			ca, _, err := w["A"].ClaimNext(ctx, 0)
 			if err != nil {
@@ -176,7 +176,7 @@ func TestBatchSettleAndClaimOfOneRow(t *testing.T) {
 func TestGroupPerDurability(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
-	w, _ := workers(t, clk, system.Options{NoBackoff: true}, "A")
+	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A")
 	mustApprove(t, w["A"], caseID)
 	durable, err := system.Open(ctx, w["A"].Path(), system.Options{Worker: "D", Now: clk.Now})
 	if err != nil {
@@ -221,7 +221,7 @@ func betweenInserts(t *testing.T, like *system.Outbox, clk *clock, at func() err
 func TestBatchWriteFailsAlone(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
-	w, _ := workers(t, clk, system.Options{NoBackoff: true}, "A", "B")
+	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A", "B")
 	mustApprove(t, w["A"], "case-1", "case-2")
 	crashing := betweenInserts(t, w["A"], clk, func() error { return errCrash })
 	var a, b claimResult
@@ -261,7 +261,7 @@ func TestBatchFailureWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	names := []string{"A", "B", "C"}
-	w, _ := workers(t, clk, system.Options{NoBackoff: true}, names...)
+	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, names...)
 	mustApprove(t, w["A"], "case-1", "case-poison", "case-3")
 	if _, err := w["A"].DB().ExecContext(ctx, `CREATE TRIGGER poison BEFORE UPDATE OF attempts ON outbox
 		WHEN NEW.key = '`+system.KeyPrefix+`case-poison' BEGIN SELECT RAISE(ROLLBACK, 'poisoned'); END`); err != nil {
@@ -350,7 +350,7 @@ func TestBatchCreatesSeeEachOther(t *testing.T) {
 func TestLoneWrite(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
-	w, _ := workers(t, clk, system.Options{NoBackoff: true}, "A")
+	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A")
 	mustApprove(t, w["A"], caseID)
 	before := w["A"].CommitStats()
 	cancelled, cancel := context.WithCancel(ctx)
@@ -375,7 +375,7 @@ func TestLoneWrite(t *testing.T) {
 func TestBatchPanic(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
-	w, _ := workers(t, clk, system.Options{NoBackoff: true}, "A", "B")
+	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A", "B")
 	mustApprove(t, w["A"], "case-1", "case-2")
 	panicking := betweenInserts(t, w["A"], clk, func() error { panic("hook") })
 	before := snapshot(t, w["A"])
@@ -418,7 +418,7 @@ func TestBatchPanic(t *testing.T) {
 // after it in the same batch takes the row.
 func TestBatchSkipsAGivenUpWrite(t *testing.T) {
 	clk := newClock()
-	w, _ := workers(t, clk, system.Options{NoBackoff: true}, "A", "B")
+	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A", "B")
 	mustApprove(t, w["A"], "case-1")
 	const key = system.KeyPrefix + "case-1"
 	release := make(chan struct{})

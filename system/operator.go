@@ -18,6 +18,10 @@ const (
 		WHERE key = ?7 AND fence = ?8`
 	sqlAudit    = `INSERT INTO audit (at, actor, action, key, reason) VALUES (?, ?, ?, ?, ?)`
 	sqlAuditLog = `SELECT at, actor, action, key, reason FROM audit ORDER BY seq`
+	// sqlLockRow reads the row an action decides on. In SQLite the write
+	// transaction already holds the lock; PostgreSQL's says FOR UPDATE,
+	// so that no claim or settle moves the row between read and write.
+	sqlLockRow = `SELECT ` + rowColumns + ` WHERE o.key = ?1`
 )
 
 // Action names an operator action in the audit log.
@@ -109,7 +113,7 @@ func (o *Outbox) operate(ctx context.Context, action Action, key, actor, reason 
 	}
 	return o.q.write(ctx, string(action)+" "+key, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		now := o.opts.Now()
-		st, err := q.in(ctx, tx, sqlRow)
+		st, err := q.in(ctx, tx, sqlLockRow)
 		if err != nil {
 			return err
 		}

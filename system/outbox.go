@@ -231,19 +231,25 @@ type Outbox struct {
 // appQueries are the statements an Outbox prepares.
 var appQueries = []string{sqlFindApproval, sqlInsertApproval, sqlInsertRow,
 	sqlEligible, sqlEarliest, sqlRelease, sqlClaimRow, sqlBlockRow, sqlSettle, sqlLocalError,
-	sqlApprovals, sqlRows, sqlRow, sqlGetMeta, sqlPutMeta, sqlRaiseBudget, sqlOperate, sqlAudit, sqlAuditLog}
+	sqlApprovals, sqlRows, sqlRow, sqlGetMeta, sqlPutMeta, sqlRaiseBudget, sqlLockRow, sqlOperate, sqlAudit, sqlAuditLog}
 
 // Open opens (creating if needed) the app database at path, upgrading a
 // file an older handoff wrote. It refuses, changing nothing, a path that
 // is not a plain file, a file that is not a handoff app database
 // (ErrWrongDatabase), a read-only one (ErrReadOnly) and invalid options
-// (ErrInvalidInput).
+// (ErrInvalidInput). A path postgres://… opens the app database in
+// PostgreSQL instead (see IsPostgres and DefaultSchema).
 func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	q, err := openDB(ctx, path, appDatabase, opts.Durability, opts.BusyTimeout, opts.Now)
+	var q *statements
+	if IsPostgres(path) {
+		q, err = openPostgres(ctx, path, opts.Durability, opts.BusyTimeout, false)
+	} else {
+		q, err = openDB(ctx, path, appDatabase, opts.Durability, opts.BusyTimeout, opts.Now)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +264,12 @@ func OpenReadOnly(ctx context.Context, path string) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, err := openReadOnly(ctx, path, appDatabase)
+	var q *statements
+	if IsPostgres(path) {
+		q, err = openPostgres(ctx, path, Durable, 0, true)
+	} else {
+		q, err = openReadOnly(ctx, path, appDatabase)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -463,6 +474,9 @@ func (o *Outbox) BindReceiver(ctx context.Context, id string) error {
 		return invalid("receiver identity is empty")
 	}
 	return o.q.write(ctx, "binding the receiver", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+		if err := q.serialise(ctx, tx, metaReceiver); err != nil {
+			return err
+		}
 		var held string
 		err := q.queryRow(ctx, tx, sqlGetMeta, []any{metaReceiver}, &held)
 		switch {
@@ -483,7 +497,11 @@ func (o *Outbox) BindReceiver(ctx context.Context, id string) error {
 func (o *Outbox) CommitStats() CommitStats { return o.q.group.stats() }
 
 // Check runs SQLite's integrity check on the app database and returns what
-// it reports wrong; nothing when the file is sound.
+// it reports wrong; nothing when the file is sound. PostgreSQL keeps its
+// own pages sound, and reports nothing here.
 func (o *Outbox) Check(ctx context.Context) ([]string, error) {
+	if o.q.dialect != nil {
+		return nil, nil
+	}
 	return integrityCheck(ctx, o.db, o.path)
 }

@@ -14,14 +14,23 @@ type statements struct {
 	prepared map[string]*sql.Stmt
 	group    *group // commits the writes of this process's handles on the file together
 	release  func() // gives the file's handle back (see hold)
+	// dialect says each query in the database's own SQL; nil is SQLite,
+	// in which the queries are written.
+	dialect *dialect
 }
 
 // prepare prepares queries, and the statements of a batch's savepoints,
-// on the handle; on an error it closes the handle.
+// on the handle; on an error it closes the handle. A query is prepared
+// in the handle's dialect and found under its SQLite text.
 func (s *statements) prepare(ctx context.Context, queries ...string) error {
 	s.prepared = map[string]*sql.Stmt{}
-	for _, q := range append([]string{sqlSavepoint, sqlRollbackTo, sqlReleaseSave}, queries...) {
-		st, err := s.db.PrepareContext(ctx, q)
+	if s.dialect == nil {
+		queries = append([]string{sqlSavepoint, sqlRollbackTo, sqlReleaseSave}, queries...)
+	} else {
+		queries = append([]string{sqlSerialise}, queries...)
+	}
+	for _, q := range queries {
+		st, err := s.db.PrepareContext(ctx, s.text(q))
 		if err != nil {
 			s.close()
 			return driverError("preparing a statement", err)
@@ -35,7 +44,29 @@ func (s *statements) prepare(ctx context.Context, queries ...string) error {
 // writes that this process's other handles on the file make meanwhile
 // (see group). fn must use the ctx and statements it is given.
 func (s *statements) write(ctx context.Context, doing string, fn func(ctx context.Context, tx *sql.Tx, q *statements) error) error {
+	if s.dialect != nil {
+		return s.dialect.write(ctx, s, doing, fn)
+	}
 	return s.group.do(ctx, s, doing, fn)
+}
+
+// text is query in the handle's dialect.
+func (s *statements) text(query string) string {
+	if s.dialect == nil {
+		return query
+	}
+	return s.dialect.text(query)
+}
+
+// serialise makes the rest of tx run after, not beside, any other
+// transaction that serialises on name: a write that reads whether a key
+// is there and inserts it if not. SQLite's BEGIN IMMEDIATE serialises
+// every writer already; PostgreSQL takes a lock on name until tx ends.
+func (s *statements) serialise(ctx context.Context, tx *sql.Tx, name string) error {
+	if s.dialect == nil {
+		return nil
+	}
+	return driverError("waiting for "+name, s.exec(ctx, tx, sqlSerialise, name))
 }
 
 // in returns query bound to tx: the prepared statement where there is one,
@@ -44,7 +75,7 @@ func (s *statements) in(ctx context.Context, tx *sql.Tx, query string) (*sql.Stm
 	if st, ok := s.prepared[query]; ok {
 		return tx.StmtContext(ctx, st), nil
 	}
-	return tx.PrepareContext(ctx, query)
+	return tx.PrepareContext(ctx, s.text(query))
 }
 
 // exec runs a statement in tx.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/outboxlab/handoff/internal/pgtest"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -24,12 +25,36 @@ var errCrash = errors.New("crash")
 // approvedAt is the fixed clock of tests that look at times.
 var approvedAt = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
-// openPair opens an app and a CRM database in a fresh folder and closes
-// them when the test or benchmark ends.
-func openPair(t testing.TB, opts system.Options) (*system.Outbox, *system.CRM, string) {
+// A backend is where a test opens its app database: a new SQLite file, or
+// a new PostgreSQL schema (skipped without a server; see pgtest).
+type backend struct {
+	name string
+	app  func(t testing.TB) string
+}
+
+var (
+	sqliteBackend   = backend{"sqlite", func(t testing.TB) string { return filepath.Join(t.TempDir(), "app.db") }}
+	postgresBackend = backend{"postgres", pgtest.URL}
+)
+
+// eachBackend runs test on each backend, as a subtest named after it.
+func eachBackend(t *testing.T, test func(t *testing.T, b backend)) {
+	for _, b := range []backend{sqliteBackend, postgresBackend} {
+		t.Run(b.name, func(t *testing.T) { test(t, b) })
+	}
+}
+
+// pair is where openPair opened the app database, and the folder of the
+// CRM's file.
+type pair struct{ app, dir string }
+
+// openPair opens an app database on b and a CRM database in a fresh
+// folder, and closes them when the test or benchmark ends.
+func openPair(t testing.TB, b backend, opts system.Options) (*system.Outbox, *system.CRM, pair) {
 	t.Helper()
 	dir := t.TempDir()
-	app, err := system.Open(context.Background(), filepath.Join(dir, "app.db"), opts)
+	target := b.app(t)
+	app, err := system.Open(context.Background(), target, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +64,7 @@ func openPair(t testing.TB, opts system.Options) (*system.Outbox, *system.CRM, s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { crm.Close() })
-	return app, crm, dir
+	return app, crm, pair{target, dir}
 }
 
 func snapshot(t *testing.T, app *system.Outbox) system.Snapshot {
@@ -51,9 +76,11 @@ func snapshot(t *testing.T, app *system.Outbox) system.Snapshot {
 	return s
 }
 
-func TestRecordApproval(t *testing.T) {
+func TestRecordApproval(t *testing.T) { eachBackend(t, testRecordApproval) }
+
+func testRecordApproval(t *testing.T, b backend) {
 	ctx := context.Background()
-	app, _, _ := openPair(t, system.Options{Now: func() time.Time { return approvedAt }})
+	app, _, _ := openPair(t, b, system.Options{Now: func() time.Time { return approvedAt }})
 	got, err := app.RecordApproval(ctx, caseID, "  "+title+" ")
 	if err != nil || got != key {
 		t.Fatalf("got %q, %v; want %q, nil", got, err, key)
@@ -87,8 +114,12 @@ func TestRecordApproval(t *testing.T) {
 }
 
 func TestRecordApprovalCrashLeavesNothing(t *testing.T) {
+	eachBackend(t, testRecordApprovalCrashLeavesNothing)
+}
+
+func testRecordApprovalCrashLeavesNothing(t *testing.T, b backend) {
 	ctx := context.Background()
-	app, _, dir := openPair(t, system.Options{Hook: func(p system.FaultPoint) error {
+	app, _, files := openPair(t, b, system.Options{Hook: func(p system.FaultPoint) error {
 		if p == system.PointBetweenApprovalInserts {
 			return errCrash
 		}
@@ -98,7 +129,7 @@ func TestRecordApprovalCrashLeavesNothing(t *testing.T) {
 		t.Fatalf("got %v, want the hook's error", err)
 	}
 	app.Close()
-	reopened, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{})
+	reopened, err := system.Open(ctx, files.app, system.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +141,7 @@ func TestRecordApprovalCrashLeavesNothing(t *testing.T) {
 
 func TestRecordApprovalTxJoinsTheCallersTransaction(t *testing.T) {
 	ctx := context.Background()
-	app, _, _ := openPair(t, system.Options{})
+	app, _, _ := openPair(t, sqliteBackend, system.Options{})
 	if _, err := app.DB().ExecContext(ctx, `CREATE TABLE repairs (case_id TEXT PRIMARY KEY, plan TEXT)`); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +186,9 @@ func (f receiverFunc) CreateTask(ctx context.Context, key, payload string) (int6
 	return f(ctx, key, payload)
 }
 
-func TestDeliverOne(t *testing.T) {
+func TestDeliverOne(t *testing.T) { eachBackend(t, testDeliverOne) }
+
+func testDeliverOne(t *testing.T, b backend) {
 	errOther := errors.New("certificate expired")
 	transient := receiverFunc(func(context.Context, string, string) (int64, error) {
 		return 0, fmt.Errorf("%w: timeout", system.ErrTransient)
@@ -186,7 +219,7 @@ func TestDeliverOne(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			app, crm, _ := openPair(t, system.Options{NoBackoff: true})
+			app, crm, _ := openPair(t, b, system.Options{NoBackoff: true})
 			if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
 				t.Fatal(err)
 			}
@@ -223,8 +256,10 @@ func TestDeliverOne(t *testing.T) {
 	}
 }
 
-func TestDeliverOneIdle(t *testing.T) {
-	app, crm, _ := openPair(t, system.Options{})
+func TestDeliverOneIdle(t *testing.T) { eachBackend(t, testDeliverOneIdle) }
+
+func testDeliverOneIdle(t *testing.T, b backend) {
+	app, crm, _ := openPair(t, b, system.Options{})
 	got, err := app.DeliverOne(context.Background(), crm)
 	if err != nil || got != (system.Delivery{Result: system.Idle}) {
 		t.Errorf("got %+v, %v; want idle", got, err)
@@ -232,8 +267,12 @@ func TestDeliverOneIdle(t *testing.T) {
 }
 
 func TestDeliverOneTakesTheOldestPendingRow(t *testing.T) {
+	eachBackend(t, testDeliverOneTakesTheOldestPendingRow)
+}
+
+func testDeliverOneTakesTheOldestPendingRow(t *testing.T, b backend) {
 	ctx := context.Background()
-	app, crm, _ := openPair(t, system.Options{})
+	app, crm, _ := openPair(t, b, system.Options{})
 	for _, c := range []string{"case-3", "case-1", "case-2"} {
 		if _, err := app.RecordApproval(ctx, c, title); err != nil {
 			t.Fatal(err)
@@ -251,9 +290,13 @@ func TestDeliverOneTakesTheOldestPendingRow(t *testing.T) {
 // second handle while the receiver handles the request: if the worker held
 // a transaction across the send, the write would wait for its lock.
 func TestDeliverOneSendsOutsideTransactions(t *testing.T) {
+	eachBackend(t, testDeliverOneSendsOutsideTransactions)
+}
+
+func testDeliverOneSendsOutsideTransactions(t *testing.T, b backend) {
 	ctx := context.Background()
-	app, crm, dir := openPair(t, system.Options{})
-	other, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{})
+	app, crm, files := openPair(t, b, system.Options{})
+	other, err := system.Open(ctx, files.app, system.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,11 +317,13 @@ func TestDeliverOneSendsOutsideTransactions(t *testing.T) {
 	}
 }
 
-func TestDeliverOneCrashPoints(t *testing.T) {
+func TestDeliverOneCrashPoints(t *testing.T) { eachBackend(t, testDeliverOneCrashPoints) }
+
+func testDeliverOneCrashPoints(t *testing.T, b backend) {
 	for _, point := range []system.FaultPoint{system.PointBeforeSend, system.PointAfterReply} {
 		t.Run(string(point), func(t *testing.T) {
 			ctx := context.Background()
-			app, crm, _ := openPair(t, system.Options{Hook: func(p system.FaultPoint) error {
+			app, crm, _ := openPair(t, b, system.Options{Hook: func(p system.FaultPoint) error {
 				if p == point {
 					return errCrash
 				}
@@ -308,7 +353,8 @@ func TestDeliverOneCrashPoints(t *testing.T) {
 
 func TestCRM(t *testing.T) {
 	ctx := context.Background()
-	_, crm, dir := openPair(t, system.Options{})
+	_, crm, files := openPair(t, sqliteBackend, system.Options{})
+	dir := files.dir
 	steps := []struct {
 		key, payload string
 		wantID       int64

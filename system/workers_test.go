@@ -22,19 +22,20 @@ func fixedJitter(d time.Duration) func(time.Duration) time.Duration {
 	return func(ceiling time.Duration) time.Duration { return min(d, ceiling) }
 }
 
-// workers opens one app database and a CRM in a fresh folder, with one
+// workers opens one app database on b and a CRM in a fresh folder, with one
 // Outbox per worker name, all on clk.
-func workers(t *testing.T, clk *clock, opts system.Options, names ...string) (map[string]*system.Outbox, *system.CRM) {
+func workers(t *testing.T, b backend, clk *clock, opts system.Options, names ...string) (map[string]*system.Outbox, *system.CRM) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
+	target := b.app(t)
 	opts.Now = clk.Now
 	opts.Durability = system.ProcessSafe
 	out := map[string]*system.Outbox{}
 	for _, n := range names {
 		o := opts
 		o.Worker = n
-		app, err := system.Open(ctx, filepath.Join(dir, "app.db"), o)
+		app, err := system.Open(ctx, target, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +71,9 @@ func row(t *testing.T, app *system.Outbox, k string) system.Row {
 // TestStaleSettleWritesNothing: worker A claims, its lease runs out, B
 // claims the row and sends it; A's late settle finds another fence and
 // writes nothing, whatever A heard.
-func TestStaleSettleWritesNothing(t *testing.T) {
+func TestStaleSettleWritesNothing(t *testing.T) { eachBackend(t, testStaleSettleWritesNothing) }
+
+func testStaleSettleWritesNothing(t *testing.T, b backend) {
 	for _, late := range []struct {
 		name string
 		err  error
@@ -83,7 +86,7 @@ func TestStaleSettleWritesNothing(t *testing.T) {
 		t.Run(late.name, func(t *testing.T) {
 			ctx := context.Background()
 			clk := newClock()
-			w, crm := workers(t, clk, system.Options{NoBackoff: true}, "A", "B")
+			w, crm := workers(t, b, clk, system.Options{NoBackoff: true}, "A", "B")
 			mustApprove(t, w["A"], caseID)
 			ca, d, err := w["A"].ClaimNext(ctx, 0)
 			if err != nil || d.Result != system.ResultPending || ca.Fence != 1 || ca.Attempt != 1 {
@@ -114,10 +117,12 @@ func TestStaleSettleWritesNothing(t *testing.T) {
 
 // TestRecoverFencesOutAZombie: a worker that starts again releases its
 // leases, so the settle of its earlier life is stale.
-func TestRecoverFencesOutAZombie(t *testing.T) {
+func TestRecoverFencesOutAZombie(t *testing.T) { eachBackend(t, testRecoverFencesOutAZombie) }
+
+func testRecoverFencesOutAZombie(t *testing.T, b backend) {
 	ctx := context.Background()
 	clk := newClock()
-	w, crm := workers(t, clk, system.Options{NoBackoff: true}, "A", "B")
+	w, crm := workers(t, b, clk, system.Options{NoBackoff: true}, "A", "B")
 	mustApprove(t, w["A"], caseID, "case-2")
 	zombie, _, err := w["A"].ClaimNext(ctx, 0)
 	if err != nil {
@@ -153,7 +158,9 @@ func (h retryHint) CreateTask(context.Context, string, string) (int64, error) {
 
 // TestBackoff: after a transient failure the row waits max(jitter, hint),
 // the jitter within min(cap, base·2^(n−1)).
-func TestBackoff(t *testing.T) {
+func TestBackoff(t *testing.T) { eachBackend(t, testBackoff) }
+
+func testBackoff(t *testing.T, b backend) {
 	tests := []struct {
 		name    string
 		jitter  time.Duration // what the source draws (capped at the ceiling)
@@ -171,7 +178,7 @@ func TestBackoff(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			clk := newClock()
-			w, crm := workers(t, clk, system.Options{MaxAttempts: 5, Jitter: fixedJitter(tt.jitter)}, "A")
+			w, crm := workers(t, b, clk, system.Options{MaxAttempts: 5, Jitter: fixedJitter(tt.jitter)}, "A")
 			app := w["A"]
 			mustApprove(t, app, caseID)
 			for n := 1; n < tt.attempt; n++ { // earlier attempts fail at once, waiting 0
@@ -221,7 +228,9 @@ func TestBackoffCeiling(t *testing.T) {
 // TestClaimBlocks: a claim blocks a row, sending nothing, when its budget
 // is spent, its time budget ran out, or the receiver may have forgotten
 // its key; in that order.
-func TestClaimBlocks(t *testing.T) {
+func TestClaimBlocks(t *testing.T) { eachBackend(t, testClaimBlocks) }
+
+func testClaimBlocks(t *testing.T, b backend) {
 	const minute = time.Minute
 	tests := []struct {
 		name      string
@@ -245,7 +254,7 @@ func TestClaimBlocks(t *testing.T) {
 			ctx := context.Background()
 			clk := newClock()
 			opts := system.Options{NoBackoff: true, MaxAge: tt.maxAge, Lease: 2 * time.Second, SendTimeout: time.Second}
-			w, crm := workers(t, clk, opts, "A")
+			w, crm := workers(t, b, clk, opts, "A")
 			app := w["A"]
 			mustApprove(t, app, caseID)
 			for range tt.crashes {
@@ -355,7 +364,9 @@ func TestOptionsRefused(t *testing.T) {
 
 // TestOperatorActions runs every operator action on rows in every state
 // it takes and refuses, and checks the row, the fence and the audit log.
-func TestOperatorActions(t *testing.T) {
+func TestOperatorActions(t *testing.T) { eachBackend(t, testOperatorActions) }
+
+func testOperatorActions(t *testing.T, b backend) {
 	type rowWant struct {
 		state    system.State
 		attempts int
@@ -415,7 +426,7 @@ func TestOperatorActions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			clk := newClock()
-			w, crm := workers(t, clk, system.Options{NoBackoff: true}, "A")
+			w, crm := workers(t, b, clk, system.Options{NoBackoff: true}, "A")
 			app := w["A"]
 			mustApprove(t, app, caseID)
 			switch tt.setup {
@@ -466,9 +477,13 @@ func TestOperatorActions(t *testing.T) {
 // TestReconcileAbsentForgetsTheFirstClaim: after reconcile --absent the
 // retention window starts afresh, so the row can be claimed and sent.
 func TestReconcileAbsentForgetsTheFirstClaim(t *testing.T) {
+	eachBackend(t, testReconcileAbsentForgetsTheFirstClaim)
+}
+
+func testReconcileAbsentForgetsTheFirstClaim(t *testing.T, b backend) {
 	ctx := context.Background()
 	clk := newClock()
-	w, crm := workers(t, clk, system.Options{NoBackoff: true}, "A")
+	w, crm := workers(t, b, clk, system.Options{NoBackoff: true}, "A")
 	app := w["A"]
 	mustApprove(t, app, caseID)
 	_, _ = app.DeliverOne(ctx, retryHint(0))
@@ -505,10 +520,12 @@ func (conflicting) CreateTask(context.Context, string, string) (int64, error) {
 	return 0, system.ErrKeyConflict
 }
 
-func TestStale(t *testing.T) {
+func TestStale(t *testing.T) { eachBackend(t, testStale) }
+
+func testStale(t *testing.T, b backend) {
 	ctx := context.Background()
 	clk := newClock()
-	w, crm := workers(t, clk, system.Options{NoBackoff: true}, "A")
+	w, crm := workers(t, b, clk, system.Options{NoBackoff: true}, "A")
 	app := w["A"]
 	mustApprove(t, app, "a-blocked")
 	_, _ = app.DeliverOne(ctx, conflicting{})

@@ -1,0 +1,97 @@
+// Package pgtest gives a test a PostgreSQL app database of its own: a new
+// schema on the server that HANDOFF_POSTGRES_URL names or, when it is
+// unset, on this machine's (postgres://postgres@127.0.0.1:5432/test),
+// dropped when the test ends. Without a server the test is skipped and
+// Reason says why, in one line; CI sets the URL, so that there a missing
+// server fails instead.
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/outboxlab/handoff/system"
+)
+
+// Env names the variable that gives the server's URL; "off" skips the
+// PostgreSQL suite.
+const Env = "HANDOFF_POSTGRES_URL"
+
+// localURL is the server a machine set up for handoff's tests runs.
+const localURL = "postgres://postgres@127.0.0.1:5432/test"
+
+var (
+	probeOnce      sync.Once
+	server, reason string
+	explicit       bool
+	schemas        atomic.Int64
+)
+
+// probe finds the server once per test binary.
+func probe() {
+	url := os.Getenv(Env)
+	explicit = url != "" && url != "off"
+	switch url {
+	case "off":
+		reason = fmt.Sprintf("the PostgreSQL suite did not run: %s=off", Env)
+		return
+	case "":
+		url = localURL
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		reason = fmt.Sprintf("the PostgreSQL suite did not run: no server at %s (%v); set %s=postgres://… to run it", system.Redact(url), err, Env)
+		return
+	}
+	conn.Close(ctx)
+	server = url
+}
+
+// Reason says why the PostgreSQL suite does not run, or "" when it does.
+func Reason() string {
+	probeOnce.Do(probe)
+	return reason
+}
+
+// URL returns the URL of a new, empty schema for t, dropped when t ends.
+// It skips t when no server runs, and fails it when HANDOFF_POSTGRES_URL
+// names one that does not answer.
+func URL(t testing.TB) string {
+	t.Helper()
+	if Reason() != "" {
+		if explicit {
+			t.Fatal(reason)
+		}
+		t.Skip(reason)
+	}
+	sep := "?"
+	if strings.Contains(server, "?") {
+		sep = "&"
+	}
+	schema := fmt.Sprintf("t%d_%d", os.Getpid(), schemas.Add(1))
+	drop(t, schema)
+	t.Cleanup(func() { drop(t, schema) })
+	return server + sep + "schema=" + schema
+}
+
+// drop drops schema and everything in it, if it is there.
+func drop(t testing.TB, schema string) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
+		t.Fatal(err)
+	}
+}

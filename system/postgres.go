@@ -1,0 +1,323 @@
+package system
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// An app database may live in PostgreSQL instead of a SQLite file: Open
+// and OpenReadOnly take a URL postgres://… (or postgresql://…) wherever
+// they take a path. The tables live in one PostgreSQL schema, named by the
+// URL's schema parameter (postgres://host/db?schema=crm_followups), or
+// DefaultSchema. The protocol is the same on both: every write is one
+// transaction, a claim takes its row FOR UPDATE SKIP LOCKED so that
+// workers on many machines never wait for each other's rows, and the
+// settle is the same fenced UPDATE. The CRM simulation stays a SQLite
+// file.
+
+// DefaultSchema is the PostgreSQL schema of an app database whose URL
+// names none.
+const DefaultSchema = "handoff"
+
+// IsPostgres reports whether target names a PostgreSQL database, a URL
+// postgres://… or postgresql://…, rather than a SQLite file.
+func IsPostgres(target string) bool {
+	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
+}
+
+// postgresVersion is the schema version of a PostgreSQL app database.
+const postgresVersion = 1
+
+// postgresSchema creates the tables of an app database in the schema on
+// the search path: SQLite's latest schema, in PostgreSQL's types.
+const postgresSchema = `
+	CREATE TABLE handoff_version (
+		kind    TEXT NOT NULL,
+		version INTEGER NOT NULL
+	);
+	CREATE TABLE approvals (
+		seq     BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+		key     TEXT PRIMARY KEY,
+		case_id TEXT NOT NULL,
+		title   TEXT NOT NULL,
+		payload TEXT NOT NULL
+	);
+	CREATE TABLE outbox (
+		seq              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		key              TEXT NOT NULL UNIQUE REFERENCES approvals (key),
+		state            TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'blocked')),
+		attempts         INTEGER NOT NULL CHECK (attempts >= 0),
+		remote_id        BIGINT CHECK ((state = 'sent') = (remote_id IS NOT NULL)),
+		last_error       TEXT CHECK (last_error IN ('transient', 'conflict', 'budget-exhausted', 'deadline', 'retention-expired', 'rejected')
+		                             OR last_error LIKE 'local: _%'),
+		created_at       BIGINT NOT NULL DEFAULT 0,
+		next_attempt_at  BIGINT NOT NULL DEFAULT 0,
+		first_claimed_at BIGINT NOT NULL DEFAULT 0,
+		last_attempt_at  BIGINT NOT NULL DEFAULT 0,
+		sent_at          BIGINT NOT NULL DEFAULT 0,
+		lease_owner      TEXT CHECK (lease_owner IS NULL OR state = 'pending'),
+		lease_until      BIGINT NOT NULL DEFAULT 0,
+		fence            BIGINT NOT NULL DEFAULT 0
+	);
+	CREATE INDEX outbox_pending ON outbox (seq) WHERE state = 'pending';
+	CREATE INDEX outbox_lease ON outbox (lease_owner) WHERE lease_owner IS NOT NULL;
+	CREATE TABLE meta (
+		name  TEXT PRIMARY KEY,
+		value TEXT NOT NULL
+	);
+	CREATE TABLE audit (
+		seq    BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		at     BIGINT NOT NULL,
+		actor  TEXT NOT NULL,
+		action TEXT NOT NULL,
+		key    TEXT NOT NULL,
+		reason TEXT NOT NULL
+	);
+	INSERT INTO handoff_version (kind, version) VALUES ('app', 1);`
+
+// sqlSerialise holds a lock on a name until the transaction ends (see
+// statements.serialise).
+const sqlSerialise = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
+
+// postgresQueries are the queries whose PostgreSQL text is more than
+// their SQLite text with the parameters numbered $1, $2 …, by their
+// SQLite text.
+var postgresQueries = map[string]string{
+	// The claim skips the rows another worker's claim holds, instead of
+	// waiting for its transaction.
+	sqlEligible: rebind(sqlEligible) + `
+		FOR UPDATE OF o SKIP LOCKED`,
+	sqlEarliest: `SELECT coalesce(min(greatest(next_attempt_at, CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_until END)), 0)
+		FROM outbox WHERE state = 'pending'`,
+	sqlLockRow:   rebind(sqlLockRow) + ` FOR UPDATE`,
+	sqlApprovals: `SELECT key, case_id, title, payload FROM approvals ORDER BY seq`,
+	sqlRaiseBudget: `INSERT INTO meta (name, value) VALUES ('budget', $1)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE CAST(meta.value AS INTEGER) < CAST(excluded.value AS INTEGER)`,
+}
+
+// dialect says queries written for SQLite in PostgreSQL, and runs a
+// write in a transaction of its own.
+type dialect struct {
+	pool *pgxpool.Pool
+}
+
+// text is query in PostgreSQL's SQL.
+func (d *dialect) text(query string) string {
+	if t, ok := postgresQueries[query]; ok {
+		return t
+	}
+	return rebind(query)
+}
+
+// write runs fn in a transaction of its own. PostgreSQL commits the
+// transactions of many connections together itself; a claim never waits
+// for another's row, and the writes that read before they write lock
+// what they read (FOR UPDATE, serialise).
+func (d *dialect) write(ctx context.Context, s *statements, doing string, fn func(ctx context.Context, tx *sql.Tx, q *statements) error) error {
+	if err := ctx.Err(); err != nil {
+		return driverError(doing, err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return driverError(doing, err)
+	}
+	defer tx.Rollback()
+	if err := fn(ctx, tx, s); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return driverError(doing, err)
+	}
+	s.group.commits.Add(1)
+	s.group.writes.Add(1)
+	return nil
+}
+
+// rebind numbers the parameters of a SQLite query as PostgreSQL does: ?N
+// becomes $N, and a bare ? the next number after the largest so far, as
+// SQLite counts it.
+func rebind(query string) string {
+	var b strings.Builder
+	largest := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] != '?' {
+			b.WriteByte(query[i])
+			continue
+		}
+		j := i + 1
+		for j < len(query) && query[j] >= '0' && query[j] <= '9' {
+			j++
+		}
+		n := largest + 1
+		if j > i+1 {
+			n, _ = strconv.Atoi(query[i+1 : j]) // digits only
+		}
+		largest = max(largest, n)
+		b.WriteString("$" + strconv.Itoa(n))
+		i = j - 1
+	}
+	return b.String()
+}
+
+// schemaName is what a schema parameter may be: a plain lower-case
+// PostgreSQL identifier, so that it needs no quoting.
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// postgresTarget is a PostgreSQL URL taken apart: the URL to connect
+// with, without the schema parameter, the schema, and the URL to show,
+// without the password.
+type postgresTarget struct {
+	connect, schema, shown string
+}
+
+// parsePostgres takes target apart, refusing a URL that does not parse
+// and a schema that is not a plain identifier.
+func parsePostgres(target string) (postgresTarget, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return postgresTarget{}, invalid("%q is not a PostgreSQL URL: %v", Redact(target), errors.Unwrap(err))
+	}
+	q := u.Query()
+	schema := DefaultSchema
+	if q.Has("schema") {
+		schema = q.Get("schema")
+		q.Del("schema")
+	}
+	if !schemaName.MatchString(schema) {
+		return postgresTarget{}, invalid("schema %q in %s is not a plain PostgreSQL name (lower-case letters, digits and _, not starting with a digit, at most 63)", schema, u.Redacted())
+	}
+	u.RawQuery = q.Encode()
+	return postgresTarget{connect: u.String(), schema: schema, shown: u.Redacted()}, nil
+}
+
+// Redact hides the password of what may be a URL, for a message.
+func Redact(target string) string {
+	if u, err := url.Parse(target); err == nil {
+		return u.Redacted()
+	}
+	if at := strings.LastIndex(target, "@"); at >= 0 {
+		return "postgres://…" + target[at:]
+	}
+	return target
+}
+
+// openPostgres opens the app database that target names, creating its
+// schema and tables in one transaction when the schema holds none. A
+// schema that holds tables of something else, or a newer handoff's, is
+// refused before anything is written. Read-only, it creates nothing and
+// every transaction is read-only.
+func openPostgres(ctx context.Context, target string, d Durability, busy time.Duration, readOnly bool) (*statements, error) {
+	t, err := parsePostgres(target)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(t.connect)
+	if err != nil {
+		return nil, invalid("%s is not a PostgreSQL URL: %v", t.shown, err)
+	}
+	if _, err := d.Synchronous(); err != nil {
+		return nil, err
+	}
+	params := cfg.ConnConfig.RuntimeParams
+	params["search_path"] = t.schema
+	params["synchronous_commit"] = "on"
+	if d != Durable {
+		// Safe when this process dies, not when the machine does: what
+		// ProcessSafe and Fast promise of SQLite too.
+		params["synchronous_commit"] = "off"
+	}
+	if busy > 0 {
+		params["lock_timeout"] = strconv.FormatInt(busy.Milliseconds(), 10)
+	}
+	if readOnly {
+		params["default_transaction_read_only"] = "on"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("system: connecting to %s: %w", t.shown, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("system: connecting to %s: %w", t.shown, err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	if err := preparePostgres(ctx, db, t, readOnly); err != nil {
+		db.Close()
+		pool.Close()
+		return nil, err
+	}
+	return &statements{db: db, group: &group{}, dialect: &dialect{pool: pool}, release: func() { pool.Close() }}, nil
+}
+
+// preparePostgres checks, under a lock that one opening at a time holds,
+// what schema t.schema holds, and creates the tables of an app database
+// in it when it holds none (unless readOnly).
+func preparePostgres(ctx context.Context, db *sql.DB, t postgresTarget, readOnly bool) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return driverError("opening "+t.shown, err)
+	}
+	defer tx.Rollback()
+	if !readOnly {
+		if _, err := tx.ExecContext(ctx, sqlSerialise, "handoff schema "+t.schema); err != nil {
+			return driverError("opening "+t.shown, err)
+		}
+	}
+	var tables int
+	var hasVersion bool
+	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(bool_or(table_name = 'handoff_version'), false)
+		FROM information_schema.tables WHERE table_schema = $1`, t.schema).Scan(&tables, &hasVersion)
+	if err != nil {
+		return driverError("reading the tables of schema "+t.schema, err)
+	}
+	switch {
+	case tables > 0 && !hasVersion:
+		return fmt.Errorf("%w: schema %s in %s holds tables that are not a handoff app database's; name another (?schema=…)", ErrWrongDatabase, t.schema, t.shown)
+	case tables > 0:
+		var kind string
+		var version int
+		if err := tx.QueryRowContext(ctx, `SELECT kind, version FROM handoff_version`).Scan(&kind, &version); err != nil {
+			return driverError("reading the schema version", err)
+		}
+		switch {
+		case kind != "app":
+			return fmt.Errorf("%w: schema %s in %s is not a handoff app database", ErrWrongDatabase, t.schema, t.shown)
+		case version > postgresVersion:
+			return fmt.Errorf("%w: schema %s in %s has version %d, this handoff knows %d", ErrNewerSchema, t.schema, t.shown, version, postgresVersion)
+		}
+		return nil
+	case readOnly:
+		return fmt.Errorf("%w: schema %s in %s holds no handoff app database", ErrNotFound, t.schema, t.shown)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+t.schema); err != nil {
+		return driverError("creating schema "+t.schema, err)
+	}
+	if _, err := tx.ExecContext(ctx, postgresSchema); err != nil {
+		return driverError("creating the tables of schema "+t.schema, err)
+	}
+	return driverError("creating schema "+t.schema, tx.Commit())
+}
+
+// ClearPostgres empties the app database that target names, keeping its
+// tables, so that a test or a simulation can start again from nothing
+// without creating them anew. It refuses a schema that holds no handoff
+// app database.
+func ClearPostgres(ctx context.Context, target string) error {
+	o, err := Open(ctx, target, Options{})
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	_, err = o.db.ExecContext(ctx, `TRUNCATE audit, meta, outbox, approvals RESTART IDENTITY`)
+	return driverError("emptying "+Redact(target), err)
+}
