@@ -86,19 +86,25 @@ func TestWorkersAtOnce(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name                 string
+		backend              backend
 		workers, approveLate int
 	}{
-		{"4 workers", 4, 0},
-		{"16 workers, approvals meanwhile", 16, 60},
+		{"4 workers", sqliteBackend, 4, 0},
+		{"16 workers, approvals meanwhile", sqliteBackend, 16, 60},
+		{"8 workers on PostgreSQL, approvals meanwhile", postgresBackend, 8, 60},
 	} {
-		t.Run(tt.name, func(t *testing.T) { workersAtOnce(t, tt.workers, tt.approveLate) })
+		t.Run(tt.name, func(t *testing.T) { workersAtOnce(t, tt.backend, tt.workers, tt.approveLate) })
 	}
 }
 
-func workersAtOnce(t *testing.T, nWorkers, approveLate int) {
+// workersAtOnce runs the test of TestWorkersAtOnce with the app database
+// on b. On PostgreSQL every worker has a pool of its own, as on a machine
+// of its own.
+func workersAtOnce(t *testing.T, b backend, nWorkers, approveLate int) {
 	const rows = 120
 	ctx := context.Background()
 	dir := t.TempDir()
+	target := b.app(t)
 	opts := system.Options{Durability: system.ProcessSafe, MaxAttempts: 5, Lease: 150 * time.Millisecond,
 		SendTimeout: 100 * time.Millisecond, BackoffBase: time.Millisecond, BackoffCap: 10 * time.Millisecond}
 	crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.ProcessSafe)
@@ -110,7 +116,7 @@ func workersAtOnce(t *testing.T, nWorkers, approveLate int) {
 	for i := range apps {
 		o := opts
 		o.Worker = fmt.Sprint("w", i)
-		if apps[i], err = system.Open(ctx, filepath.Join(dir, "app.db"), o); err != nil {
+		if apps[i], err = system.Open(ctx, target, o); err != nil {
 			t.Fatal(err)
 		}
 		defer apps[i].Close()
@@ -120,7 +126,7 @@ func workersAtOnce(t *testing.T, nWorkers, approveLate int) {
 			t.Fatal(err)
 		}
 	}
-	approver, err := system.Open(ctx, filepath.Join(dir, "app.db"), opts)
+	approver, err := system.Open(ctx, target, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
