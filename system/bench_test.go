@@ -115,13 +115,15 @@ func BenchmarkDurableShare(b *testing.B) {
 }
 
 // durableWorkers opens, in a new folder, a durable CRM and w Outboxes
-// (workers w0, w1, …) on one durable app database holding rows
+// (workers w0, w1, …) on one durable app database on bk holding rows
 // approvals, recorded in one transaction: the files of handoff work
-// --workers w.
-func durableWorkers(b *testing.B, w, rows int) ([]*system.Outbox, *system.CRM) {
+// --workers w. On PostgreSQL each Outbox has a pool of its own, as a
+// worker process has.
+func durableWorkers(b *testing.B, bk backend, w, rows int) ([]*system.Outbox, *system.CRM) {
 	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
+	target := bk.app(b)
 	crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
 	if err != nil {
 		b.Fatal(err)
@@ -129,7 +131,7 @@ func durableWorkers(b *testing.B, w, rows int) ([]*system.Outbox, *system.CRM) {
 	b.Cleanup(func() { crm.Close() })
 	apps := make([]*system.Outbox, w)
 	for i := range apps {
-		if apps[i], err = system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{Worker: fmt.Sprint("w", i)}); err != nil {
+		if apps[i], err = system.Open(ctx, target, system.Options{Worker: fmt.Sprint("w", i)}); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { apps[i].Close() })
@@ -162,7 +164,7 @@ func BenchmarkDurableShareWorkers(b *testing.B) {
 	for _, w := range []int{1, 8} {
 		b.Run(fmt.Sprint("workers=", w), func(b *testing.B) {
 			ctx := context.Background()
-			apps, crm := durableWorkers(b, w, b.N*w*deliveriesPerRound)
+			apps, crm := durableWorkers(b, sqliteBackend, w, b.N*w*deliveriesPerRound)
 			s := newSyncer(b)
 			appBefore, crmBefore := apps[0].CommitStats(), crm.CommitStats()
 			var delivering, syncing time.Duration
@@ -248,40 +250,61 @@ func (s slowReceiver) CreateTask(ctx context.Context, key, payload string) (int6
 }
 
 // BenchmarkWorkersSlowReceiver runs W workers, each its own Outbox on the
-// same durable files, against a receiver that answers after 20 ms, and
-// reports deliveries/s and their share of the W/20 ms that W sends at a
-// time allow: where it stops scaling, the database's commits are the
-// limit (three per delivery: claim, task, settle).
+// same durable app database (a SQLite file, or PostgreSQL), against a
+// receiver that answers after 20 ms, and reports deliveries/s and their
+// share of the W/20 ms that W sends at a time allow: where it stops
+// scaling, the databases' commits are the limit (three per delivery:
+// claim, task, settle).
 func BenchmarkWorkersSlowReceiver(b *testing.B) {
 	const delay = 20 * time.Millisecond
-	for _, w := range []int{1, 2, 4, 8, 16, 32} {
-		b.Run(fmt.Sprint("workers=", w), func(b *testing.B) {
-			ctx := context.Background()
-			rows := b.N * w
-			apps, crm := durableWorkers(b, w, rows)
-			r := slowReceiver{crm, delay}
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start := time.Now()
-			for _, app := range apps {
-				wg.Go(func() {
-					for {
-						d, err := app.DeliverOne(ctx, r)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						if d.Result == system.Idle {
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			perSecond := float64(rows) / elapsed.Seconds()
-			b.ReportMetric(perSecond, "deliveries/s")
-			b.ReportMetric(100*perSecond/(float64(w)/delay.Seconds()), "%-of-W/20ms")
+	for _, bk := range []backend{sqliteBackend, postgresBackend} {
+		for _, w := range []int{1, 2, 4, 8, 16, 32} {
+			b.Run(fmt.Sprintf("%s/workers=%d", bk.name, w), func(b *testing.B) {
+				perSecond := deliverAll(b, bk, w, func(crm *system.CRM) system.Receiver { return slowReceiver{crm, delay} })
+				b.ReportMetric(100*perSecond/(float64(w)/delay.Seconds()), "%-of-W/20ms")
+			})
+		}
+	}
+}
+
+// BenchmarkBackends runs 8 workers on a SQLite file and on PostgreSQL,
+// side by side, against the durable CRM with nothing in between: how many
+// deliveries a second each app database carries.
+func BenchmarkBackends(b *testing.B) {
+	for _, bk := range []backend{sqliteBackend, postgresBackend} {
+		b.Run(bk.name+"/workers=8", func(b *testing.B) {
+			deliverAll(b, bk, 8, func(crm *system.CRM) system.Receiver { return crm })
 		})
 	}
+}
+
+// deliverAll has w workers deliver b.N·w rows on bk to the receiver that
+// receiver puts in front of the durable CRM, until none is pending, and
+// reports and returns the deliveries per second.
+func deliverAll(b *testing.B, bk backend, w int, receiver func(*system.CRM) system.Receiver) float64 {
+	ctx := context.Background()
+	rows := b.N * w
+	apps, crm := durableWorkers(b, bk, w, rows)
+	r := receiver(crm)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for _, app := range apps {
+		wg.Go(func() {
+			for {
+				d, err := app.DeliverOne(ctx, r)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if d.Result == system.Idle {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	perSecond := float64(rows) / time.Since(start).Seconds()
+	b.ReportMetric(perSecond, "deliveries/s")
+	return perSecond
 }
