@@ -56,7 +56,7 @@ func operatorsAmongWorkers(t *testing.T, b backend) {
 	}
 
 	var mu sync.Mutex
-	takes := map[string]int64{}  // key -> claims and actions that took the row
+	takes := map[string]int64{}   // key -> claims and actions that took the row
 	fences := map[string]string{} // key/fence -> who was given it
 	took := func(key string, fence int64, who string) {
 		mu.Lock()
