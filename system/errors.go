@@ -59,6 +59,11 @@ var (
 	// writing to it; handoff check says what is wrong.
 	ErrCorrupt = errors.New("system: database is corrupt")
 
+	// ErrCommitUnknown is returned when the connection to PostgreSQL
+	// failed during a COMMIT: the write may or may not have committed. A
+	// claim whose commit is unknown sends nothing (its lease, if it
+	// committed, runs out); a settle's leaves the attempt counted.
+	ErrCommitUnknown = errors.New("system: the commit's outcome is unknown")
 	// ErrFull is returned when a write does not fit: the disk is full.
 	ErrFull = errors.New("system: database or disk is full")
 
@@ -138,6 +143,7 @@ func localCause(err error) string {
 		{ErrFull, "disk is full"},
 		{ErrReadOnly, "database is read-only"},
 		{ErrCorrupt, "database is corrupt"},
+		{ErrCommitUnknown, "commit outcome unknown"},
 		{context.Canceled, "interrupted"},
 		{context.DeadlineExceeded, "timed out"},
 	} {

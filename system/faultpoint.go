@@ -17,6 +17,12 @@ const (
 	// PointAfterReply is after the receiver answered and before the answer
 	// is recorded.
 	PointAfterReply FaultPoint = "after-reply"
+
+	// PointBeforeCommit is in a write transaction on PostgreSQL, after
+	// its statements ran and before COMMIT leaves: where the connection
+	// can die and leave the caller not knowing whether the write
+	// committed (ErrCommitUnknown). SQLite does not pass it.
+	PointBeforeCommit FaultPoint = "before-commit"
 )
 
 // Hook is called at every FaultPoint the handoff passes. A non-nil error

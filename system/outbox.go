@@ -246,7 +246,7 @@ func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 	}
 	var q *statements
 	if IsPostgres(path) {
-		q, err = openPostgres(ctx, path, opts.Durability, opts.BusyTimeout, false)
+		q, err = openPostgres(ctx, path, opts.Durability, opts.BusyTimeout, false, opts.Worker, opts.Hook)
 	} else {
 		q, err = openDB(ctx, path, appDatabase, opts.Durability, opts.BusyTimeout, opts.Now)
 	}
@@ -266,7 +266,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Outbox, error) {
 	}
 	var q *statements
 	if IsPostgres(path) {
-		q, err = openPostgres(ctx, path, Durable, 0, true)
+		q, err = openPostgres(ctx, path, Durable, 0, true, opts.Worker, nil)
 	} else {
 		q, err = openReadOnly(ctx, path, appDatabase)
 	}

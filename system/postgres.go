@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 )
@@ -109,6 +111,7 @@ var postgresQueries = map[string]string{
 // write in a transaction of its own.
 type dialect struct {
 	pool *pgxpool.Pool
+	hook Hook // passed before every COMMIT
 }
 
 // text is query in PostgreSQL's SQL.
@@ -135,12 +138,29 @@ func (d *dialect) write(ctx context.Context, s *statements, doing string, fn fun
 	if err := fn(ctx, tx, s); err != nil {
 		return err
 	}
+	if err := s.dialect.hook.pass(PointBeforeCommit); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
-		return driverError(doing, err)
+		return commitError(doing, err)
 	}
 	s.group.commits.Add(1)
 	s.group.writes.Add(1)
 	return nil
+}
+
+// commitError is the error of a COMMIT that failed. PostgreSQL answers
+// a COMMIT it refused with an error of the transaction (a serialization
+// failure, a constraint checked at commit): nothing was written. When the
+// connection itself failed instead (it closed, the server ended it, the
+// reply never came), the commit may or may not have happened, and the
+// caller must not assume either: ErrCommitUnknown.
+func commitError(doing string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && !strings.HasPrefix(pe.Code, "08") && !strings.HasPrefix(pe.Code, "57") {
+		return driverError(doing, err)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrCommitUnknown, doing, err)
 }
 
 // rebind numbers the parameters of a SQLite query as PostgreSQL does: ?N
@@ -216,7 +236,7 @@ func Redact(target string) string {
 // schema that holds tables of something else, or a newer handoff's, is
 // refused before anything is written. Read-only, it creates nothing and
 // every transaction is read-only.
-func openPostgres(ctx context.Context, target string, d Durability, busy time.Duration, readOnly bool) (*statements, error) {
+func openPostgres(ctx context.Context, target string, d Durability, busy time.Duration, readOnly bool, worker string, hook Hook) (*statements, error) {
 	t, err := parsePostgres(target)
 	if err != nil {
 		return nil, err
@@ -230,6 +250,8 @@ func openPostgres(ctx context.Context, target string, d Durability, busy time.Du
 	}
 	params := cfg.ConnConfig.RuntimeParams
 	params["search_path"] = t.schema
+	// The server shows which worker a connection is, in pg_stat_activity.
+	params["application_name"] = applicationName(worker)
 	params["synchronous_commit"] = "on"
 	if d != Durable {
 		// Safe when this process dies, not when the machine does: what
@@ -256,7 +278,19 @@ func openPostgres(ctx context.Context, target string, d Durability, busy time.Du
 		pool.Close()
 		return nil, err
 	}
-	return &statements{db: db, group: &group{}, dialect: &dialect{pool: pool}, release: func() { pool.Close() }}, nil
+	return &statements{db: db, group: &group{}, dialect: &dialect{pool: pool, hook: hook}, release: func() { pool.Close() }}, nil
+}
+
+// applicationName is the application_name of the connections of a
+// worker's Outbox: "handoff " and the worker's name, cut to the 63 bytes
+// PostgreSQL keeps.
+func applicationName(worker string) string {
+	name := "handoff " + worker
+	for len(name) > 63 {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
+	}
+	return name
 }
 
 // preparePostgres checks, under a lock that one opening at a time holds,

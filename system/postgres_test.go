@@ -114,3 +114,111 @@ func query(t *testing.T, url, sql string) [][]string {
 	}
 	return out
 }
+
+// killer ends, from a connection of its own, the server connection of a
+// worker's transaction that waits for its COMMIT, once armed: the
+// connection dies during the commit, as when a network or the server
+// fails then.
+type killer struct {
+	t      *testing.T
+	url    string
+	worker string
+	armed  bool
+	killed int
+}
+
+func (k *killer) hook(p system.FaultPoint) error {
+	if p != system.PointBeforeCommit || !k.armed {
+		return nil
+	}
+	k.armed = false
+	rows := query(k.t, k.url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE application_name = 'handoff `+k.worker+`' AND state = 'idle in transaction'`)
+	k.killed += len(rows)
+	return nil
+}
+
+// TestCommitLost kills the connection of each kind of write while its
+// COMMIT is due: the caller hears ErrCommitUnknown, nothing of the write
+// is there, and the next write on the same Outbox goes through. A settle
+// whose commit is unknown leaves its attempt counted, with the cause.
+func TestCommitLost(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		// write is the write that dies; it may prepare what it needs
+		// before it arms k.
+		write func(t *testing.T, app *system.Outbox, crm *system.CRM, k *killer) error
+		// after is the row of case-1 afterwards; zero Attempts means none.
+		wantAttempts  int
+		wantLastError string
+	}{
+		{"approve", func(t *testing.T, app *system.Outbox, _ *system.CRM, k *killer) error {
+			k.armed = true
+			_, err := app.RecordApproval(ctx, "case-1", title)
+			return err
+		}, -1, ""},
+		{"claim", func(t *testing.T, app *system.Outbox, _ *system.CRM, k *killer) error {
+			mustApprove(t, app, "case-1")
+			k.armed = true
+			_, _, err := app.ClaimNext(ctx, 0)
+			return err
+		}, 0, ""},
+		{"settle", func(t *testing.T, app *system.Outbox, crm *system.CRM, k *killer) error {
+			mustApprove(t, app, "case-1")
+			c, _, err := app.ClaimNext(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := crm.CreateTask(ctx, c.Key, c.Payload)
+			k.armed = true
+			_, err = app.Settle(ctx, c, id, err)
+			var ae *system.AttemptError
+			if !errors.As(err, &ae) || ae.Attempt != 1 {
+				t.Errorf("settle: %v, want an AttemptError for attempt 1", err)
+			}
+			return err
+		}, 1, system.LastErrorLocalPrefix + "commit outcome unknown"},
+		{"reconcile", func(t *testing.T, app *system.Outbox, _ *system.CRM, k *killer) error {
+			mustApprove(t, app, "case-1")
+			k.armed = true
+			return app.ReconcileAbsent(ctx, mustKey(t, "case-1"), "person", "checked")
+		}, 0, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			url := pgtest.URL(t)
+			k := &killer{t: t, url: url, worker: "A"}
+			app, crm, _ := openPair(t, backend{"postgres", func(testing.TB) string { return url }}, system.Options{Worker: "A", Hook: k.hook, NoBackoff: true})
+			if err := tt.write(t, app, crm, k); !errors.Is(err, system.ErrCommitUnknown) {
+				t.Errorf("got %v, want ErrCommitUnknown", err)
+			}
+			if k.killed != 1 {
+				t.Fatalf("killed %d connections, want the one of the transaction", k.killed)
+			}
+			r, err := app.Row(ctx, mustKey(t, "case-1"))
+			switch {
+			case tt.wantAttempts < 0 && !errors.Is(err, system.ErrNotFound):
+				t.Errorf("after a lost approval: %+v, %v; want no row", r, err)
+			case tt.wantAttempts >= 0 && (err != nil || r.Attempts != tt.wantAttempts || r.LastError != tt.wantLastError || r.Fence != int64(tt.wantAttempts)):
+				t.Errorf("row %+v, %v; want %d attempts and fence, last error %q", r, err, tt.wantAttempts, tt.wantLastError)
+			}
+			audit, err := app.Audit(ctx)
+			if err != nil || len(audit) != 0 {
+				t.Errorf("audit %+v, %v; want nothing", audit, err)
+			}
+			mustApprove(t, app, "case-2")
+			if d, err := app.DeliverOne(ctx, crm); err != nil || d.Result == system.Idle {
+				t.Errorf("the next delivery: %+v, %v; want one", d, err)
+			}
+		})
+	}
+}
+
+func mustKey(t *testing.T, caseID string) string {
+	t.Helper()
+	a, err := system.NewApproval(caseID, title)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Key
+}
