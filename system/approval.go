@@ -144,7 +144,7 @@ func (o *Outbox) RecordApproval(ctx context.Context, caseID, title string) (stri
 		return "", err
 	}
 	err = o.q.write(ctx, "recording the approval", func(ctx context.Context, tx *sql.Tx, q *statements) error {
-		return o.record(ctx, tx, q, a)
+		return o.record(ctx, sqlRunner{q, tx}, a)
 	})
 	if err != nil {
 		return "", err
@@ -164,20 +164,47 @@ func (o *Outbox) RecordApprovalTx(ctx context.Context, tx *sql.Tx, caseID, title
 	if err != nil {
 		return "", err
 	}
-	if err := o.record(ctx, tx, o.q, a); err != nil {
+	if err := o.record(ctx, sqlRunner{o.q, tx}, a); err != nil {
 		return "", err
 	}
 	return a.Key, nil
 }
 
-// record writes a in tx, through q, unless its key is known: known with
+// runner runs the statements of a write in a transaction: one of
+// database/sql through an Outbox's statements, or a pgx one a caller
+// holds (see RecordApprovalPgx).
+type runner interface {
+	exec(ctx context.Context, query string, args ...any) error
+	queryRow(ctx context.Context, query string, args []any, dest ...any) error
+	serialise(ctx context.Context, name string) error
+}
+
+// sqlRunner runs statements in tx through q.
+type sqlRunner struct {
+	q  *statements
+	tx *sql.Tx
+}
+
+func (r sqlRunner) exec(ctx context.Context, query string, args ...any) error {
+	return r.q.exec(ctx, r.tx, query, args...)
+}
+
+func (r sqlRunner) queryRow(ctx context.Context, query string, args []any, dest ...any) error {
+	return r.q.queryRow(ctx, r.tx, query, args, dest...)
+}
+
+func (r sqlRunner) serialise(ctx context.Context, name string) error {
+	return r.q.serialise(ctx, r.tx, name)
+}
+
+// record writes a through r, unless its key is known: known with
 // the same payload is a harmless repeat, with another payload a conflict.
-func (o *Outbox) record(ctx context.Context, tx *sql.Tx, q *statements, a Approval) error {
-	if err := q.serialise(ctx, tx, a.Key); err != nil {
+func (o *Outbox) record(ctx context.Context, r runner, a Approval) error {
+	if err := r.serialise(ctx, a.Key); err != nil {
 		return err
 	}
 	var payload string
-	err := q.queryRow(ctx, tx, sqlFindApproval, []any{a.Key}, &payload)
+	err := r.queryRow(ctx, sqlFindApproval, []any{a.Key}, &payload)
 	switch {
 	case err == nil && payload == a.Payload:
 		return nil
@@ -186,14 +213,14 @@ func (o *Outbox) record(ctx context.Context, tx *sql.Tx, q *statements, a Approv
 	case !errors.Is(err, sql.ErrNoRows):
 		return driverError("looking up "+a.Key, err)
 	}
-	if err := q.exec(ctx, tx, sqlInsertApproval, a.Key, a.CaseID, a.Title, a.Payload); err != nil {
+	if err := r.exec(ctx, sqlInsertApproval, a.Key, a.CaseID, a.Title, a.Payload); err != nil {
 		return driverError("inserting the approval", err)
 	}
 	if err := o.opts.Hook.pass(PointBetweenApprovalInserts); err != nil {
 		return err
 	}
 	now := millis(o.opts.Now())
-	if err := q.exec(ctx, tx, sqlInsertRow, a.Key, now, now); err != nil {
+	if err := r.exec(ctx, sqlInsertRow, a.Key, now, now); err != nil {
 		return driverError("inserting the outbox row", err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -110,12 +111,16 @@ var postgresQueries = map[string]string{
 // dialect says queries written for SQLite in PostgreSQL, and runs a
 // write in a transaction of its own.
 type dialect struct {
-	pool *pgxpool.Pool
-	hook Hook // passed before every COMMIT
+	pool   *pgxpool.Pool
+	schema string
+	hook   Hook // passed before every COMMIT
 }
 
 // text is query in PostgreSQL's SQL.
-func (d *dialect) text(query string) string {
+func (d *dialect) text(query string) string { return postgresText(query) }
+
+// postgresText is query, written for SQLite, in PostgreSQL's SQL.
+func postgresText(query string) string {
 	if t, ok := postgresQueries[query]; ok {
 		return t
 	}
@@ -147,6 +152,59 @@ func (d *dialect) write(ctx context.Context, s *statements, doing string, fn fun
 	s.group.commits.Add(1)
 	s.group.writes.Add(1)
 	return nil
+}
+
+// RecordApprovalPgx is RecordApprovalTx for an app that talks to
+// PostgreSQL through pgx: tx is the caller's transaction on this Outbox's
+// database, begun on any pool with any search path (the statements name
+// the Outbox's schema), so that the caller's own business write, the
+// approval and the outbox row commit together. The caller commits; on an
+// error it must roll back. On a SQLite app database it returns
+// ErrInvalidInput.
+func (o *Outbox) RecordApprovalPgx(ctx context.Context, tx pgx.Tx, caseID, title string) (string, error) {
+	switch {
+	case o.q.dialect == nil:
+		return "", invalid("%s is a SQLite file: record in a database/sql transaction (RecordApprovalTx)", o.path)
+	case tx == nil:
+		return "", invalid("transaction is nil")
+	}
+	a, err := NewApproval(caseID, title)
+	if err != nil {
+		return "", err
+	}
+	if err := o.record(ctx, pgxRunner{tx, o.q.dialect.schema}, a); err != nil {
+		return "", err
+	}
+	return a.Key, nil
+}
+
+// pgxRunner runs the statements of a write in a caller's pgx transaction,
+// each table named with its schema.
+type pgxRunner struct {
+	tx     pgx.Tx
+	schema string
+}
+
+// appTables are the names of an app database's tables in a query.
+var appTables = regexp.MustCompile(`\b(approvals|outbox|meta|audit)\b`)
+
+// text is query in PostgreSQL's SQL, its tables named with r's schema.
+func (r pgxRunner) text(query string) string {
+	return appTables.ReplaceAllString(postgresText(query), r.schema+".$1")
+}
+
+func (r pgxRunner) exec(ctx context.Context, query string, args ...any) error {
+	_, err := r.tx.Exec(ctx, r.text(query), args...)
+	return err
+}
+
+func (r pgxRunner) queryRow(ctx context.Context, query string, args []any, dest ...any) error {
+	return r.tx.QueryRow(ctx, r.text(query), args...).Scan(dest...)
+}
+
+func (r pgxRunner) serialise(ctx context.Context, name string) error {
+	_, err := r.tx.Exec(ctx, sqlSerialise, name)
+	return driverError("waiting for "+name, err)
 }
 
 // commitError is the error of a COMMIT that failed. PostgreSQL answers
@@ -278,7 +336,7 @@ func openPostgres(ctx context.Context, target string, d Durability, busy time.Du
 		pool.Close()
 		return nil, err
 	}
-	return &statements{db: db, group: &group{}, dialect: &dialect{pool: pool, hook: hook}, release: func() { pool.Close() }}, nil
+	return &statements{db: db, group: &group{}, dialect: &dialect{pool: pool, schema: t.schema, hook: hook}, release: func() { pool.Close() }}, nil
 }
 
 // applicationName is the application_name of the connections of a

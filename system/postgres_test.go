@@ -222,3 +222,69 @@ func mustKey(t *testing.T, caseID string) string {
 	}
 	return a.Key
 }
+
+// TestRecordApprovalPgxJoinsTheCallersTransaction records approvals in
+// pgx transactions on a connection of the caller's own, whose search path
+// does not name the Outbox's schema, beside a business write: a rollback
+// leaves neither, a commit both; a repeat changes nothing and another
+// title is a conflict.
+func TestRecordApprovalPgxJoinsTheCallersTransaction(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	app, _, _ := openPair(t, backend{"postgres", func(testing.TB) string { return url }}, system.Options{})
+	schema := schemaOf(url)
+	conn, err := pgx.Connect(ctx, url[:strings.LastIndex(url, "schema=")-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TABLE `+schema+`.repairs (case_id TEXT PRIMARY KEY, plan TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		caseID, title string
+		commit        bool
+		want          error
+		wantRows      int
+	}{
+		{caseID, title, false, nil, 0},
+		{caseID, title, true, nil, 1},
+		{caseID, title, true, nil, 1},
+		{caseID, "Call about something else", true, system.ErrKeyConflict, 1},
+		{"case 105", title, true, system.ErrInvalidInput, 1},
+	} {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+schema+`.repairs VALUES ($1, 'replace the pump') ON CONFLICT DO NOTHING`, tt.caseID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = app.RecordApprovalPgx(ctx, tx, tt.caseID, tt.title)
+		if !errors.Is(err, tt.want) || (err == nil) != (tt.want == nil) {
+			t.Errorf("%s %q: got %v, want %v", tt.caseID, tt.title, err, tt.want)
+		}
+		if tt.commit && err == nil {
+			err = tx.Commit(ctx)
+		} else {
+			err = tx.Rollback(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := snapshot(t, app)
+		repairs := query(t, url, `SELECT case_id FROM `+schema+`.repairs`)
+		if len(s.Approvals) != tt.wantRows || len(s.Outbox) != tt.wantRows || len(repairs) != tt.wantRows {
+			t.Errorf("after %s %q: %d approvals, %d rows, %d repairs; want %d of each", tt.caseID, tt.title, len(s.Approvals), len(s.Outbox), len(repairs), tt.wantRows)
+		}
+	}
+	sqliteApp, _, _ := openPair(t, sqliteBackend, system.Options{})
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := sqliteApp.RecordApprovalPgx(ctx, tx, caseID, title); !errors.Is(err, system.ErrInvalidInput) {
+		t.Errorf("a pgx transaction for a SQLite outbox: %v, want ErrInvalidInput", err)
+	}
+}
