@@ -371,10 +371,16 @@ func fromMillis(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-// Snapshot reads every approval and outbox row in one read transaction.
+// Snapshot reads every approval and outbox row in one read transaction,
+// as they stood at one moment: SQLite's read transactions see one state;
+// PostgreSQL's see one only at repeatable read.
 func (o *Outbox) Snapshot(ctx context.Context) (Snapshot, error) {
 	var s Snapshot
-	tx, err := o.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	opts := &sql.TxOptions{ReadOnly: true}
+	if o.q.dialect != nil {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := o.db.BeginTx(ctx, opts)
 	if err != nil {
 		return s, driverError("beginning the snapshot", err)
 	}

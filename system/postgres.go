@@ -313,7 +313,7 @@ func openPostgres(ctx context.Context, target string, d Durability, busy time.Du
 	params["synchronous_commit"] = "on"
 	if d != Durable {
 		// Safe when this process dies, not when the machine does: what
-		// ProcessSafe and Fast promise of SQLite too.
+		// ProcessSafe promises of SQLite too.
 		params["synchronous_commit"] = "off"
 	}
 	if busy > 0 {

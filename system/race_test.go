@@ -217,3 +217,49 @@ func approvalsAtOnce(t *testing.T, b backend) {
 		}
 	}
 }
+
+// TestSnapshotIsOneMoment takes snapshots while another handle approves:
+// each must show every approval with its outbox row, as they are written
+// together, never one without the other.
+func TestSnapshotIsOneMoment(t *testing.T) { eachBackend(t, snapshotIsOneMoment) }
+
+func snapshotIsOneMoment(t *testing.T, b backend) {
+	ctx := context.Background()
+	target := b.app(t)
+	writer, err := system.Open(ctx, target, system.Options{Durability: system.ProcessSafe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	reader, err := system.Open(ctx, target, system.Options{Durability: system.ProcessSafe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	writing := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(writing)
+		for i := range 300 {
+			if _, err := writer.RecordApproval(ctx, fmt.Sprint("case-", i), title); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	snapshots := 0
+	for ; !done(writing); snapshots++ {
+		s, err := reader.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Approvals) != len(s.Outbox) {
+			t.Errorf("a snapshot shows %d approvals and %d outbox rows", len(s.Approvals), len(s.Outbox))
+			break
+		}
+	}
+	wg.Wait()
+	if snapshots < 2 {
+		t.Errorf("%d snapshots while 300 approvals were written: the test raced nothing", snapshots)
+	}
+}
