@@ -1,0 +1,116 @@
+package system_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/outboxlab/handoff/system"
+)
+
+// patterned fails the requests of a fixed pattern: of every seven, the
+// second is lost after the CRM acted, the fifth fails before it, and the
+// seventh is refused for good.
+type patterned struct {
+	crm   *system.CRM
+	calls int
+	sends map[string]int
+}
+
+func (p *patterned) CreateTask(ctx context.Context, key, payload string) (int64, error) {
+	p.calls++
+	p.sends[key]++
+	switch p.calls % 7 {
+	case 2:
+		if _, err := p.crm.CreateTask(ctx, key, payload); err != nil {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w: the reply was lost", system.ErrTransient)
+	case 5:
+		return 0, fmt.Errorf("%w: offline", system.ErrTransient)
+	case 0:
+		return 0, fmt.Errorf("%w: 422", system.ErrRejected)
+	}
+	return p.crm.CreateTask(ctx, key, payload)
+}
+
+// TestPipeline delivers 30 rows through a Pipeline against a receiver
+// that loses, fails and refuses some requests, until it is idle: each row
+// ends sent (naming its task) or blocked, every delivery it reported is
+// what its row kept or a retry its row moved past, the attempts of a key
+// come in order, every send is counted, and nothing is left in flight.
+func TestPipeline(t *testing.T) { eachBackend(t, pipeline) }
+
+func pipeline(t *testing.T, b backend) {
+	const rows = 30
+	ctx := context.Background()
+	app, crm, _ := openPair(t, b, system.Options{Durability: system.ProcessSafe, NoBackoff: true})
+	for i := range rows {
+		mustApprove(t, app, fmt.Sprint("case-", i))
+	}
+	r := &patterned{crm: crm, sends: map[string]int{}}
+	p, err := app.Pipeline(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := untilIdle(t, p, 10*rows)
+	tasks, err := crm.Tasks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskOf := map[string]int64{}
+	for _, task := range tasks {
+		taskOf[task.Key] = task.ID
+	}
+	snap := snapshot(t, app)
+	states := map[system.State]int{}
+	for _, row := range snap.Outbox {
+		states[row.State]++
+		d := last[row.Key]
+		switch {
+		case row.State == system.Pending:
+			t.Errorf("%s is still pending", row.Key)
+		case row.State == system.Sent && row.RemoteID != taskOf[row.Key]:
+			t.Errorf("%s is sent as task %d, the CRM holds task %d for it", row.Key, row.RemoteID, taskOf[row.Key])
+		case d.Result != system.Result(row.State) || d.Attempts != row.Attempts || d.RemoteID != row.RemoteID:
+			t.Errorf("%s ended %s after %d attempts (task %d); its last delivery reported %+v", row.Key, row.State, row.Attempts, row.RemoteID, d)
+		case r.sends[row.Key] != row.Attempts && row.LastError != system.LastErrorBudgetExhausted:
+			t.Errorf("%s was sent %d times and counts %d attempts", row.Key, r.sends[row.Key], row.Attempts)
+		}
+	}
+	if states[system.Sent] == 0 || states[system.Blocked] == 0 {
+		t.Errorf("rows ended %v: want some sent and some blocked", states)
+	}
+}
+
+// untilIdle runs p until it is idle with nothing pending, at most n
+// deliveries, and returns the last delivery it reported of each key,
+// checking that the attempts of a key come in order.
+func untilIdle(t *testing.T, p *system.Pipeline, n int) map[string]system.Delivery {
+	t.Helper()
+	last := map[string]system.Delivery{}
+	for range n {
+		d, err := p.Next(context.Background())
+		var ae *system.AttemptError
+		switch {
+		case errors.As(err, &ae):
+			t.Fatalf("delivery of %s: %v", ae.Key, err)
+		case err != nil:
+			t.Fatal(err)
+		case d.Result == system.Idle && d.NextEligible.IsZero():
+			if _, flushed, _ := p.Flush(); flushed {
+				t.Errorf("idle with a settle in flight")
+			}
+			return last
+		case d.Result == system.Idle:
+			t.Fatalf("idle until %v with NoBackoff", d.NextEligible)
+		}
+		if prev, ok := last[d.Key]; ok && d.Attempts <= prev.Attempts {
+			t.Errorf("%s: attempt %d reported after attempt %d", d.Key, d.Attempts, prev.Attempts)
+		}
+		last[d.Key] = d
+	}
+	t.Fatalf("not idle after %d deliveries", n)
+	return nil
+}
