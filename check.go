@@ -62,6 +62,9 @@ func checkApp(ctx context.Context, appPath, crm string, readTasks func(*Files) (
 	var findings []Finding
 	var files Files
 	app, err := system.OpenReadOnly(ctx, appPath)
+	if system.IsPostgres(appPath) {
+		appPath = system.Redact(appPath) // the findings show no password
+	}
 	if err != nil {
 		return nil, files, err
 	}

@@ -133,7 +133,15 @@ func Replay(ctx context.Context, sc Scenario, dir string) ([]string, []Problem, 
 // ReplayOver is Replay with the worker's requests carried over t, unless
 // the scenario names its own transport.
 func ReplayOver(ctx context.Context, sc Scenario, dir string, t Transport) ([]string, []Problem, error) {
-	env, err := NewEnv(ctx, Config{Dir: dir, Durability: system.ProcessSafe, Transport: t})
+	return ReplayWith(ctx, sc, Config{Dir: dir, Transport: t})
+}
+
+// ReplayWith is Replay on an Env of cfg (its Dir, Transport, Backend and
+// PostgresURL; the scenario's design line, if any, names the design), with
+// the simulation's durability.
+func ReplayWith(ctx context.Context, sc Scenario, cfg Config) ([]string, []Problem, error) {
+	cfg.Durability = system.ProcessSafe
+	env, err := NewEnv(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,8 +3,6 @@ package handoff
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/outboxlab/handoff/designs"
 )
@@ -40,10 +38,8 @@ func (e *Env) switchDesign(ctx context.Context, d designs.Design) error {
 	if err := e.Close(); err != nil {
 		return err
 	}
-	for _, f := range []string{"app.db", "crm.db"} {
-		if err := os.Remove(filepath.Join(e.cfg.Dir, f)); err != nil {
-			return fmt.Errorf("handoff: switching design: %w", err)
-		}
+	if err := e.removeDatabases(); err != nil {
+		return fmt.Errorf("handoff: switching design: %w", err)
 	}
 	e.cfg.Design = d
 	return e.open(ctx)

@@ -24,6 +24,11 @@ type Config struct {
 	Design designs.Design
 	// Dir holds the two database files (app.db, crm.db). It must exist.
 	Dir string
+	// Backend is where the app database lives; the zero value means
+	// SQLite. On Postgres the Env makes a schema of its own on the server
+	// PostgresURL names, instead of app.db, and drops it when it closes.
+	Backend     Backend
+	PostgresURL string
 	// Durability of every commit. The simulation uses system.ProcessSafe:
 	// its restarts model process crashes, which lose nothing the operating
 	// system holds.
@@ -71,6 +76,8 @@ type Env struct {
 	// runs sequence after sequence (see renew).
 	idle idleHandles
 	lane *lane
+	// schema, on PostgreSQL, holds the app database.
+	schema *pgSchema
 }
 
 // worker is a named worker: its handle, the claim it holds, and what its
@@ -119,10 +126,16 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 	if cfg.Transport == "" {
 		cfg.Transport = InProcess
 	}
+	if cfg.Backend == "" {
+		cfg.Backend = SQLite
+	}
 	e := &Env{cfg: cfg}
 	e.begin()
-	if err := e.open(ctx); err != nil {
+	if err := e.makeAppDatabase(ctx); err != nil {
 		return nil, err
+	}
+	if err := e.open(ctx); err != nil {
+		return nil, errors.Join(err, e.schema.drop(ctx))
 	}
 	return e, nil
 }
@@ -145,6 +158,9 @@ type envOptions struct {
 	Design designs.Design
 	// Stats (may be nil) counts what its steps do.
 	Stats *Stats
+	// Backend and PostgresURL are the Env's (see Config).
+	Backend     Backend
+	PostgresURL string
 	// Renewable readies the Env to run sequence after sequence on the
 	// same files (see renew).
 	Renewable bool
@@ -158,7 +174,8 @@ func newEnvIn(ctx context.Context, opts envOptions) (env *Env, done func(), err 
 	if err != nil {
 		return nil, nil, fmt.Errorf("handoff: %w", err)
 	}
-	env, err = NewEnv(ctx, Config{Design: opts.Design, Dir: sub, Durability: system.ProcessSafe, Stats: opts.Stats})
+	env, err = NewEnv(ctx, Config{Design: opts.Design, Dir: sub, Durability: system.ProcessSafe, Stats: opts.Stats,
+		Backend: opts.Backend, PostgresURL: opts.PostgresURL})
 	if err == nil && opts.Renewable {
 		if env.lane, err = openLane(ctx, env); err != nil {
 			env.Close()
@@ -202,7 +219,7 @@ func (e *Env) attach(app designs.App, crm designs.CRM) error {
 // openApp opens the default worker's handle on the app database, with the
 // fault injector's hook.
 func (e *Env) openApp(ctx context.Context) (designs.App, error) {
-	app, err := e.cfg.Design.OpenApp(ctx, filepath.Join(e.cfg.Dir, "app.db"), e.systemOptions(model.DefaultWorker, e.injector.Hook()))
+	app, err := e.cfg.Design.OpenApp(ctx, e.appTarget(), e.systemOptions(model.DefaultWorker, e.injector.Hook()))
 	if err != nil {
 		return nil, fmt.Errorf("handoff: opening the app database: %w", err)
 	}
@@ -220,14 +237,14 @@ func (e *Env) openCRM(ctx context.Context) (designs.CRM, error) {
 }
 
 // Close closes every database handle, the named workers' too. The files
-// stay in Dir.
+// stay in Dir; the schema of an app database on PostgreSQL is dropped.
 func (e *Env) Close() error {
 	err := errors.Join(e.closeWorkers(), e.idle.close(), e.lane.close())
 	if e.app != nil {
 		err = errors.Join(err, e.app.Close(), e.crm.Close())
 	}
 	e.app, e.crm, e.lane = nil, nil, nil
-	return err
+	return errors.Join(err, e.schema.drop(context.Background()))
 }
 
 // worker returns the named worker's handle. On first use, and after its
@@ -248,7 +265,7 @@ func (e *Env) worker(ctx context.Context, s Step) (string, *worker, error) {
 	app, ok := e.idle.takeApp(e.handleKey(name))
 	if !ok {
 		var err error
-		if app, err = e.cfg.Design.OpenApp(ctx, filepath.Join(e.cfg.Dir, "app.db"), e.systemOptions(name, nil)); err != nil {
+		if app, err = e.cfg.Design.OpenApp(ctx, e.appTarget(), e.systemOptions(name, nil)); err != nil {
 			return "", nil, fmt.Errorf("handoff: opening the app database for worker %s: %w", name, err)
 		}
 	}

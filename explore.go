@@ -44,6 +44,11 @@ type ExploreConfig struct {
 	// Transport carries the worker's requests; the zero value means
 	// InProcess.
 	Transport Transport
+	// Backend is where the app database lives; the zero value means
+	// SQLite. On Postgres each lane has a schema of its own on the server
+	// PostgresURL names, dropped when the run ends.
+	Backend     Backend
+	PostgresURL string
 	// Dir is where sequences keep their databases; "" means os.TempDir().
 	Dir string
 	// Progress, if not nil, is called about once a second while it runs.
@@ -141,7 +146,13 @@ func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 	if cfg.Transport == "" {
 		cfg.Transport = InProcess
 	}
+	if cfg.Backend == "" {
+		cfg.Backend = SQLite
+	}
 	if err := CheckTransport(cfg.Design, cfg.Transport); err != nil {
+		return Report{}, err
+	}
+	if err := checkBackend(cfg.Backend, cfg.PostgresURL); err != nil {
 		return Report{}, err
 	}
 	switch {
@@ -219,7 +230,8 @@ func runLane(ctx context.Context, cfg ExploreConfig, dir string, stats *Stats, n
 		return laneResult{err: fmt.Errorf("handoff: %w", err)}
 	}
 	rec := &Recorder{}
-	prop, done := Property(ctx, PropertyConfig{Design: cfg.Design, Dir: dir, MaxSteps: cfg.Steps, NoSwarm: cfg.NoSwarm, Transport: cfg.Transport, Stats: stats, Recorder: rec})
+	prop, done := Property(ctx, PropertyConfig{Design: cfg.Design, Dir: dir, MaxSteps: cfg.Steps, NoSwarm: cfg.NoSwarm, Transport: cfg.Transport,
+		Backend: cfg.Backend, PostgresURL: cfg.PostgresURL, Stats: stats, Recorder: rec})
 	defer done()
 	for ctx.Err() == nil {
 		m := next.Add(1) - 1

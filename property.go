@@ -112,6 +112,10 @@ type PropertyConfig struct {
 	// Transport carries the worker's requests; the zero value means
 	// InProcess. Over HTTP every sequence starts with a transport line.
 	Transport Transport
+	// Backend and PostgresURL say where the app database lives (see
+	// Config): on PostgreSQL, in a schema of the property's own.
+	Backend     Backend
+	PostgresURL string
 	// Stats (may be nil) counts what the sequences did.
 	Stats *Stats
 	// Recorder (may be nil) keeps the last failing run.
@@ -156,7 +160,8 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 		}
 		var err error
 		if env == nil {
-			env, closeEnv, err = newEnvIn(dbCtx, envOptions{Dir: cfg.Dir, Design: cfg.Design, Stats: stats, Renewable: true})
+			env, closeEnv, err = newEnvIn(dbCtx, envOptions{Dir: cfg.Dir, Design: cfg.Design, Stats: stats, Renewable: true,
+				Backend: cfg.Backend, PostgresURL: cfg.PostgresURL})
 		} else {
 			err = env.renew(dbCtx)
 		}

@@ -169,7 +169,8 @@ func (e *Env) renew(ctx context.Context) error {
 // the checks the system makes of a file it does not hold yet (which read
 // the file directly), and SQLite's checkpoint when the last connection
 // closes. A restart still closes every handle of the Env and opens it
-// again from its file.
+// again from its file. On PostgreSQL the app database's connection is one
+// to the server, which empties the Env's schema (see pgSchema.emptier).
 type lane struct {
 	conns  []*sql.DB
 	resets [][]*sql.Stmt // for each of conns, the statements that empty its file
@@ -177,14 +178,15 @@ type lane struct {
 	// version asks the app database's data_version, which SQLite changes
 	// whenever another connection commits a change to the file; seen is
 	// the value last read, known whether it was read since the files were
-	// last emptied. (Asking costs about what reading the receiver's few
-	// tasks does, so the receiver is read after every step.)
+	// last emptied (on PostgreSQL, the end of the write-ahead log). (Asking
+	// costs about what reading the receiver's few tasks does, so the
+	// receiver is read after every step.)
 	version *sql.Stmt
 	seen    int64
 	known   bool
 }
 
-// laneFiles are the files of an Env.
+// laneFiles are the files of an Env, the app database first.
 var laneFiles = []string{"app.db", "crm.db"}
 
 // openLane opens the lane of e, whose files are new: it notes what they
@@ -196,7 +198,7 @@ func openLane(ctx context.Context, e *Env) (_ *lane, err error) {
 			l.close()
 		}
 	}()
-	app, err := e.cfg.Design.OpenApp(ctx, filepath.Join(e.cfg.Dir, "app.db"), e.systemOptions("lane", nil))
+	app, err := e.cfg.Design.OpenApp(ctx, e.appTarget(), e.systemOptions("lane", nil))
 	if err != nil {
 		return nil, fmt.Errorf("handoff: opening the lane's app database: %w", err)
 	}
@@ -207,31 +209,58 @@ func openLane(ctx context.Context, e *Env) (_ *lane, err error) {
 	}
 	l.held = append(l.held, crm)
 	for _, name := range laneFiles {
-		// The connection's commits need survive nothing but this process.
-		db, err := sql.Open("sqlite", filepath.Join(e.cfg.Dir, name)+"?_txlock=immediate&_pragma=synchronous(OFF)")
-		if err != nil {
-			return nil, fmt.Errorf("handoff: opening %s: %w", name, err)
+		open := func(ctx context.Context) (*sql.DB, []*sql.Stmt, error) {
+			return fileEmptier(ctx, filepath.Join(e.cfg.Dir, name))
 		}
-		// One connection, never closed while the lane lives: the tables
-		// that keep what the file held are its own (TEMP).
-		db.SetMaxOpenConns(1)
-		db.SetMaxIdleConns(1)
-		l.conns = append(l.conns, db)
-		reset, err := freshStatements(ctx, db)
-		l.resets = append(l.resets, reset)
+		if name == "app.db" && e.schema != nil {
+			open = e.schema.emptier
+		}
+		db, reset, err := open(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("handoff: noting what %s holds: %w", name, err)
 		}
+		l.conns = append(l.conns, db)
+		l.resets = append(l.resets, reset)
 	}
-	if l.version, err = l.conns[0].PrepareContext(ctx, "PRAGMA data_version"); err != nil {
+	version := "PRAGMA data_version"
+	if e.schema != nil {
+		version = sqlWALPosition
+	}
+	if l.version, err = l.conns[0].PrepareContext(ctx, version); err != nil {
 		return nil, fmt.Errorf("handoff: preparing to ask app.db's data version: %w", err)
 	}
 	return l, nil
 }
 
+// fileEmptier opens the lane's own connection to the SQLite file at path
+// and prepares the statements that empty it back to what it holds now
+// (see freshStatements).
+func fileEmptier(ctx context.Context, path string) (*sql.DB, []*sql.Stmt, error) {
+	// The connection's commits need survive nothing but this process.
+	db, err := sql.Open("sqlite", path+"?_txlock=immediate&_pragma=synchronous(OFF)")
+	if err != nil {
+		return nil, nil, err
+	}
+	// One connection, never closed while the lane lives: the tables that
+	// keep what the file held are its own (TEMP).
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	reset, err := freshStatements(ctx, db)
+	if err != nil {
+		for _, st := range reset {
+			st.Close()
+		}
+		db.Close()
+		return nil, nil, err
+	}
+	return db, reset, nil
+}
+
 // appChanged reports whether a commit may have changed the app database
 // since the last call (and since the files were emptied): SQLite's
-// data_version says so exactly. Without a lane, it may have.
+// data_version says so exactly; on PostgreSQL, the end of the server's
+// write-ahead log (see sqlWALPosition) says when no commit did. Without a
+// lane, it may have.
 func (l *lane) appChanged(ctx context.Context) (bool, error) {
 	if l == nil {
 		return true, nil

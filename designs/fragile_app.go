@@ -14,7 +14,8 @@ import (
 // The fragile app sides: the real system.Outbox with one method replaced,
 // or wrapped around the receiver it is given. They write the real schema
 // with plain SQL, one statement per step, so each reads as the shortcut it
-// takes.
+// takes; written for SQLite, and said in the Outbox's dialect (see
+// Outbox.Query), so that each runs on PostgreSQL too.
 
 // querier is what *sql.DB and *sql.Tx both offer: on a *sql.DB every
 // statement commits on its own.
@@ -23,21 +24,23 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// heldPayload returns the payload approved for key, and whether there is one.
-func heldPayload(ctx context.Context, q querier, key string) (string, bool, error) {
+// heldPayload returns the payload approved for key, and whether there is
+// one, reading through q (o's database or a transaction on it).
+func heldPayload(ctx context.Context, o *system.Outbox, q querier, key string) (string, bool, error) {
 	var held string
-	err := q.QueryRowContext(ctx, `SELECT payload FROM approvals WHERE key = ?`, key).Scan(&held)
+	err := q.QueryRowContext(ctx, o.Query(`SELECT payload FROM approvals WHERE key = ?`), key).Scan(&held)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
 	return held, err == nil, err
 }
 
-// insertApproval inserts a's approval, passes the fault point between the
-// two inserts, then inserts its pending outbox row, created (and eligible)
-// at the time opts' clock says.
-func insertApproval(ctx context.Context, q querier, opts system.Options, a system.Approval) error {
-	if _, err := q.ExecContext(ctx, `INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`,
+// insertApproval inserts a's approval through q (o's database or a
+// transaction on it), passes the fault point between the two inserts,
+// then inserts its pending outbox row, created (and eligible) at the time
+// opts' clock says.
+func insertApproval(ctx context.Context, o *system.Outbox, q querier, opts system.Options, a system.Approval) error {
+	if _, err := q.ExecContext(ctx, o.Query(`INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`),
 		a.Key, a.CaseID, a.Title, a.Payload); err != nil {
 		return err
 	}
@@ -49,7 +52,7 @@ func insertApproval(ctx context.Context, q querier, opts system.Options, a syste
 		now = opts.Now
 	}
 	created := now().UnixMilli()
-	_, err := q.ExecContext(ctx, `INSERT INTO outbox (key, state, attempts, created_at, next_attempt_at) VALUES (?, 'pending', 0, ?, ?)`, a.Key, created, created)
+	_, err := q.ExecContext(ctx, o.Query(`INSERT INTO outbox (key, state, attempts, created_at, next_attempt_at) VALUES (?, 'pending', 0, ?, ?)`), a.Key, created, created)
 	return err
 }
 
@@ -64,7 +67,7 @@ func (w twoWrites) RecordApproval(ctx context.Context, caseID, title string) (st
 	if err != nil {
 		return "", err
 	}
-	switch held, ok, err := heldPayload(ctx, w.DB(), a.Key); {
+	switch held, ok, err := heldPayload(ctx, w.Outbox, w.DB(), a.Key); {
 	case err != nil:
 		return "", err
 	case ok && held == a.Payload:
@@ -73,7 +76,7 @@ func (w twoWrites) RecordApproval(ctx context.Context, caseID, title string) (st
 		return "", fmt.Errorf("%w: %s", system.ErrKeyConflict, a.Key)
 	}
 	// The shortcut: no transaction, so the approval commits on its own.
-	return a.Key, insertApproval(ctx, w.DB(), w.opts, a)
+	return a.Key, insertApproval(ctx, w.Outbox, w.DB(), w.opts, a)
 }
 
 // overwrite replaces the approved payload when a case is approved again.
@@ -92,16 +95,16 @@ func (o overwrite) RecordApproval(ctx context.Context, caseID, title string) (st
 		return "", err
 	}
 	defer tx.Rollback()
-	switch held, ok, err := heldPayload(ctx, tx, a.Key); {
+	switch held, ok, err := heldPayload(ctx, o.Outbox, tx, a.Key); {
 	case err != nil:
 		return "", err
 	case ok && held != a.Payload:
 		// The shortcut: the newest instruction wins.
-		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET title = ?, payload = ? WHERE key = ?`, a.Title, a.Payload, a.Key); err != nil {
+		if _, err := tx.ExecContext(ctx, o.Query(`UPDATE approvals SET title = ?, payload = ? WHERE key = ?`), a.Title, a.Payload, a.Key); err != nil {
 			return "", err
 		}
 	case !ok:
-		if err := insertApproval(ctx, tx, o.opts, a); err != nil {
+		if err := insertApproval(ctx, o.Outbox, tx, o.opts, a); err != nil {
 			return "", err
 		}
 	}
@@ -117,7 +120,7 @@ type freshKey struct {
 func (f freshKey) DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error) {
 	return f.Outbox.DeliverOne(ctx, receiverFunc(func(ctx context.Context, key, payload string) (int64, error) {
 		var attempt int
-		if err := f.DB().QueryRowContext(ctx, `SELECT attempts FROM outbox WHERE key = ?`, key).Scan(&attempt); err != nil {
+		if err := f.DB().QueryRowContext(ctx, f.Query(`SELECT attempts FROM outbox WHERE key = ?`), key).Scan(&attempt); err != nil {
 			return 0, err
 		}
 		return r.CreateTask(ctx, fmt.Sprintf("%s:attempt-%d", key, attempt), payload)
@@ -148,7 +151,7 @@ func (d dropOnError) DeliverOne(ctx context.Context, r system.Receiver) (system.
 	got, err := d.Outbox.DeliverOne(ctx, r)
 	if err == nil && got.LastError == system.LastErrorTransient {
 		// The shortcut: log it and move on.
-		_, err = d.DB().ExecContext(ctx, `DELETE FROM outbox WHERE key = ?`, got.Key)
+		_, err = d.DB().ExecContext(ctx, d.Query(`DELETE FROM outbox WHERE key = ?`), got.Key)
 	}
 	return got, err
 }
@@ -179,8 +182,8 @@ func (w naiveWorker) DeliverOne(ctx context.Context, r system.Receiver) (system.
 	var seq int64
 	var d system.Delivery
 	var payload string
-	err = tx.QueryRowContext(ctx, `SELECT o.seq, o.key, a.payload, o.attempts FROM outbox o
-		JOIN approvals a ON a.key = o.key WHERE o.state = 'pending' ORDER BY o.seq LIMIT 1`).
+	err = tx.QueryRowContext(ctx, w.Query(`SELECT o.seq, o.key, a.payload, o.attempts FROM outbox o
+		JOIN approvals a ON a.key = o.key WHERE o.state = 'pending' ORDER BY o.seq LIMIT 1`)).
 		Scan(&seq, &d.Key, &payload, &d.Attempts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return system.Delivery{Result: system.Idle}, nil
@@ -192,10 +195,10 @@ func (w naiveWorker) DeliverOne(ctx context.Context, r system.Receiver) (system.
 	// shortcut of each design is elsewhere.
 	if d.Attempts >= w.MaxAttempts() {
 		d.Result, d.LastError = system.ResultBlocked, system.LastErrorBudgetExhausted
-		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET fence = fence + 1 WHERE seq = ?`, seq); err != nil {
+		if _, err := tx.ExecContext(ctx, w.Query(`UPDATE outbox SET fence = fence + 1 WHERE seq = ?`), seq); err != nil {
 			return d, err
 		}
-		return d, record(ctx, tx, seq, d)
+		return d, record(ctx, w.Outbox, tx, seq, d)
 	}
 	now := time.Now
 	if w.opts.Now != nil {
@@ -213,9 +216,9 @@ func (w naiveWorker) DeliverOne(ctx context.Context, r system.Receiver) (system.
 		d.Attempts++
 	}
 	at := now().UnixMilli()
-	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET state = ?, attempts = ?, remote_id = ?, fence = fence + 1,
+	if _, err := tx.ExecContext(ctx, w.Query(`UPDATE outbox SET state = ?, attempts = ?, remote_id = ?, fence = fence + 1,
 		lease_owner = ?, lease_until = ?, first_claimed_at = CASE WHEN first_claimed_at = 0 THEN ? ELSE first_claimed_at END
-		WHERE seq = ?`, state, d.Attempts, remote, owner, at+lease.Milliseconds(), at, seq); err != nil {
+		WHERE seq = ?`), state, d.Attempts, remote, owner, at+lease.Milliseconds(), at, seq); err != nil {
 		return d, err
 	}
 	if !w.txAcrossSend {
@@ -251,11 +254,12 @@ func (w naiveWorker) DeliverOne(ctx context.Context, r system.Receiver) (system.
 	default:
 		return d, sendErr
 	}
-	return d, record(ctx, tx, seq, d)
+	return d, record(ctx, w.Outbox, tx, seq, d)
 }
 
-// record writes d to the row seq and commits tx.
-func record(ctx context.Context, tx *sql.Tx, seq int64, d system.Delivery) error {
+// record writes d to the row seq and commits tx, a transaction on o's
+// database.
+func record(ctx context.Context, o *system.Outbox, tx *sql.Tx, seq int64, d system.Delivery) error {
 	state, remote, lastError := string(d.Result), any(nil), any(nil)
 	if d.Result == system.ResultSent {
 		remote = d.RemoteID
@@ -263,8 +267,8 @@ func record(ctx context.Context, tx *sql.Tx, seq int64, d system.Delivery) error
 	if d.LastError != "" {
 		lastError = d.LastError
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET state = ?, attempts = ?, remote_id = ?, last_error = ?,
-		lease_owner = NULL, lease_until = 0 WHERE seq = ?`,
+	if _, err := tx.ExecContext(ctx, o.Query(`UPDATE outbox SET state = ?, attempts = ?, remote_id = ?, last_error = ?,
+		lease_owner = NULL, lease_until = 0 WHERE seq = ?`),
 		state, d.Attempts, remote, lastError, seq); err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ type noFencing struct{ *system.Outbox }
 func (n noFencing) Settle(ctx context.Context, c system.Claim, taskID int64, sendErr error) (system.Delivery, error) {
 	// The shortcut: the fence is read afresh, so a late settle always
 	// finds its own.
-	if err := n.DB().QueryRowContext(ctx, `SELECT fence FROM outbox WHERE seq = ?`, c.Seq).Scan(&c.Fence); err != nil {
+	if err := n.DB().QueryRowContext(ctx, n.Query(`SELECT fence FROM outbox WHERE seq = ?`), c.Seq).Scan(&c.Fence); err != nil {
 		return system.Delivery{}, err
 	}
 	return n.Outbox.Settle(ctx, c, taskID, sendErr)
@@ -65,7 +65,7 @@ func (n noFencing) DeliverOne(ctx context.Context, r system.Receiver) (system.De
 type leaseRule string
 
 const (
-	noLease      leaseRule = `1`                     // every lease is ignored
+	noLease      leaseRule = `TRUE`                  // every lease is ignored
 	leaseForever leaseRule = `o.lease_owner IS NULL` // every lease holds, run out or not
 	leaseRunsOut leaseRule = `(o.lease_owner IS NULL OR o.lease_until <= ?1)`
 	claimSelect            = `SELECT o.seq, o.key, a.payload, o.attempts, o.created_at, o.first_claimed_at, o.fence
@@ -94,7 +94,7 @@ func (l leaseClaims) ClaimNext(ctx context.Context, retention time.Duration) (sy
 	now := opts.Now().UnixMilli()
 	var c system.Claim
 	var created, first int64
-	err = tx.QueryRowContext(ctx, claimSelect+string(l.rule)+` ORDER BY o.seq LIMIT 1`, now).
+	err = tx.QueryRowContext(ctx, l.Query(claimSelect+string(l.rule)+` ORDER BY o.seq LIMIT 1`), now).
 		Scan(&c.Seq, &c.Key, &c.Payload, &c.Attempt, &created, &first, &c.Fence)
 	if errors.Is(err, sql.ErrNoRows) {
 		return system.Claim{}, system.Delivery{Result: system.Idle}, tx.Commit()
@@ -112,8 +112,8 @@ func (l leaseClaims) ClaimNext(ctx context.Context, retention time.Duration) (sy
 		d.Result, d.LastError = system.ResultBlocked, system.LastErrorRetentionExpired
 	}
 	if d.Result == system.ResultBlocked {
-		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET state = 'blocked', last_error = ?, lease_owner = NULL, lease_until = 0,
-			fence = fence + 1 WHERE seq = ?`, d.LastError, c.Seq); err != nil {
+		if _, err := tx.ExecContext(ctx, l.Query(`UPDATE outbox SET state = 'blocked', last_error = ?, lease_owner = NULL, lease_until = 0,
+			fence = fence + 1 WHERE seq = ?`), d.LastError, c.Seq); err != nil {
 			return system.Claim{}, system.Delivery{}, err
 		}
 		return system.Claim{}, d, tx.Commit()
@@ -122,8 +122,8 @@ func (l leaseClaims) ClaimNext(ctx context.Context, retention time.Duration) (sy
 	c.Fence++
 	c.SendBy = time.UnixMilli(now).Add(opts.SendTimeout)
 	d.Attempts = c.Attempt
-	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1, fence = fence + 1, lease_owner = ?, lease_until = ?,
-		first_claimed_at = CASE WHEN first_claimed_at = 0 THEN ?3 ELSE first_claimed_at END, last_attempt_at = ?3 WHERE seq = ?`,
+	if _, err := tx.ExecContext(ctx, l.Query(`UPDATE outbox SET attempts = attempts + 1, fence = fence + 1, lease_owner = ?, lease_until = ?,
+		first_claimed_at = CASE WHEN first_claimed_at = 0 THEN ?3 ELSE first_claimed_at END, last_attempt_at = ?3 WHERE seq = ?`),
 		opts.Worker, now+opts.Lease.Milliseconds(), now, c.Seq); err != nil {
 		return system.Claim{}, system.Delivery{}, err
 	}
@@ -151,8 +151,8 @@ func (f freshKeyRequeue) Requeue(ctx context.Context, key string, _ time.Duratio
 	}
 	defer tx.Rollback()
 	var state, caseID, title, payload string
-	err = tx.QueryRowContext(ctx, `SELECT o.state, a.case_id, a.title, a.payload FROM outbox o JOIN approvals a ON a.key = o.key
-		WHERE o.key = ?`, key).Scan(&state, &caseID, &title, &payload)
+	err = tx.QueryRowContext(ctx, f.Query(`SELECT o.state, a.case_id, a.title, a.payload FROM outbox o JOIN approvals a ON a.key = o.key
+		WHERE o.key = ?`), key).Scan(&state, &caseID, &title, &payload)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("%w: no outbox row for %s", system.ErrNotFound, key)
@@ -165,13 +165,13 @@ func (f freshKeyRequeue) Requeue(ctx context.Context, key string, _ time.Duratio
 	// receiver can get in the way.
 	now := f.Options().Now().UnixMilli()
 	fresh := key + "-requeued"
-	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`, fresh, caseID, title, payload); err != nil {
+	if _, err := tx.ExecContext(ctx, f.Query(`INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`), fresh, caseID, title, payload); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (key, state, attempts, created_at, next_attempt_at) VALUES (?, 'pending', 0, ?, ?)`, fresh, now, now); err != nil {
+	if _, err := tx.ExecContext(ctx, f.Query(`INSERT INTO outbox (key, state, attempts, created_at, next_attempt_at) VALUES (?, 'pending', 0, ?, ?)`), fresh, now, now); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO audit (at, actor, action, key, reason) VALUES (?, ?, 'requeue', ?, ?)`, now, actor, key, reason); err != nil {
+	if _, err := tx.ExecContext(ctx, f.Query(`INSERT INTO audit (at, actor, action, key, reason) VALUES (?, ?, 'requeue', ?, ?)`), now, actor, key, reason); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -191,10 +191,10 @@ func (u unfencedOperator) Requeue(ctx context.Context, key string, _ time.Durati
 	}
 	// The shortcut: the person's word is final, so why fence it.
 	now := u.Options().Now().UnixMilli()
-	if _, err := u.DB().ExecContext(ctx, `UPDATE outbox SET state = 'pending', attempts = 0, last_error = NULL, next_attempt_at = ?,
-		lease_owner = NULL, lease_until = 0 WHERE key = ?`, now, key); err != nil {
+	if _, err := u.DB().ExecContext(ctx, u.Query(`UPDATE outbox SET state = 'pending', attempts = 0, last_error = NULL, next_attempt_at = ?,
+		lease_owner = NULL, lease_until = 0 WHERE key = ?`), now, key); err != nil {
 		return err
 	}
-	_, err = u.DB().ExecContext(ctx, `INSERT INTO audit (at, actor, action, key, reason) VALUES (?, ?, 'requeue', ?, ?)`, now, actor, key, reason)
+	_, err = u.DB().ExecContext(ctx, u.Query(`INSERT INTO audit (at, actor, action, key, reason) VALUES (?, ?, 'requeue', ?, ?)`), now, actor, key, reason)
 	return err
 }

@@ -221,6 +221,13 @@ func commitError(doing string, err error) error {
 	return fmt.Errorf("%w: %s: %v", ErrCommitUnknown, doing, err)
 }
 
+// Query is query, written for SQLite, in the dialect of the Outbox's
+// database: itself on SQLite; on PostgreSQL with its parameters numbered
+// $1, $2 … as SQLite numbers them (?N stays N). A caller that runs SQL of
+// its own on DB, as package designs does, writes it once for both; it
+// keeps to what both say alike (no SQLite function, no rowid).
+func (o *Outbox) Query(query string) string { return o.q.text(query) }
+
 // rebind numbers the parameters of a SQLite query as PostgreSQL does: ?N
 // becomes $N, and a bare ? the next number after the largest so far, as
 // SQLite counts it.

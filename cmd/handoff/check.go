@@ -41,7 +41,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			Tasks    int           `json:"tasks"`
 			OK       bool          `json:"ok"`
 			Problems []jsonProblem `json:"problems"`
-		}{App: *appPath, CRM: optional(*crmPath), Rows: len(files.App.Outbox), Tasks: len(files.Tasks), OK: len(findings) == 0, Problems: []jsonProblem{}}
+		}{App: shown(*appPath), CRM: optional(*crmPath), Rows: len(files.App.Outbox), Tasks: len(files.Tasks), OK: len(findings) == 0, Problems: []jsonProblem{}}
 		for _, f := range findings {
 			out.Problems = append(out.Problems, jsonProblem(f))
 		}
@@ -49,7 +49,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		what := *appPath
+		what := shown(*appPath)
 		if *crmPath != "" {
 			what += " and " + *crmPath
 		}
@@ -179,11 +179,21 @@ func upgrade(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *appPath == "" && *crmPath == "" {
 		return fmt.Errorf("%w: give --app, --crm or both", errUsage)
 	}
+	app := *appPath
+	if system.IsPostgres(app) {
+		// A PostgreSQL app database has only ever had this handoff's
+		// schema: there is nothing to upgrade.
+		if err := appMustExist(ctx, app); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "app database %s: up to date\n", system.Redact(app))
+		app = ""
+	}
 	for _, db := range []struct {
 		what, path string
 		open       func(string) (io.Closer, error)
 	}{
-		{"app", *appPath, func(p string) (io.Closer, error) { return system.Open(ctx, p, system.Options{}) }},
+		{"app", app, func(p string) (io.Closer, error) { return system.Open(ctx, p, system.Options{}) }},
 		{"CRM", *crmPath, func(p string) (io.Closer, error) { return system.OpenCRM(ctx, p, system.Durable) }},
 	} {
 		if db.path == "" {

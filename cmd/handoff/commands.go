@@ -48,7 +48,7 @@ func init() {
 	commands = []command{
 		{
 			name:       "explore",
-			args:       "[--checks N] [--steps N] [--seed S] [--design NAME] [--transport NAME] [--parallel N] [--shard I/N] [--swarm=false] [--save DIR] [--dir DIR] [--json]",
+			args:       "[--checks N] [--steps N] [--seed S] [--design NAME] [--transport NAME] [--backend NAME [--postgres-url URL]] [--parallel N] [--shard I/N] [--swarm=false] [--save DIR] [--dir DIR] [--json]",
 			summary:    "explore random fault sequences against the real handoff (the main job)",
 			done:       "the real design kept every invariant, or the fragile design given with --design was caught",
 			failed:     "an invariant of the real design broke (the minimal scenario is printed), the fragile design was not caught, the run was interrupted (the partial summary is printed), or the harness failed",
@@ -74,7 +74,7 @@ func init() {
 		},
 		{
 			name:    "replay",
-			args:    "[--quiet] [--transport NAME] [FILE...]",
+			args:    "[--quiet] [--transport NAME] [--backend NAME [--postgres-url URL]] [FILE...]",
 			summary: "replay scenario files (default: the embedded corpus) and compare outputs",
 			done:    "every output matches",
 			failed:  "an output did not match, a file could not be read or parsed, or no file given can run over the transport",

@@ -36,7 +36,12 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	shardFlag := fs.String("shard", "1/1", "run shard `i/n` of the run's sequences (every n-th, from the i-th), --checks of them")
 	swarm := fs.Bool("swarm", true, "swarm testing: one sequence in four reweights or switches off kinds of steps and faults")
 	transportName := fs.String("transport", string(handoff.InProcess), "how the worker's requests reach the CRM: in-process, or http (crm.Sender through a fault proxy to crm.Server on loopback)")
+	backendFlags := addBackendFlags(fs)
 	if err := parse(fs, args, stderr, false); err != nil {
+		return err
+	}
+	backend, postgresURL, err := backendFlags.values()
+	if err != nil {
 		return err
 	}
 	var shard, shards int
@@ -74,13 +79,17 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if transport != handoff.InProcess {
 		common += " --transport " + string(transport)
 	}
+	if backend != handoff.SQLite {
+		common += " --backend " + string(backend)
+	}
 	again := fmt.Sprintf("%s --seed %d --checks %d", common, *seed, *checks)
 	if shards > 1 {
 		again += " --shard " + *shardFlag
 	}
 	fmt.Fprintf(stderr, "exploring design %s (%s) with seed %d; to run it again: %s\n", design.Name, transport, *seed, again)
 	cfg := handoff.ExploreConfig{Design: design, Checks: *checks, Steps: *steps, Seed: *seed, Dir: *dir,
-		Shard: shard, Shards: shards, Parallel: *parallel, NoSwarm: !*swarm, Transport: transport, Progress: progressLine(stderr, *checks)}
+		Shard: shard, Shards: shards, Parallel: *parallel, NoSwarm: !*swarm, Transport: transport,
+		Backend: backend, PostgresURL: postgresURL, Progress: progressLine(stderr, *checks)}
 	report, err := handoff.Explore(ctx, cfg)
 	if err != nil {
 		return err

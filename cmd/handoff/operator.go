@@ -79,7 +79,7 @@ func (f operatorFlags) check(fs *flag.FlagSet) (string, error) {
 // openForOperator opens the existing app database at path for an
 // operator action.
 func openForOperator(ctx context.Context, path string) (*system.Outbox, error) {
-	if err := mustExist("app", path); err != nil {
+	if err := appMustExist(ctx, path); err != nil {
 		return nil, err
 	}
 	return system.Open(ctx, path, system.Options{})
@@ -183,7 +183,7 @@ func stale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		if err := writeStaleJSON(stdout, *appPath, *olderThan, now, rows); err != nil {
+		if err := writeStaleJSON(stdout, shown(*appPath), *olderThan, now, rows); err != nil {
 			return err
 		}
 	} else {

@@ -91,7 +91,7 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		remote = r
 		defer r.client.CloseIdleConnections()
 	}
-	if err := mustExist("app", *appPath); err != nil {
+	if err := appMustExist(ctx, *appPath); err != nil {
 		return err
 	}
 	creating := false
@@ -138,7 +138,7 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		if creating && bound != "" {
-			return fmt.Errorf("%s delivers to CRM %s already; --create-crm would make another, whose task ids name other tasks: is %s the right path?", *appPath, bound, *crmPath)
+			return fmt.Errorf("%s delivers to CRM %s already; --create-crm would make another, whose task ids name other tasks: is %s the right path?", shown(*appPath), bound, *crmPath)
 		}
 		if err := system.CheckPath(*crmPath); err != nil {
 			return err
@@ -201,6 +201,29 @@ const deliverWorker = "deliver"
 
 // errMissing says that a database file that must exist does not.
 var errMissing = errors.New("does not exist")
+
+// appMustExist refuses an app database that is not there, as mustExist
+// does a file; one named by a PostgreSQL URL must be there in its schema,
+// which is only read, so that a refused one is not created.
+func appMustExist(ctx context.Context, path string) error {
+	if !system.IsPostgres(path) {
+		return mustExist("app", path)
+	}
+	app, err := system.OpenReadOnly(ctx, path)
+	if err != nil {
+		return err
+	}
+	return app.Close()
+}
+
+// shown is the app database's path or URL as a message shows it: a URL
+// without its password.
+func shown(path string) string {
+	if system.IsPostgres(path) {
+		return system.Redact(path)
+	}
+	return path
+}
 
 // mustExist refuses a database file that is not there: only approve, crm
 // init and deliver --create-crm create one.
@@ -273,9 +296,9 @@ func inspect(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	v := inspection{appPath: *appPath, crmPath: *crmPath, files: files, findings: findings, now: time.Now()}
+	v := inspection{appPath: shown(*appPath), crmPath: *crmPath, files: files, findings: findings, now: time.Now()}
 	if v.audit, err = readAudit(ctx, *appPath); err != nil {
-		v.findings = append(v.findings, handoff.Finding{Where: *appPath, What: "reading the audit log: " + err.Error()})
+		v.findings = append(v.findings, handoff.Finding{Where: v.appPath, What: "reading the audit log: " + err.Error()})
 	}
 	for _, r := range files.App.Outbox {
 		if !slices.Contains(states, r.State) {

@@ -19,12 +19,17 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	quiet := fs.Bool("quiet", false, "print only mismatches and the summary")
 	transportName := fs.String("transport", string(handoff.InProcess), "how the worker's requests reach the CRM in a file that names no transport: in-process, or http")
+	backendFlags := addBackendFlags(fs)
 	if err := parse(fs, args, stderr, true); err != nil {
 		return err
 	}
 	transport, err := handoff.ParseTransport(*transportName)
 	if err != nil {
 		return fmt.Errorf("%w: --transport: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
+	}
+	backend, postgresURL, err := backendFlags.values()
+	if err != nil {
+		return err
 	}
 	scenarios, err := readScenarios(fs.Args())
 	if err != nil {
@@ -36,7 +41,7 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	steps, mismatches := 0, 0
 	for _, sc := range scenarios {
-		outputs, problems, err := replayOne(ctx, sc, transport)
+		outputs, problems, err := replayOne(ctx, sc, handoff.Config{Transport: transport, Backend: backend, PostgresURL: postgresURL})
 		if err != nil {
 			return err
 		}
@@ -107,12 +112,14 @@ func readScenarios(files []string) ([]handoff.Scenario, error) {
 	return scenarios, nil
 }
 
-// replayOne replays a scenario over t in a temporary folder of its own.
-func replayOne(ctx context.Context, sc handoff.Scenario, t handoff.Transport) ([]string, []handoff.Problem, error) {
+// replayOne replays a scenario on an Env of cfg in a temporary folder of
+// its own (and on PostgreSQL a schema of its own).
+func replayOne(ctx context.Context, sc handoff.Scenario, cfg handoff.Config) ([]string, []handoff.Problem, error) {
 	dir, err := os.MkdirTemp("", "handoff-replay-")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	return handoff.ReplayOver(ctx, sc, dir, t)
+	cfg.Dir = dir
+	return handoff.ReplayWith(ctx, sc, cfg)
 }

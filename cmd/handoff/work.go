@@ -65,7 +65,7 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		remote = r
 		defer r.client.CloseIdleConnections()
 	}
-	if err := mustExist("app", *appPath); err != nil {
+	if err := appMustExist(ctx, *appPath); err != nil {
 		return err
 	}
 	if remote != nil {

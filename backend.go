@@ -1,0 +1,294 @@
+package handoff
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of database/sql
+	"github.com/outboxlab/handoff/system"
+)
+
+// Backend is where an Env keeps the app database. The receiver's CRM is
+// a SQLite file on either. Nothing a step prints names the backend, so a
+// scenario file expects the same output on both.
+type Backend string
+
+const (
+	// SQLite keeps the app database in the file app.db of the Env's Dir.
+	SQLite Backend = "sqlite"
+	// Postgres keeps it in a PostgreSQL schema of the Env's own, made on
+	// the server that Config.PostgresURL names and dropped when the Env
+	// closes.
+	Postgres Backend = "postgres"
+)
+
+// Backends are the backends, the default first.
+var Backends = []Backend{SQLite, Postgres}
+
+// ParseBackend returns the backend called s.
+func ParseBackend(s string) (Backend, error) {
+	for _, b := range Backends {
+		if string(b) == s {
+			return b, nil
+		}
+	}
+	return "", fmt.Errorf("handoff: unknown backend %q, want %s or %s", s, SQLite, Postgres)
+}
+
+// PostgresURLEnv names the variable that gives the PostgreSQL server's
+// URL, for the tests and for the CLI's --postgres-url.
+const PostgresURLEnv = "HANDOFF_POSTGRES_URL"
+
+// LocalPostgres is the server a machine set up for handoff's tests runs.
+const LocalPostgres = "postgres://postgres@127.0.0.1:5432/test"
+
+// PostgresServer is the URL of the PostgreSQL server to run on when none
+// is given: PostgresURLEnv's value, or LocalPostgres when it is unset.
+func PostgresServer() string {
+	if u := os.Getenv(PostgresURLEnv); u != "" {
+		return u
+	}
+	return LocalPostgres
+}
+
+// checkBackend returns an error when b is not a backend, or is Postgres
+// without a server URL.
+func checkBackend(b Backend, postgresURL string) error {
+	if _, err := ParseBackend(string(b)); err != nil {
+		return err
+	}
+	if b == Postgres && !system.IsPostgres(postgresURL) {
+		return fmt.Errorf("handoff: the postgres backend needs a server URL postgres://…, got %q", system.Redact(postgresURL))
+	}
+	return nil
+}
+
+// schemas numbers the PostgreSQL schemas this process makes.
+var schemas atomic.Int64
+
+// pgSchema is the PostgreSQL schema that holds an Env's app database.
+// Its name is made of the process id and a number of the process's own,
+// so that lanes, tests and processes that run side by side each have
+// their own.
+type pgSchema struct {
+	server string // the server's URL, without a schema parameter
+	name   string
+	target string // the app database's URL: server with schema=name
+}
+
+// newSchema names a new schema on server and drops whatever an earlier
+// process of the same id left under that name. The app database's
+// system.Open makes it.
+func newSchema(ctx context.Context, server string) (*pgSchema, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return nil, fmt.Errorf("handoff: %s is not a PostgreSQL URL", system.Redact(server))
+	}
+	s := &pgSchema{name: fmt.Sprintf("handoff_%d_%d", os.Getpid(), schemas.Add(1))}
+	q := u.Query()
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	s.server = u.String()
+	q.Set("schema", s.name)
+	u.RawQuery = q.Encode()
+	s.target = u.String()
+	return s, s.drop(ctx)
+}
+
+// drop drops the schema and everything in it; a nil schema is none.
+func (s *pgSchema) drop(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, s.server)
+	if err != nil {
+		return fmt.Errorf("handoff: connecting to %s: %w", system.Redact(s.server), err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+s.name+` CASCADE`); err != nil {
+		return fmt.Errorf("handoff: dropping schema %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// makeAppDatabase readies the place of the Env's app database: on
+// PostgreSQL, a schema of its own.
+func (e *Env) makeAppDatabase(ctx context.Context) error {
+	if err := checkBackend(e.cfg.Backend, e.cfg.PostgresURL); err != nil {
+		return err
+	}
+	if e.cfg.Backend != Postgres {
+		return nil
+	}
+	var err error
+	e.schema, err = newSchema(ctx, e.cfg.PostgresURL)
+	return err
+}
+
+// appTarget is what the Env opens its app database with: the file
+// app.db in Dir, or the URL of its schema.
+func (e *Env) appTarget() string {
+	if e.schema != nil {
+		return e.schema.target
+	}
+	return filepath.Join(e.cfg.Dir, "app.db")
+}
+
+// removeDatabases removes what a closed Env leaves of its databases, so
+// that the next open makes them new: the files in Dir (Close dropped the
+// schema of an app database on PostgreSQL).
+func (e *Env) removeDatabases() error {
+	files := laneFiles
+	if e.schema != nil {
+		files = files[1:]
+	}
+	for _, f := range files {
+		if err := os.Remove(filepath.Join(e.cfg.Dir, f)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emptier opens the lane's own connection to the schema and prepares
+// the statements that empty it back to what it holds now: every table
+// that holds no row emptied (those that do, the schema's version, no
+// step writes), a table before those it references, and the sequences of
+// their identity columns started again. Deleting the few rows of a
+// sequence costs a tenth of what TRUNCATE, which makes new files, does.
+// Like freshStatements, it knows no schema, so that it serves every
+// design; it asks the server's catalog instead.
+func (s *pgSchema) emptier(ctx context.Context) (*sql.DB, []*sql.Stmt, error) {
+	// The connection's commits need survive nothing but this process.
+	u, err := url.Parse(s.server)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := u.Query()
+	q.Set("synchronous_commit", "off")
+	u.RawQuery = q.Encode()
+	db, err := sql.Open("pgx", u.String())
+	if err != nil {
+		return nil, nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	stmts, err := s.emptyingStatements(ctx, db)
+	if err != nil {
+		for _, st := range stmts {
+			st.Close()
+		}
+		db.Close()
+		return nil, nil, err
+	}
+	return db, stmts, nil
+}
+
+// emptyingStatements prepares emptier's statements on db.
+func (s *pgSchema) emptyingStatements(ctx context.Context, db *sql.DB) ([]*sql.Stmt, error) {
+	tables, err := queryStrings(ctx, db, `SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`, s.name)
+	if err != nil {
+		return nil, err
+	}
+	// referencing[t] are the tables whose foreign keys reference t.
+	referencing := map[string][]string{}
+	refs, err := db.QueryContext(ctx, `SELECT quote_ident(f.relname), quote_ident(t.relname) FROM pg_constraint c
+		JOIN pg_class f ON f.oid = c.conrelid JOIN pg_class t ON t.oid = c.confrelid
+		WHERE c.contype = 'f' AND c.connamespace = $1::regnamespace ORDER BY 1, 2`, s.name)
+	if err != nil {
+		return nil, err
+	}
+	for refs.Next() {
+		var from, to string
+		if err := refs.Scan(&from, &to); err != nil {
+			refs.Close()
+			return nil, err
+		}
+		referencing[to] = append(referencing[to], from)
+	}
+	if err := errors.Join(refs.Err(), refs.Close()); err != nil {
+		return nil, err
+	}
+	var order []string
+	seen := map[string]bool{}
+	var visit func(t string)
+	visit = func(t string) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		for _, from := range referencing[t] {
+			visit(from)
+		}
+		order = append(order, t)
+	}
+	for _, t := range tables {
+		visit(t)
+	}
+	var stmts []*sql.Stmt
+	var sequences []string
+	for _, t := range order {
+		qualified := s.name + "." + t
+		var held bool
+		if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM "+qualified+")").Scan(&held); err != nil {
+			return stmts, err
+		}
+		if held {
+			continue
+		}
+		st, err := db.PrepareContext(ctx, "DELETE FROM "+qualified)
+		if err != nil {
+			return stmts, err
+		}
+		stmts = append(stmts, st)
+		seqs, err := queryStrings(ctx, db, `SELECT pg_get_serial_sequence($1, attname) FROM pg_attribute
+			WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND pg_get_serial_sequence($1, attname) IS NOT NULL
+			ORDER BY attnum`, qualified)
+		if err != nil {
+			return stmts, err
+		}
+		for _, seq := range seqs {
+			sequences = append(sequences, "setval('"+strings.ReplaceAll(seq, "'", "''")+"', 1, false)")
+		}
+	}
+	if len(sequences) > 0 {
+		st, err := db.PrepareContext(ctx, "SELECT "+strings.Join(sequences, ", "))
+		if err != nil {
+			return stmts, err
+		}
+		stmts = append(stmts, st)
+	}
+	return stmts, nil
+}
+
+// queryStrings runs a query of one text column.
+func queryStrings(ctx context.Context, db *sql.DB, query string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, errors.Join(rows.Err(), rows.Close())
+}
+
+// sqlWALPosition asks where the server's write-ahead log ends: every
+// commit that changes a table moves it, so an unchanged position means no
+// commit changed the app database (other schemas' commits move it too,
+// which only costs a read).
+const sqlWALPosition = `SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint`

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/outboxlab/handoff"
+	"github.com/outboxlab/handoff/system"
+)
+
+// backendFlags are the --backend and --postgres-url flags of the commands
+// that run the harness (explore, replay): where the simulated app
+// database lives.
+type backendFlags struct {
+	name, url *string
+}
+
+// addBackendFlags defines the flags on fs.
+func addBackendFlags(fs *flag.FlagSet) backendFlags {
+	return backendFlags{
+		name: fs.String("backend", string(handoff.SQLite), "where the app database lives: sqlite (a file per lane), or postgres (a schema per lane on --postgres-url's server, dropped at the end)"),
+		url:  fs.String("postgres-url", handoff.PostgresServer(), "the PostgreSQL server of --backend postgres (default: $"+handoff.PostgresURLEnv+", or "+handoff.LocalPostgres+")"),
+	}
+}
+
+// values returns the backend and the server's URL, or a usage error.
+func (b backendFlags) values() (handoff.Backend, string, error) {
+	backend, err := handoff.ParseBackend(*b.name)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: --backend: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
+	}
+	if backend == handoff.Postgres && !system.IsPostgres(*b.url) {
+		return "", "", fmt.Errorf("%w: --postgres-url %q is not a PostgreSQL URL (postgres://…)", errUsage, system.Redact(*b.url))
+	}
+	return backend, *b.url, nil
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/outboxlab/handoff/internal/pgtest"
+	"github.com/outboxlab/handoff/system"
+)
+
+// TestCommandsOnPostgres runs the by-hand commands on an app database in
+// PostgreSQL, named by URL wherever a path names a file: approve creates
+// it, deliver, inspect, check and stale read and write it; the CRM stays
+// a file. A URL whose schema holds no app database is refused, as a
+// missing file is, and nothing is created for it.
+func TestCommandsOnPostgres(t *testing.T) {
+	app := pgtest.URL(t)
+	missing := pgtest.URL(t)
+	crm := filepath.Join(t.TempDir(), "crm.db")
+	steps := []struct {
+		args   []string
+		code   int
+		stdout string // a part of stdout that must appear
+	}{
+		{[]string{"approve", "--app", app, "--case", "case-104", "--title", "Call back"}, 0, "approved harbor:create-followup:v1:case-104: outbox row pending, 0 of 3 attempts"},
+		{[]string{"deliver", "--app", app, "--crm", crm, "--fault", "lost-reply", "--create-crm"}, 0, "pending harbor:create-followup:v1:case-104: transient failure (attempt 1 of 3)"},
+		{[]string{"deliver", "--app", app, "--crm", crm, "--fault", "crash-after-reply"}, 1, ""},
+		{[]string{"deliver", "--app", app, "--crm", crm}, 0, "sent harbor:create-followup:v1:case-104: CRM task 1 (attempt 3 of 3)"},
+		{[]string{"inspect", "--app", app, "--crm", crm}, 0, "0 pending, 1 sent, 0 blocked"},
+		{[]string{"check", "--app", app, "--crm", crm}, 0, ""},
+		{[]string{"stale", "--app", app, "--older-than", "1h"}, 0, ""},
+		{[]string{"upgrade", "--app", app}, 0, ""},
+	}
+	for _, s := range steps {
+		code, stdout, stderr := runCLI(t, s.args...)
+		if code != s.code || !strings.Contains(stdout, s.stdout) {
+			t.Fatalf("%v: got exit %d, stdout %q, stderr %q; want exit %d and %q", s.args, code, stdout, stderr, s.code, s.stdout)
+		}
+	}
+	for _, args := range [][]string{
+		{"deliver", "--app", missing, "--crm", crm},
+		{"work", "--app", missing, "--crm", crm, "--until-idle"},
+		{"inspect", "--app", missing},
+		{"check", "--app", missing},
+		{"stale", "--app", missing, "--older-than", "1h"},
+		{"requeue", "harbor:create-followup:v1:case-104", "--app", missing, "--reason", "r"},
+		{"reconcile", "harbor:create-followup:v1:case-104", "--app", missing, "--absent", "--reason", "r"},
+		{"upgrade", "--app", missing},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != 1 || !strings.Contains(stderr, "holds no handoff app database") {
+			t.Errorf("%v: got exit %d and stderr %q, want 1 and 'holds no handoff app database'", args, code, stderr)
+		}
+	}
+	if _, err := system.OpenReadOnly(t.Context(), missing); !errors.Is(err, system.ErrNotFound) {
+		t.Errorf("after the refused commands, opening %s: got %v, want ErrNotFound", missing, err)
+	}
+}
+
+// TestBackendFlagsRefused checks that explore and replay refuse an
+// unknown backend and a server URL that is not PostgreSQL's, as usage
+// errors.
+func TestBackendFlagsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"explore", "--backend", "mysql"},
+		{"explore", "--backend", "postgres", "--postgres-url", "mysql://127.0.0.1/test"},
+		{"replay", "--backend", "Postgres"},
+		{"replay", "--backend", "postgres", "--postgres-url", "/tmp/app.db"},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 2 || !strings.Contains(stderr, "--") {
+			t.Errorf("%v: got exit %d and stderr %q, want 2 and a message naming the flag", args, code, stderr)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package handoff
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/pgtest"
+)
+
+// TestMain says in one line, on the standard error, when the PostgreSQL
+// suite did not run. go test shows it for a package that fails, and with
+// -v; for a package that passes, go test ./... keeps it back (see README).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if r := pgtest.Reason(); r != "" {
+		fmt.Fprintf(os.Stderr, "handoff: %s\n", strings.Join(strings.Fields(r), " "))
+	}
+	os.Exit(code)
+}
+
+// TestCorpusOnPostgres replays every scenario file with the app database
+// in PostgreSQL and compares each step's output with the file: the same
+// output as on SQLite, since nothing a step prints names the backend.
+// TestFragileCorpusOnPostgres replays the files of the fragile designs
+// whose shortcut is in the outbox.
+func TestCorpusOnPostgres(t *testing.T) {
+	t.Parallel()
+	server := pgtest.URL(t)
+	scenarios, err := CorpusScenarios()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range scenarios {
+		if d, err := designs.Lookup(sc.Design()); err == nil && d.Name != designs.Handoff.Name && !d.OwnReceiver {
+			continue
+		}
+		t.Run(strings.TrimSuffix(strings.TrimPrefix(sc.Name, "corpus/"), ".txt"), func(t *testing.T) {
+			t.Parallel()
+			_, problems, err := ReplayWith(t.Context(), sc, Config{Dir: t.TempDir(), Backend: Postgres, PostgresURL: server})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range problems {
+				t.Error(p)
+			}
+		})
+	}
+}
+
+// postgresChecks is how many sequences TestSimulationOnPostgres runs:
+// TestSimulation's under -short.
+const postgresChecks = 20
+
+// TestSimulationOnPostgres is TestSimulation with the app database in
+// PostgreSQL, at -short's budget, on the sequences of an exploration
+// with seed 1: the corpus shows each behaviour on it, and this that the
+// Env renews its schema between sequences as it empties a file.
+func TestSimulationOnPostgres(t *testing.T) {
+	t.Parallel()
+	server := pgtest.URL(t)
+	rec := &Recorder{}
+	prop, done := Property(t.Context(), PropertyConfig{Dir: t.TempDir(), MaxSteps: DefaultSteps, Recorder: rec,
+		Backend: Postgres, PostgresURL: server})
+	defer done()
+	for i := range postgresChecks {
+		tb := &exploreTB{name: t.Name()}
+		rapidFlags.check(tb, SequenceSeed(1, int64(i)), prop)
+		if tb.failed {
+			t.Fatalf("sequence %d:\n%s", i, strings.Join(tb.messages, "\n"))
+		}
+	}
+}
+
+// TestFragileCorpusOnPostgres replays the minimal counterexample of every
+// fragile design whose shortcut is in the outbox with the app database in
+// PostgreSQL, compares each step's output with the file, and checks that
+// the last step breaks the documented invariant there too. The designs
+// whose shortcut is in the receiver run against the CRM, a SQLite file on
+// either backend: TestCorpusOnPostgres replays their files.
+func TestFragileCorpusOnPostgres(t *testing.T) {
+	t.Parallel()
+	server := pgtest.URL(t)
+	scenarios := corpus(t)
+	checked := 0
+	for _, d := range designs.Fragile {
+		if d.OwnReceiver {
+			continue
+		}
+		checked++
+		t.Run(d.Name, func(t *testing.T) {
+			t.Parallel()
+			sc := scenarios["corpus/fragile/"+d.Name+".txt"]
+			env, err := NewEnv(t.Context(), Config{Dir: t.TempDir(), Backend: Postgres, PostgresURL: server})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Close()
+			var last Outcome
+			for _, c := range sc.Cases {
+				if last, err = env.Apply(t.Context(), c.Step); err != nil {
+					t.Fatalf("%s:%d: %v", sc.Name, c.Line, err)
+				}
+				if last.Output != c.Want {
+					t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", sc.Name, c.Line, c.Text, last.Output, c.Want)
+				}
+			}
+			if v := last.Violation; v == nil || v.Invariant != d.Invariant {
+				t.Errorf("got violation %v, want invariant %d", v, d.Invariant)
+			}
+		})
+	}
+	t.Logf("%d fragile designs replayed on PostgreSQL", checked)
+}
