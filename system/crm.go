@@ -146,7 +146,7 @@ func newCRM(ctx context.Context, q *statements, path string) (*CRM, error) {
 // database remembers it (Outbox.BindReceiver) to refuse another CRM file.
 func (c *CRM) Identity(ctx context.Context) (string, error) {
 	var id string
-	err := c.q.prepared[sqlIdentity].QueryRowContext(ctx).Scan(&id)
+	err := c.q.row(ctx, nil, sqlIdentity).Scan(&id)
 	return id, driverError("reading the identity of "+c.path, err)
 }
 
@@ -202,7 +202,7 @@ func (c *CRM) CommitStats() CommitStats { return c.q.group.stats() }
 
 // Tasks reads every task in id order.
 func (c *CRM) Tasks(ctx context.Context) ([]Task, error) {
-	rows, err := c.q.prepared[sqlTasks].QueryContext(ctx)
+	rows, err := c.q.query(ctx, nil, sqlTasks)
 	if err != nil {
 		return nil, driverError("reading tasks", err)
 	}

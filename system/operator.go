@@ -113,11 +113,7 @@ func (o *Outbox) operate(ctx context.Context, action Action, key, actor, reason 
 	}
 	return o.q.write(ctx, string(action)+" "+key, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		now := o.opts.Now()
-		st, err := q.in(ctx, tx, sqlLockRow)
-		if err != nil {
-			return err
-		}
-		r, err := scanRow(st.QueryRowContext(ctx, key))
+		r, err := scanRow(q.row(ctx, tx, sqlLockRow, key))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: no outbox row for %s", ErrNotFound, key)
 		}
@@ -150,7 +146,7 @@ func millis0(t time.Time) int64 {
 
 // Audit reads the audit log, oldest first.
 func (o *Outbox) Audit(ctx context.Context) ([]AuditEntry, error) {
-	rows, err := o.q.prepared[sqlAuditLog].QueryContext(ctx)
+	rows, err := o.q.query(ctx, nil, sqlAuditLog)
 	if err != nil {
 		return nil, driverError("reading the audit log", err)
 	}

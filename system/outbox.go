@@ -427,7 +427,7 @@ func (o *Outbox) rows(ctx context.Context, tx *sql.Tx, query string, args ...any
 // Row reads the outbox row of key, or returns ErrNotFound. It costs the
 // same however many rows there are.
 func (o *Outbox) Row(ctx context.Context, key string) (Row, error) {
-	r, err := scanRow(o.q.prepared[sqlRow].QueryRowContext(ctx, key))
+	r, err := scanRow(o.q.row(ctx, nil, sqlRow, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Row{}, fmt.Errorf("%w: no outbox row for %s", ErrNotFound, key)
 	}
@@ -442,7 +442,7 @@ func (o *Outbox) Row(ctx context.Context, key string) (Row, error) {
 // attempt counted past its worker's budget still shows.
 func (o *Outbox) Budget(ctx context.Context) (int, error) {
 	var v string
-	err := o.q.prepared[sqlGetMeta].QueryRowContext(ctx, "budget").Scan(&v)
+	err := o.q.row(ctx, nil, sqlGetMeta, "budget").Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o.opts.MaxAttempts, nil
 	}
@@ -463,7 +463,7 @@ const metaReceiver = "receiver"
 // delivers to, or "" before its first delivery.
 func (o *Outbox) Receiver(ctx context.Context) (string, error) {
 	var id string
-	err := o.q.prepared[sqlGetMeta].QueryRowContext(ctx, metaReceiver).Scan(&id)
+	err := o.q.row(ctx, nil, sqlGetMeta, metaReceiver).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

@@ -6,20 +6,27 @@ import (
 )
 
 // Pipeline delivers rows for one worker, one after the other, as
-// DeliverOne does, but records each answer while the next row is claimed
-// and sent: a worker then waits on its receiver, not on its database. At
-// most one settle is in flight, beside the next claim and send (SQLite
-// commits the settle and the claim together; PostgreSQL on two
-// connections). The protocol is DeliverOne's: every claim commits before
-// its send, and every settle is fenced. A Pipeline passes no fault
-// points: the harness crashes DeliverOne, and real crashes (handoff trial)
-// a Pipeline. It is not safe for concurrent use; run one per worker.
+// DeliverOne does, but records each answer while the next row is sent: a
+// worker then waits on its receiver and on its claims, not on recording
+// answers. The protocol is DeliverOne's: every claim commits before its
+// send, every settle is fenced, and a row whose answer is not yet
+// recorded keeps its lease, so no other worker takes it meanwhile. A
+// Pipeline passes no fault points: the harness crashes DeliverOne, and
+// real crashes (handoff trial) a Pipeline. It is not safe for concurrent
+// use; run one per worker.
 type Pipeline struct {
 	o         *Outbox
 	r         Receiver
 	retention time.Duration
-	settling  chan settled // the settle in flight; nil when none is
-	ready     *settled     // a result to return before claiming again
+	heard     *answer  // the last send, whose answer is not yet recorded
+	ready     *settled // a result to return before claiming again
+}
+
+// answer is what the send of a claim heard.
+type answer struct {
+	c      Claim
+	taskID int64
+	err    error
 }
 
 // settled is what a delivery came to.
@@ -45,12 +52,12 @@ func (o *Outbox) Pipeline(r Receiver) (*Pipeline, error) {
 // Next returns the next delivery this worker made, in the order it made
 // them, as DeliverOne would have returned it: a settled one (sent,
 // pending for a retry, blocked, stale, or an *AttemptError), a row
-// blocked at its claim, Idle, or the error of a claim. To keep one send
-// ahead, it may claim and send the following row before it returns, and
-// leave that row's settle in flight: Flush waits for it. Idle comes only
-// when no settle is in flight, so its NextEligible is up to date. A
-// cancelled ctx stops the claiming; a send under way and the settles run
-// to their end.
+// blocked at its claim, Idle, or the error of a claim. It claims the next
+// row first, then records the answer of the last send while it sends
+// that row, and leaves the new answer unrecorded until the next call (or
+// Flush). Idle comes only when every answer is recorded, so its
+// NextEligible is up to date. A cancelled ctx stops the claiming; a send
+// under way and the recording of answers run to their end.
 func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 	for {
 		if r := p.ready; r != nil {
@@ -59,46 +66,48 @@ func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 		}
 		c, d, err := p.o.ClaimNext(ctx, p.retention)
 		switch {
-		case p.settling == nil && (err != nil || d.Result != ResultPending):
+		case p.heard == nil && (err != nil || d.Result != ResultPending):
 			return d, err
 		case err == nil && d.Result == Idle:
-			// The row in flight may be what keeps the outbox from being
-			// idle, or hold the earliest eligible time: claim again
-			// once it is settled.
-			return p.wait()
+			// The row whose answer is unrecorded may be what keeps the
+			// outbox from being idle: claim again once it is recorded.
+			return p.record(ctx)
 		case err != nil || d.Result != ResultPending:
 			p.ready = &settled{d, err}
-			return p.wait()
+			return p.record(ctx)
+		}
+		var recorded chan settled
+		if earlier := p.heard; earlier != nil {
+			recorded = make(chan settled, 1)
+			go func() {
+				d, err := p.o.Settle(context.WithoutCancel(ctx), earlier.c, earlier.taskID, earlier.err)
+				recorded <- settled{d, err}
+			}()
 		}
 		taskID, sendErr := p.o.Send(context.WithoutCancel(ctx), c, p.r)
-		earlier := p.settling
-		p.settling = make(chan settled, 1)
-		go func(done chan<- settled) {
-			d, err := p.o.Settle(context.WithoutCancel(ctx), c, taskID, sendErr)
-			done <- settled{d, err}
-		}(p.settling)
-		if earlier != nil {
-			r := <-earlier
+		p.heard = &answer{c, taskID, sendErr}
+		if recorded != nil {
+			r := <-recorded
 			return r.d, r.err
 		}
 	}
 }
 
-// Flush waits for the settle in flight, if any, and returns what its
-// delivery came to; flushed is false when none was in flight. A worker
-// that stops calls it, so that it leaves no answer unrecorded.
-func (p *Pipeline) Flush() (d Delivery, flushed bool, err error) {
-	if p.settling == nil {
+// Flush records the answer of the last send, if any, and returns what its
+// delivery came to; flushed is false when every answer was recorded. A
+// worker that stops calls it, so that it leaves no answer unrecorded.
+func (p *Pipeline) Flush(ctx context.Context) (d Delivery, flushed bool, err error) {
+	if p.heard == nil {
 		return Delivery{}, false, nil
 	}
-	d, err = p.wait()
+	d, err = p.record(ctx)
 	return d, true, err
 }
 
-// wait waits for the settle in flight and returns what its delivery came
-// to.
-func (p *Pipeline) wait() (Delivery, error) {
-	r := <-p.settling
-	p.settling = nil
-	return r.d, r.err
+// record records the answer of the last send and returns what its
+// delivery came to.
+func (p *Pipeline) record(ctx context.Context) (Delivery, error) {
+	a := p.heard
+	p.heard = nil
+	return p.o.Settle(context.WithoutCancel(ctx), a.c, a.taskID, a.err)
 }

@@ -99,8 +99,8 @@ func untilIdle(t *testing.T, p *system.Pipeline, n int) map[string]system.Delive
 		case err != nil:
 			t.Fatal(err)
 		case d.Result == system.Idle && d.NextEligible.IsZero():
-			if _, flushed, _ := p.Flush(); flushed {
-				t.Errorf("idle with a settle in flight")
+			if _, flushed, _ := p.Flush(context.Background()); flushed {
+				t.Errorf("idle with an answer not yet recorded")
 			}
 			return last
 		case d.Result == system.Idle:

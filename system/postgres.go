@@ -374,8 +374,9 @@ func preparePostgres(ctx context.Context, db *sql.DB, t postgresTarget, readOnly
 	}
 	var tables int
 	var hasVersion bool
-	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(bool_or(table_name = 'handoff_version'), false)
-		FROM information_schema.tables WHERE table_schema = $1`, t.schema).Scan(&tables, &hasVersion)
+	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(bool_or(c.relname = 'handoff_version'), false)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`, t.schema).Scan(&tables, &hasVersion)
 	if err != nil {
 		return driverError("reading the tables of schema "+t.schema, err)
 	}

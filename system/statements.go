@@ -20,17 +20,17 @@ type statements struct {
 }
 
 // prepare prepares queries, and the statements of a batch's savepoints,
-// on the handle; on an error it closes the handle. A query is prepared
-// in the handle's dialect and found under its SQLite text.
+// on a SQLite handle; on an error it closes the handle. On PostgreSQL it
+// prepares nothing: pgx prepares each statement on a connection the
+// first time it runs there and keeps it, and preparing up front would
+// cost every new pool a round trip per query.
 func (s *statements) prepare(ctx context.Context, queries ...string) error {
 	s.prepared = map[string]*sql.Stmt{}
-	if s.dialect == nil {
-		queries = append([]string{sqlSavepoint, sqlRollbackTo, sqlReleaseSave}, queries...)
-	} else {
-		queries = append([]string{sqlSerialise}, queries...)
+	if s.dialect != nil {
+		return nil
 	}
-	for _, q := range queries {
-		st, err := s.db.PrepareContext(ctx, s.text(q))
+	for _, q := range append([]string{sqlSavepoint, sqlRollbackTo, sqlReleaseSave}, queries...) {
+		st, err := s.db.PrepareContext(ctx, q)
 		if err != nil {
 			s.close()
 			return driverError("preparing a statement", err)
@@ -69,41 +69,58 @@ func (s *statements) serialise(ctx context.Context, tx *sql.Tx, name string) err
 	return driverError("waiting for "+name, s.exec(ctx, tx, sqlSerialise, name))
 }
 
-// in returns query bound to tx: the prepared statement where there is one,
-// otherwise one prepared for tx alone.
-func (s *statements) in(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
-	if st, ok := s.prepared[query]; ok {
-		return tx.StmtContext(ctx, st), nil
+// stmt returns the statement prepared for query, bound to tx unless tx
+// is nil; ok is false when none is.
+func (s *statements) stmt(ctx context.Context, tx *sql.Tx, query string) (st *sql.Stmt, ok bool) {
+	st, ok = s.prepared[query]
+	if ok && tx != nil {
+		st = tx.StmtContext(ctx, st)
 	}
-	return tx.PrepareContext(ctx, s.text(query))
+	return st, ok
+}
+
+// execResult runs a statement in tx, or on the handle when tx is nil.
+func (s *statements) execResult(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st, ok := s.stmt(ctx, tx, query); ok {
+		return st.ExecContext(ctx, args...)
+	}
+	if tx != nil {
+		return tx.ExecContext(ctx, s.text(query), args...)
+	}
+	return s.db.ExecContext(ctx, s.text(query), args...)
 }
 
 // exec runs a statement in tx.
 func (s *statements) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
-	st, err := s.in(ctx, tx, query)
-	if err != nil {
-		return err
-	}
-	_, err = st.ExecContext(ctx, args...)
+	_, err := s.execResult(ctx, tx, query, args...)
 	return err
+}
+
+// row runs a one-row query in tx, or on the handle when tx is nil.
+func (s *statements) row(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if st, ok := s.stmt(ctx, tx, query); ok {
+		return st.QueryRowContext(ctx, args...)
+	}
+	if tx != nil {
+		return tx.QueryRowContext(ctx, s.text(query), args...)
+	}
+	return s.db.QueryRowContext(ctx, s.text(query), args...)
 }
 
 // queryRow runs a one-row query in tx and scans it into dest.
 func (s *statements) queryRow(ctx context.Context, tx *sql.Tx, query string, args []any, dest ...any) error {
-	st, err := s.in(ctx, tx, query)
-	if err != nil {
-		return err
-	}
-	return st.QueryRowContext(ctx, args...).Scan(dest...)
+	return s.row(ctx, tx, query, args...).Scan(dest...)
 }
 
-// query runs a query in tx.
+// query runs a query in tx, or on the handle when tx is nil.
 func (s *statements) query(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
-	st, err := s.in(ctx, tx, query)
-	if err != nil {
-		return nil, err
+	if st, ok := s.stmt(ctx, tx, query); ok {
+		return st.QueryContext(ctx, args...)
 	}
-	return st.QueryContext(ctx, args...)
+	if tx != nil {
+		return tx.QueryContext(ctx, s.text(query), args...)
+	}
+	return s.db.QueryContext(ctx, s.text(query), args...)
 }
 
 // close closes every prepared statement and then the database handle.

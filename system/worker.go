@@ -125,11 +125,7 @@ type Claim struct {
 func (o *Outbox) Recover(ctx context.Context) (int, error) {
 	n := 0
 	err := o.q.write(ctx, "releasing leases", func(ctx context.Context, tx *sql.Tx, q *statements) error {
-		st, err := q.in(ctx, tx, sqlRelease)
-		if err != nil {
-			return err
-		}
-		res, err := st.ExecContext(ctx, o.opts.Worker)
+		res, err := q.execResult(ctx, tx, sqlRelease, o.opts.Worker)
 		if err != nil {
 			return driverError("releasing leases", err)
 		}
@@ -265,11 +261,7 @@ func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr erro
 	}
 	stale := false
 	err := o.q.write(ctx, "recording the delivery", func(ctx context.Context, tx *sql.Tx, q *statements) error {
-		st, err := q.in(ctx, tx, sqlSettle)
-		if err != nil {
-			return err
-		}
-		res, err := st.ExecContext(ctx, string(d.state()), remoteID, lastError, sentAt, nextAttempt, c.Seq, c.Fence)
+		res, err := q.execResult(ctx, tx, sqlSettle, string(d.state()), remoteID, lastError, sentAt, nextAttempt, c.Seq, c.Fence)
 		if err != nil {
 			return driverError("recording the delivery", err)
 		}
