@@ -40,7 +40,7 @@ func (e *Env) switchDesign(ctx context.Context, d designs.Design) error {
 	if err := e.Close(); err != nil {
 		return err
 	}
-	for _, f := range []string{"app.db", "crm.db"} {
+	for _, f := range []string{appFile, crmFile} {
 		if err := os.Remove(filepath.Join(e.cfg.Dir, f)); err != nil {
 			return fmt.Errorf("handoff: switching design: %w", err)
 		}

@@ -185,7 +185,7 @@ type lane struct {
 }
 
 // laneFiles are the files of an Env.
-var laneFiles = []string{"app.db", "crm.db"}
+var laneFiles = []string{appFile, crmFile}
 
 // openLane opens the lane of e, whose files are new: it notes what they
 // hold, to empty them back to it.
@@ -217,6 +217,15 @@ func openLane(ctx context.Context, e *Env) (_ *lane, err error) {
 		db.SetMaxOpenConns(1)
 		db.SetMaxIdleConns(1)
 		l.conns = append(l.conns, db)
+		// Emptying the file would leave its pages on the free list, where
+		// the next sequence's writes find room: a full database (pinned at
+		// its size) would refuse only what outgrows every sequence before.
+		// With incremental auto-vacuum, reset gives the pages back, and a
+		// full database refuses what a new file would. The file is new:
+		// VACUUM moves no row that a step observes.
+		if _, err := db.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM"); err != nil {
+			return nil, fmt.Errorf("handoff: setting up auto-vacuum of %s: %w", name, err)
+		}
 		reset, err := freshStatements(ctx, db)
 		l.resets = append(l.resets, reset)
 		if err != nil {
@@ -301,7 +310,7 @@ func freshStatements(ctx context.Context, db *sql.DB) ([]*sql.Stmt, error) {
 func quoteName(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 // reset empties every file back to what it held when the lane opened, one
-// transaction each.
+// transaction each, and gives the pages it frees back (see openLane).
 func (l *lane) reset(ctx context.Context) error {
 	for i, db := range l.conns {
 		tx, err := db.BeginTx(ctx, nil)
@@ -313,6 +322,10 @@ func (l *lane) reset(ctx context.Context) error {
 				tx.Rollback()
 				return fmt.Errorf("handoff: emptying %s: %w", laneFiles[i], err)
 			}
+		}
+		if _, err := tx.ExecContext(ctx, "PRAGMA incremental_vacuum"); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("handoff: giving the pages of %s back: %w", laneFiles[i], err)
 		}
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("handoff: emptying %s: %w", laneFiles[i], err)
