@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/outboxlab/handoff/model"
@@ -32,6 +33,11 @@ const (
 	Designed  AnswerKind = "design"
 	// Transported answers a transport line.
 	Transported AnswerKind = "transport"
+	// DatabaseBusy and DatabaseFull answer a step whose write a database
+	// refused (system.ErrBusy, system.ErrFull), or a send whose receiver's
+	// database refused the task.
+	DatabaseBusy AnswerKind = "database-busy"
+	DatabaseFull AnswerKind = "database-full"
 
 	// The phases of a named worker and the clock: a claim is Claimed,
 	// Blocked or Idle (At: when a row becomes eligible); a send hears
@@ -113,6 +119,8 @@ var resultAnswers = map[model.Result]AnswerKind{
 	model.ResultConflict:  Conflict,
 	model.ResultRejected:  Rejected,
 	model.ResultStale:     Stale,
+	model.ResultBusy:      DatabaseBusy,
+	model.ResultFull:      DatabaseFull,
 }
 
 // opAnswers are the kinds of the model's verdicts on operator actions.
@@ -133,4 +141,18 @@ var verdictAnswers = map[model.Verdict]AnswerKind{
 	model.Conflicting: Conflict,
 	model.Invalid:     Invalid,
 	model.Crashed:     Crashed,
+	model.Busy:        DatabaseBusy,
+	model.Full:        DatabaseFull,
+}
+
+// errorAnswer is the kind of an error a step got: a database that was
+// busy or full, or another error.
+func errorAnswer(err error) AnswerKind {
+	switch {
+	case errors.Is(err, system.ErrBusy):
+		return DatabaseBusy
+	case errors.Is(err, system.ErrFull):
+		return DatabaseFull
+	}
+	return Error
 }

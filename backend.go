@@ -139,7 +139,7 @@ func (e *Env) appTarget() string {
 	if e.schema != nil {
 		return e.schema.target
 	}
-	return filepath.Join(e.cfg.Dir, "app.db")
+	return filepath.Join(e.cfg.Dir, appFile)
 }
 
 // removeDatabases removes what a closed Env leaves of its databases, so

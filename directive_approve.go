@@ -5,27 +5,31 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
 
 // approve records an approval; case and title may be missing (then empty).
+// A busy app database refuses it; a full one refuses a new approval that
+// needs another page.
 //
-//	approve case=case-104 title="Call about the approved repair plan" [fault=crash-between-inserts]
+//	approve case=case-104 title="Call about the approved repair plan" [fault=crash-between-inserts|app-busy|app-full]
 func (e *Env) approve(ctx context.Context, s Step) (stepResult, error) {
 	if err := s.only("case", "title", "fault"); err != nil {
 		return stepResult{}, err
 	}
-	fault, err := faultArg(s, faults.CrashBetweenInserts)
+	fault, err := faultArg(s, approveFaults...)
 	if err != nil {
 		return stepResult{}, err
 	}
 	caseID, _ := s.Arg("case")
 	title, _ := s.Arg("title")
 
+	var key string
 	e.injector.Arm(FaultPoint(fault))
-	key, err := e.app.RecordApproval(ctx, caseID, title)
+	if ferr := e.withDatabaseFault(ctx, fault, e.app, func() { key, err = e.app.RecordApproval(ctx, caseID, title) }); ferr != nil {
+		return stepResult{}, ferr
+	}
 	e.injector.Arm("")
 	var r stepResult
 	crashed := e.injector.Crashed()
@@ -47,12 +51,37 @@ func (e *Env) approve(ctx context.Context, s Step) (stepResult, error) {
 	// struck where the harness enumerates crash points.
 	crash := faultTable[fault].crashesApproval || crashAt(crashed).crashesApproval
 	var verdict model.Verdict
-	e.model, verdict, key = e.model.Approve(caseID, title, crash)
-	r.key, r.want = key, Answer{Kind: verdictAnswers[verdict]}
-	if r.want.Kind == Approved {
-		r.want.Key = key
+	if refused := faultTable[fault].refusal; refused != model.Accepted && crashed == "" {
+		before := e.model
+		e.model, verdict, key = e.model.ApproveRefused(caseID, title, refused)
+		if verdict == model.Busy || verdict == model.Full {
+			r.fired = fault
+		}
+		if verdict == model.Full {
+			// The approval may have found room all the same.
+			alt, v, _ := before.Approve(caseID, title, false)
+			r.otherwise = &prediction{alt, approvalAnswer(v, key)}
+		}
+	} else {
+		e.model, verdict, key = e.model.Approve(caseID, title, crash)
 	}
+	if crashed != "" {
+		// The default worker started again and released its leases: one
+		// may be left from a delivery whose settle failed.
+		e.model, _ = e.model.Restart(model.DefaultWorker)
+	}
+	r.key, r.want = key, approvalAnswer(verdict, key)
 	return r, nil
+}
+
+// approvalAnswer is the answer the model predicts for an approval of key
+// with verdict v.
+func approvalAnswer(v model.Verdict, key string) Answer {
+	a := Answer{Kind: verdictAnswers[v]}
+	if a.Kind == Approved {
+		a.Key = key
+	}
+	return a
 }
 
 // refusal classifies a refused approval for comparison with the model.
@@ -63,5 +92,5 @@ func refusal(err error) AnswerKind {
 	case errors.Is(err, system.ErrKeyConflict):
 		return Conflict
 	}
-	return Error
+	return errorAnswer(err)
 }

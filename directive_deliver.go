@@ -9,14 +9,16 @@ import (
 	"github.com/outboxlab/handoff/system"
 )
 
-// deliver makes one delivery attempt with an optional fault.
+// deliver makes one delivery attempt with an optional fault. A busy app
+// database refuses the claim; a busy receiver database refuses the task,
+// and a full one a task that needs another page.
 //
-//	deliver [fault=duplicate-request|foreign-task|offline|lost-reply|crash-after-reply|crash-before-send]
+//	deliver [fault=duplicate-request|foreign-task|offline|lost-reply|crash-after-reply|crash-before-send|app-busy|crm-busy|crm-full]
 func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 	if err := s.only("fault"); err != nil {
 		return stepResult{}, err
 	}
-	fault, err := faultArg(s, faults.DeliveryKinds...)
+	fault, err := faultArg(s, deliverFaults...)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -25,11 +27,15 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 		return stepResult{}, err
 	}
 	sent := e.sendCount()
+	var d system.Delivery
 	e.injector.Arm(FaultPoint(fault))
-	d, err := e.app.DeliverOne(ctx, faults.Counted(e.sends, network))
+	if ferr := e.withDatabaseFault(ctx, fault, e.app, func() { d, err = e.app.DeliverOne(ctx, faults.Counted(e.sends, network)) }); ferr != nil {
+		return stepResult{}, ferr
+	}
 	e.injector.Arm("")
 	var r stepResult
-	if FaultPoint(fault) == "" && e.sendCount() > sent {
+	effect := faultTable[fault]
+	if FaultPoint(fault) == "" && e.sendCount() > sent || effect.database == appFile {
 		r.fired = fault
 	}
 	crashed := e.injector.Crashed()
@@ -40,7 +46,7 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 			return stepResult{}, err
 		}
 	case err != nil:
-		r.line, r.got = "error: "+err.Error(), Answer{Kind: Error}
+		r.line, r.got = "error: "+err.Error(), Answer{Kind: errorAnswer(err), Key: d.Key}
 	default:
 		r.line, r.got = e.describe(d), Answer{Kind: workerAnswers[d.Result], Key: d.Key}
 		if d.Result == system.ResultSent || d.Result == system.ResultPending || d.LastError == system.LastErrorTransient || d.LastError == system.LastErrorConflict || d.LastError == system.LastErrorRejected {
@@ -48,15 +54,44 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 		}
 	}
 
-	effect := faultTable[fault]
-	in := model.Delivery{Network: effect.network, Crash: effect.crash, Foreign: faults.ForeignPayload}
+	req := e.request(fault, 0)
+	in := model.Delivery{Network: req.Network, RetryAfter: req.RetryAfter, Crash: effect.crash, Foreign: req.Foreign}
+	if effect.database == appFile {
+		in.App = effect.refusal
+	}
 	if c := crashAt(crashed).crash; c != model.NoCrash { // also a crash the harness enumerated
 		in.Crash = c
 	}
+	before := e.model
 	var result model.Result
 	e.model, result, r.key = e.model.Deliver(in)
-	r.want = Answer{Kind: resultAnswers[result], Key: r.key}
+	r.want = deliveryAnswer(result, r.key)
+	if effect.refusal == model.RefusedFull {
+		// The task may have found room all the same.
+		in.Network, in.RetryAfter = model.Delivered, 0
+		alt, result, key := before.Deliver(in)
+		r.otherwise = &prediction{alt, deliveryAnswer(result, key)}
+	}
 	return r, nil
+}
+
+// deliveryAnswer is the answer the model predicts for a delivery of key
+// with result res.
+func deliveryAnswer(res model.Result, key string) Answer {
+	return Answer{Kind: resultAnswers[res], Key: key}
+}
+
+// request is what the model hears of a request with fault k (and, when
+// throttled, the receiver's hint in milliseconds): the fault's network,
+// or, for a fault of the receiver's database, what the receiver answers
+// over the Env's transport when its database refuses the task.
+func (e *Env) request(k faults.Kind, hint int64) model.Request {
+	f := faultTable[k]
+	r := model.Request{Network: f.network, Foreign: faults.ForeignPayload, RetryAfter: hint}
+	if f.database == crmFile && e.cfg.Transport == HTTP {
+		r.Network, r.RetryAfter = f.overHTTP, f.retryAfter
+	}
+	return r
 }
 
 // sendCount is how many requests the worker has sent in all.

@@ -15,14 +15,15 @@ import (
 // send has a named worker send the row it claimed, outside any
 // transaction, over a network with an optional fault; the worker keeps
 // what it heard until it settles. A throttled answer carries the
-// receiver's retry hint.
+// receiver's retry hint. A busy receiver database refuses the task, and
+// a full one a task that needs another page.
 //
-//	send worker=A [fault=offline|lost-reply|duplicate-request|foreign-task|refused|throttled retry-after=MS]
+//	send worker=A [fault=offline|lost-reply|duplicate-request|foreign-task|refused|throttled retry-after=MS|crm-busy|crm-full]
 func (e *Env) send(ctx context.Context, s Step) (stepResult, error) {
 	if err := s.only("worker", "fault", "retry-after"); err != nil {
 		return stepResult{}, err
 	}
-	fault, err := faultArg(s, faults.SendKinds...)
+	fault, err := faultArg(s, sendFaults...)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -50,7 +51,10 @@ func (e *Env) send(ctx context.Context, s Step) (stepResult, error) {
 		if w.claim.Fence > e.actedFence[w.claim.Key] {
 			network = faults.Counted(e.sends, network)
 		}
-		w.taskID, w.sendErr = w.app.Send(ctx, *w.claim, network)
+		claim := *w.claim
+		if ferr := e.withDatabaseFault(ctx, fault, w.app, func() { w.taskID, w.sendErr = w.app.Send(ctx, claim, network) }); ferr != nil {
+			return stepResult{}, ferr
+		}
 		w.heard = true
 		r.got = heardAnswer(w.taskID, w.sendErr, w.claim.Key)
 		r.line = fmt.Sprintf("%s sent %s and heard %s", name, w.claim.Key, r.got)
@@ -59,17 +63,32 @@ func (e *Env) send(ctx context.Context, s Step) (stepResult, error) {
 		}
 	}
 	c := e.model.Claims[name]
-	var heard model.Result
-	e.model, heard = e.model.Send(name, model.Request{Network: faultTable[fault].network, Foreign: faults.ForeignPayload, RetryAfter: hint})
+	before := e.model
+	req := e.request(fault, hint)
+	e.model, r.want = predictSend(e.model, name, req)
 	r.key = c.Key
-	r.want = Answer{Kind: resultAnswers[heard], Key: c.Key}
-	if heard == model.ResultTask {
-		r.want.N = e.model.Claims[name].RemoteID
-	}
-	if heard == model.ResultOutOfTurn {
-		r.want.Key = ""
+	if faultTable[fault].refusal == model.RefusedFull {
+		// The task may have found room all the same.
+		req.Network, req.RetryAfter = model.Delivered, 0
+		alt, want := predictSend(before, name, req)
+		r.otherwise = &prediction{alt, want}
 	}
 	return r, nil
+}
+
+// predictSend is the model's state after worker's send of req from s,
+// and the answer it predicts: what the worker hears.
+func predictSend(s model.State, worker string, req model.Request) (model.State, Answer) {
+	c := s.Claims[worker]
+	next, heard := s.Send(worker, req)
+	want := Answer{Kind: resultAnswers[heard], Key: c.Key}
+	switch heard {
+	case model.ResultTask:
+		want.N = next.Claims[worker].RemoteID
+	case model.ResultOutOfTurn:
+		want.Key = ""
+	}
+	return next, want
 }
 
 // heardAnswer is what a send heard: a task id, a transient failure, a
@@ -85,5 +104,5 @@ func heardAnswer(taskID int64, err error, key string) Answer {
 	case errors.Is(err, system.ErrRejected):
 		return Answer{Kind: Rejected, Key: key}
 	}
-	return Answer{Kind: Error, Key: key}
+	return Answer{Kind: errorAnswer(err), Key: key}
 }

@@ -7,15 +7,22 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/model"
+	"github.com/outboxlab/handoff/system"
 )
 
 // settle has a named worker record what its send heard, fenced: stale,
 // and nothing written, when the row moved on since its claim. jitter is
-// the backoff drawn for a transient failure, within the ceiling.
+// the backoff drawn for a transient failure, within the ceiling. A busy
+// app database refuses the settle, and the cause it would record too: the
+// claim ends and the row keeps its lease until it runs out.
 //
-//	settle worker=A [jitter=MS]
+//	settle worker=A [jitter=MS] [fault=app-busy]
 func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("worker", "jitter"); err != nil {
+	if err := s.only("worker", "jitter", "fault"); err != nil {
+		return stepResult{}, err
+	}
+	fault, err := faultArg(s, settleFaults...)
+	if err != nil {
 		return stepResult{}, err
 	}
 	var jitter int64
@@ -36,12 +43,16 @@ func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
 		return stepResult{}, fmt.Errorf("%w: jitter=%d is outside [0, %d], the backoff ceiling after attempt %d", ErrScenario, jitter, e.model.JitterCeiling(c.Attempt), c.Attempt)
 	} else {
 		e.jitter = time.Duration(jitter) * time.Millisecond
-		d, err := w.app.Settle(ctx, *w.claim, w.taskID, w.sendErr)
+		var d system.Delivery
+		claim := *w.claim
+		if ferr := e.withDatabaseFault(ctx, fault, w.app, func() { d, err = w.app.Settle(ctx, claim, w.taskID, w.sendErr) }); ferr != nil {
+			return stepResult{}, ferr
+		}
 		e.jitter = 0
 		key, fence := w.claim.Key, w.claim.Fence
 		w.claim, w.heard, w.taskID, w.sendErr = nil, false, 0, nil
 		if err != nil {
-			r.line, r.got = "error: "+err.Error(), Answer{Kind: Error, Key: key}
+			r.line, r.got = "error: "+err.Error(), Answer{Kind: errorAnswer(err), Key: key}
 		} else {
 			r.got = Answer{Kind: workerAnswers[d.Result], Key: key}
 			if r.got.Kind == Sent || r.got.Kind == Blocked {
@@ -54,6 +65,12 @@ func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
 		}
 	}
 	next, res, key := e.model.Settle(name, jitter)
+	if refused := faultTable[fault].refusal; refused != model.Accepted {
+		next, res, key = e.model.SettleRefused(name, refused)
+		if res != model.ResultOutOfTurn {
+			r.fired = fault
+		}
+	}
 	e.model, r.key = next, key
 	r.want = Answer{Kind: resultAnswers[res], Key: key}
 	return r, nil

@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -78,6 +79,10 @@ type Env struct {
 	lane *lane
 	// schema, on PostgreSQL, holds the app database.
 	schema *pgSchema
+	// holders are the harness's own connections on the files, by file
+	// name: what a database fault holds the write lock with, and checks
+	// the file with (see withDatabaseFault).
+	holders map[string]*sql.DB
 }
 
 // worker is a named worker: its handle, the claim it holds, and what its
@@ -99,7 +104,7 @@ func (e *Env) systemOptions(worker string, hook system.Hook) system.Options {
 	c := e.model.Config
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	return system.Options{
-		Durability: e.cfg.Durability, Hook: hook, Now: e.clock, Worker: worker,
+		Durability: e.cfg.Durability, Hook: hook, Now: e.clock, Worker: worker, BusyTimeout: busyTimeout,
 		Jitter:      func(time.Duration) time.Duration { return e.jitter },
 		MaxAttempts: c.MaxAttempts, Lease: ms(c.Lease), SendTimeout: ms(c.SendTimeout),
 		BackoffBase: ms(c.BackoffBase), BackoffCap: ms(c.BackoffCap), NoBackoff: c.BackoffBase == 0,
@@ -228,8 +233,8 @@ func (e *Env) openApp(ctx context.Context) (designs.App, error) {
 
 // openCRM opens the receiver's handle on its database.
 func (e *Env) openCRM(ctx context.Context) (designs.CRM, error) {
-	crm, err := e.cfg.Design.OpenCRM(ctx, filepath.Join(e.cfg.Dir, "crm.db"), system.CRMOptions{
-		Durability: e.cfg.Durability, Retention: time.Duration(e.model.Retention) * time.Millisecond, Now: e.clock})
+	crm, err := e.cfg.Design.OpenCRM(ctx, filepath.Join(e.cfg.Dir, crmFile), system.CRMOptions{
+		Durability: e.cfg.Durability, Retention: time.Duration(e.model.Retention) * time.Millisecond, Now: e.clock, BusyTimeout: busyTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("handoff: opening the receiver database: %w", err)
 	}
@@ -239,7 +244,7 @@ func (e *Env) openCRM(ctx context.Context) (designs.CRM, error) {
 // Close closes every database handle, the named workers' too. The files
 // stay in Dir; the schema of an app database on PostgreSQL is dropped.
 func (e *Env) Close() error {
-	err := errors.Join(e.closeWorkers(), e.idle.close(), e.lane.close())
+	err := errors.Join(e.closeWorkers(), e.idle.close(), e.lane.close(), e.closeHolders())
 	if e.app != nil {
 		err = errors.Join(err, e.app.Close(), e.crm.Close())
 	}
@@ -361,6 +366,20 @@ type stepResult struct {
 	// audit log or stale list differs from the model's (invariant 6); ""
 	// when it does not.
 	auditDiff string
+	// otherwise, for a step whose outcome the model cannot tell apart in
+	// advance, is the other outcome it predicts: a full database refuses
+	// only a write that needs another page, and how full a file's pages
+	// are is no fact of the model's. The handler predicts the fault's
+	// effect (want, and the Env's model); Apply takes otherwise instead
+	// when the system's answer and state are that outcome's.
+	otherwise *prediction
+}
+
+// prediction is one outcome the model predicts for a step: its state
+// after the step and the step's answer.
+type prediction struct {
+	model model.State
+	want  Answer
 }
 
 // fenced is a row's key and the fence a claim gave it.
@@ -407,6 +426,9 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	obs, err := e.observe(ctx)
 	if err != nil {
 		return Outcome{}, err
+	}
+	if o := r.otherwise; o != nil && r.got == o.want && sameObservation(o.model.Observation, obs) {
+		e.model, r.want = o.model, o.want // the write found room
 	}
 	v := checkInvariants(checkInput{obs: obs, model: e.model, sends: e.sends, got: r.got, want: r.want, converging: r.converging, lateClaim: r.lateClaim, settled: r.settled, auditDiff: r.auditDiff})
 	if e.diverged.Step == 0 && !sameObservation(e.model.Observation, obs) {

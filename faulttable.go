@@ -2,7 +2,9 @@ package handoff
 
 import (
 	"net/http"
+	"slices"
 
+	"github.com/outboxlab/handoff/crm"
 	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
@@ -21,6 +23,16 @@ type faultEffect struct {
 	// step's hint; a foreign task is another system's request, forwarded
 	// ahead of the worker's.
 	proxy faults.Action
+	// database is the file a database fault holds busy or full for the
+	// step ("" for the other faults), and refusal what it then does with
+	// a write of the step that needs it.
+	database string
+	refusal  model.Refusal
+	// overHTTP is what the worker hears over HTTP when the receiver's
+	// database refuses the task: crm.Server answers 503 with Retry-After
+	// (retryAfter, in milliseconds) when it is busy, 500 otherwise.
+	overHTTP   model.Network
+	retryAfter int64
 }
 
 // faultTable is the one place that says what every fault of package faults
@@ -38,7 +50,22 @@ var faultTable = map[faults.Kind]faultEffect{
 	faults.Throttled:           {network: model.Throttled, proxy: faults.Action{Verb: faults.Respond, Status: http.StatusTooManyRequests}},
 	faults.Refused:             {network: model.Refused, proxy: faults.Action{Verb: faults.Respond, Status: http.StatusForbidden}},
 	faults.Restart:             {},
+	faults.AppBusy:             {database: appFile, refusal: model.RefusedBusy},
+	faults.AppFull:             {database: appFile, refusal: model.RefusedFull},
+	faults.CRMBusy: {database: crmFile, refusal: model.RefusedBusy, network: model.ReceiverBusy,
+		overHTTP: model.Throttled, retryAfter: crm.BusyRetryAfter.Milliseconds()},
+	faults.CRMFull: {database: crmFile, refusal: model.RefusedFull, network: model.ReceiverFull, overHTTP: model.Offline},
 }
+
+// The faults each step takes beside its network's and its crashes: an
+// approval and a named worker's settle write to the app database, a
+// named worker's send to the receiver's, and a delivery to both.
+var (
+	approveFaults = []faults.Kind{faults.CrashBetweenInserts, faults.AppBusy, faults.AppFull}
+	deliverFaults = append(slices.Clone(faults.DeliveryKinds), faults.AppBusy, faults.CRMBusy, faults.CRMFull)
+	sendFaults    = append(slices.Clone(faults.SendKinds), faults.CRMBusy, faults.CRMFull)
+	settleFaults  = []faults.Kind{faults.AppBusy}
+)
 
 // FaultPoint is the system fault point where the crash fault k strikes, or
 // "" for a fault that is not a crash.

@@ -187,7 +187,7 @@ type lane struct {
 }
 
 // laneFiles are the files of an Env, the app database first.
-var laneFiles = []string{"app.db", "crm.db"}
+var laneFiles = []string{appFile, crmFile}
 
 // openLane opens the lane of e, whose files are new: it notes what they
 // hold, to empty them back to it.
@@ -203,7 +203,7 @@ func openLane(ctx context.Context, e *Env) (_ *lane, err error) {
 		return nil, fmt.Errorf("handoff: opening the lane's app database: %w", err)
 	}
 	l.held = append(l.held, app)
-	crm, err := e.cfg.Design.OpenCRM(ctx, filepath.Join(e.cfg.Dir, "crm.db"), system.CRMOptions{Durability: e.cfg.Durability})
+	crm, err := e.cfg.Design.OpenCRM(ctx, filepath.Join(e.cfg.Dir, crmFile), system.CRMOptions{Durability: e.cfg.Durability})
 	if err != nil {
 		return nil, fmt.Errorf("handoff: opening the lane's receiver database: %w", err)
 	}
@@ -212,7 +212,7 @@ func openLane(ctx context.Context, e *Env) (_ *lane, err error) {
 		open := func(ctx context.Context) (*sql.DB, []*sql.Stmt, error) {
 			return fileEmptier(ctx, filepath.Join(e.cfg.Dir, name))
 		}
-		if name == "app.db" && e.schema != nil {
+		if name == appFile && e.schema != nil {
 			open = e.schema.emptier
 		}
 		db, reset, err := open(ctx)
@@ -245,6 +245,16 @@ func fileEmptier(ctx context.Context, path string) (*sql.DB, []*sql.Stmt, error)
 	// keep what the file held are its own (TEMP).
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
+	// Emptying the file would leave its pages on the free list, where the
+	// next sequence's writes find room: a full database (pinned at its
+	// size) would refuse only what outgrows every sequence before. With
+	// incremental auto-vacuum, reset gives the pages back, and a full
+	// database refuses what a new file would. The file is new: VACUUM
+	// moves no row that a step observes.
+	if _, err := db.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM"); err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("setting up auto-vacuum: %w", err)
+	}
 	reset, err := freshStatements(ctx, db)
 	if err != nil {
 		for _, st := range reset {
@@ -330,7 +340,7 @@ func freshStatements(ctx context.Context, db *sql.DB) ([]*sql.Stmt, error) {
 func quoteName(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 // reset empties every file back to what it held when the lane opened, one
-// transaction each.
+// transaction each, and gives the pages it frees back (see openLane).
 func (l *lane) reset(ctx context.Context) error {
 	for i, db := range l.conns {
 		tx, err := db.BeginTx(ctx, nil)
@@ -342,6 +352,10 @@ func (l *lane) reset(ctx context.Context) error {
 				tx.Rollback()
 				return fmt.Errorf("handoff: emptying %s: %w", laneFiles[i], err)
 			}
+		}
+		if _, err := tx.ExecContext(ctx, "PRAGMA incremental_vacuum"); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("handoff: giving the pages of %s back: %w", laneFiles[i], err)
 		}
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("handoff: emptying %s: %w", laneFiles[i], err)

@@ -11,7 +11,7 @@ import (
 // -short.
 func TestReach(t *testing.T) {
 	const reachChecks = 300
-	r, err := Explore(t.Context(), ExploreConfig{Checks: reachChecks, Steps: DefaultSteps, Seed: 1, Dir: t.TempDir()})
+	r, err := Explore(t.Context(), ExploreConfig{Checks: reachChecks, Steps: DefaultSteps, Seed: 3, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,14 +37,14 @@ func TestReach(t *testing.T) {
 			t.Errorf("transition %s never happened", tr)
 		}
 	}
-	for _, res := range []AnswerKind{Idle, Sent, Pending, Blocked, Crashed} {
+	for _, res := range []AnswerKind{Idle, Sent, Pending, Blocked, Crashed, DatabaseBusy} {
 		if r.Stats.Results[res] == 0 {
 			t.Errorf("worker result %s never happened", res)
 		}
 	}
 	for _, p := range []string{"claim claimed", "claim idle", "claim blocked", "send task", "send transient", "send conflict",
 		"send rejected", "settle sent", "settle pending", "settle blocked", "settle stale", "crash crashed", "tick ticked",
-		"requeue done", "reconcile done", "config configured", "stale listed"} {
+		"requeue done", "reconcile done", "config configured", "stale listed", "send database-busy", "settle database-busy"} {
 		if r.Stats.Phases[p] == 0 {
 			t.Errorf("step and answer %q never happened", p)
 		}

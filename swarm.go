@@ -1,6 +1,9 @@
 package handoff
 
 import (
+	"slices"
+
+	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
 	"pgregory.net/rapid"
 )
@@ -40,9 +43,10 @@ var (
 // (only the meaning of each step's draws changes, not their number). Each
 // is enough to resolve the largest total of its weights.
 const (
-	kindBits  = 8 // 2 + 66 + 50 + 4 + 40 + 12 + 6 = 180 < 256
-	faultBits = 6 // 24 + 6·4 = 48 < 64
-	crashBits = 4 // 7 + 4 = 11 < 16
+	kindBits    = 8 // 2 + 66 + 50 + 4 + 40 + 12 + 6 = 180 < 256
+	faultBits   = 6 // 24 + 9·4 = 60 < 64
+	approveBits = 5 // 7 + 3·4 = 19 < 32
+	crashBits   = 4 // 7 + 4 = 11 < 16: an approval's crash alone, for a design without faults of the databases
 )
 
 // mix is the mix one sequence draws its steps from (swarm testing, as
@@ -56,18 +60,24 @@ const (
 type mix struct {
 	approve, deliver, restart level
 	worker, tick, operate     level
-	plain                     level   // deliveries without a fault
-	faults                    []level // by faults.DeliveryKinds
-	crash                     level   // approvals that crash between the inserts
+	plain                     level                 // deliveries without a fault
+	faults                    map[faults.Kind]level // by swarmedFaults
+	databases                 bool                  // faults of the databases are drawn (see takesDatabaseFaults)
 }
 
-// drawMix draws a mix (without named workers, time and repairs unless
-// workers): whether to swarm (two bits, both 1 to swarm, so
+// swarmedFaults are the faults a swarm tunes, in the order their levels
+// are drawn: those of deliveries, the crash of approvals, and those of
+// the databases.
+var swarmedFaults = append(append(slices.Clone(faults.DeliveryKinds), faults.CrashBetweenInserts), faults.DatabaseKinds...)
+
+// drawMix draws a mix for design d (without named workers, time and
+// repairs unless d.Workers; without faults of the databases unless
+// takesDatabaseFaults(d)): whether to swarm (two bits, both 1 to swarm, so
 // that zeroing either turns it off), then a level for every kind, drawn
 // whether to swarm or not, so that a shrinking run can turn the swarm off
 // (or any one level to the default) without moving a later draw. With
 // swarm false every level is the default.
-func drawMix(t *rapid.T, swarm, workers bool) mix {
+func drawMix(t *rapid.T, swarm bool, d designs.Design) mix {
 	on := pick(t, "swarm", 3, 1) == 1 && swarm
 	draw := func(label string) level {
 		l := []level{byDefault, often, seldom, seldom}[pickOf(t, label, 4)]
@@ -78,24 +88,37 @@ func drawMix(t *rapid.T, swarm, workers bool) mix {
 	}
 	m := mix{approve: draw("approve"), deliver: draw("deliver"), restart: draw("restart"), plain: draw("plain"),
 		worker: draw("worker"), tick: draw("tick"), operate: draw("operate")}
-	if !workers {
+	if !d.Workers {
 		m.worker, m.tick, m.operate = off, off, off
 	}
-	for _, k := range faults.DeliveryKinds {
-		m.faults = append(m.faults, draw(k.String()))
+	m.faults, m.databases = map[faults.Kind]level{}, takesDatabaseFaults(d)
+	for _, k := range swarmedFaults {
+		if faultTable[k].database != "" && !m.databases {
+			m.faults[k] = off // not drawn: a design without them draws what it drew before they were
+			continue
+		}
+		m.faults[k] = draw(k.String())
 	}
-	m.crash = draw(faults.CrashBetweenInserts.String())
 	return m
 }
 
+// takesDatabaseFaults reports whether the generators draw faults of the
+// databases for design d: only for the real design. A fragile design's
+// shortcut writes with SQL of its own, whose errors package system does
+// not classify, so that a busy or full database would catch that, not
+// the shortcut.
+func takesDatabaseFaults(d designs.Design) bool {
+	return d.Name == designs.Handoff.Name
+}
+
 // deliveryWeights are the weights of a delivery without a fault and of
-// each of faults.DeliveryKinds; never all zero.
+// each of deliverFaults; never all zero.
 func (m mix) deliveryWeights() []int {
 	w := []int{plainWeight[m.plain]}
 	total := w[0]
-	for _, l := range m.faults {
-		w = append(w, faultWeight[l])
-		total += faultWeight[l]
+	for _, k := range deliverFaults {
+		w = append(w, faultWeight[m.faults[k]])
+		total += faultWeight[m.faults[k]]
 	}
 	if total == 0 {
 		w[0] = plainWeight[byDefault]
@@ -130,8 +153,9 @@ func (m mix) drawStep(t *rapid.T, e *Env) Step {
 }
 
 // drawApprove draws an approval of a drawn case and title (see drawCase
-// and drawTitle), crashing between its inserts one time in eight by
-// default.
+// and drawTitle), by default one time in ten with each of approveFaults:
+// a crash between its inserts, a busy or a full app database (for a
+// design without faults of the databases, a crash one time in eight).
 func (m mix) drawApprove(t *rapid.T) Step {
 	s := NewStep("approve")
 	if id, ok := drawCase(t); ok {
@@ -140,19 +164,29 @@ func (m mix) drawApprove(t *rapid.T) Step {
 	if title, ok := drawTitle(t); ok {
 		s.Args = append(s.Args, Arg{"title", title})
 	}
-	if choose(t, "crash", crashBits, 7, faultWeight[m.crash]) == 1 {
-		s.Args = append(s.Args, Arg{"fault", faults.CrashBetweenInserts.String()})
+	if !m.databases {
+		if choose(t, "crash", crashBits, 7, faultWeight[m.faults[faults.CrashBetweenInserts]]) == 1 {
+			s.Args = append(s.Args, Arg{"fault", faults.CrashBetweenInserts.String()})
+		}
+		return s
+	}
+	weights := []int{7}
+	for _, k := range approveFaults {
+		weights = append(weights, faultWeight[m.faults[k]])
+	}
+	if i := choose(t, "approval fault", approveBits, weights...); i > 0 {
+		s.Args = append(s.Args, Arg{"fault", approveFaults[i-1].String()})
 	}
 	return s
 }
 
-// drawDeliver draws a delivery: by default half without a fault, the rest
-// spread over every delivery fault, in the order faults.DeliveryKinds
+// drawDeliver draws a delivery: by default two in five without a fault,
+// the rest spread over every delivery fault, in the order deliverFaults
 // gives.
 func (m mix) drawDeliver(t *rapid.T) Step {
 	i := choose(t, "delivery", faultBits, m.deliveryWeights()...)
 	if i == 0 {
 		return NewStep("deliver")
 	}
-	return NewStep("deliver", "fault", faults.DeliveryKinds[i-1].String())
+	return NewStep("deliver", "fault", deliverFaults[i-1].String())
 }

@@ -18,7 +18,9 @@ import (
 
 // Transport is how the worker's requests reach the receiver. The same
 // scenario gives the same output over either: the model does not know
-// which one carries the requests.
+// which one carries the requests. A fault of the receiver's database is
+// the exception: the worker hears it as the receiver answers it (see
+// faultEffect.overHTTP).
 type Transport string
 
 const (

@@ -43,8 +43,9 @@ var retryHints = map[Transport][]string{
 
 // drawPhase draws a named worker and its next phase: a claim when it holds
 // none, then the send of what it claimed (with a fault, some of the time),
-// then the settle (with a jitter drawn within the backoff ceiling); or,
-// one time in eight, its crash.
+// then the settle (with a jitter drawn within the backoff ceiling, and
+// one time in sixteen a busy app database, for a design that takes
+// it); or, one time in eight, its crash.
 func drawPhase(t *rapid.T, e *Env) Step {
 	name := namedWorkers[pick(t, "worker", 6, 6, 1)]
 	if pick(t, "worker crash", 7, 1) == 1 {
@@ -56,14 +57,17 @@ func drawPhase(t *rapid.T, e *Env) Step {
 		return NewStep("claim", "worker", name)
 	case c.Heard == "":
 		weights := []int{6}
-		for range faults.SendKinds {
-			weights = append(weights, 1)
+		for _, k := range sendFaults {
+			weights = append(weights, faultWeight[byDefault])
+			if faultTable[k].database != "" && !takesDatabaseFaults(e.cfg.Design) {
+				weights[len(weights)-1] = 0
+			}
 		}
 		i := pick(t, "send fault", weights...)
 		if i == 0 {
 			return NewStep("send", "worker", name)
 		}
-		k := faults.SendKinds[i-1]
+		k := sendFaults[i-1]
 		s := NewStep("send", "worker", name, "fault", k.String())
 		if k == faults.Throttled {
 			hints := retryHints[e.cfg.Transport]
@@ -76,6 +80,12 @@ func drawPhase(t *rapid.T, e *Env) Step {
 		if j := ceiling * int64(pickOf(t, "jitter", 5)) / 4; j > 0 {
 			s.Args = append(s.Args, Arg{"jitter", itoa(j)})
 		}
+	}
+	if !takesDatabaseFaults(e.cfg.Design) {
+		return s
+	}
+	if i := pick(t, "settle fault", 15, 1); i > 0 {
+		s.Args = append(s.Args, Arg{"fault", settleFaults[i-1].String()})
 	}
 	return s
 }

@@ -22,9 +22,9 @@ import (
 // MaxBodyBytes is the largest payload POST /tasks takes.
 const MaxBodyBytes = 64 << 10
 
-// busyRetryAfter is the Retry-After, in seconds, of a 503 sent when the
-// CRM database is busy.
-const busyRetryAfter = 1
+// BusyRetryAfter is the Retry-After, whole seconds, of the 503 sent when
+// the CRM database is busy.
+const BusyRetryAfter = time.Second
 
 // Contract is what GET /contract answers: the terms a sender needs.
 type Contract struct {
@@ -347,7 +347,7 @@ func writeTask(w http.ResponseWriter, id int64, body []byte) {
 // when it is busy, 500 otherwise.
 func crmFailed(w http.ResponseWriter, err error) {
 	if errors.Is(err, system.ErrBusy) {
-		w.Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
+		w.Header().Set("Retry-After", strconv.Itoa(int(BusyRetryAfter/time.Second)))
 		problem(w, http.StatusServiceUnavailable, "the CRM database is busy; retry later")
 		return
 	}

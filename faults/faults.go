@@ -47,6 +47,17 @@ const (
 	// Restart closes every database handle and reopens it from its file
 	// (scenario directive restart).
 	Restart Kind = "restart"
+	// AppBusy has another connection hold the app database's write lock
+	// while the step runs, past the busy timeout of the step's writes.
+	AppBusy Kind = "app-busy"
+	// CRMBusy has another connection hold the receiver database's write
+	// lock while the step runs.
+	CRMBusy Kind = "crm-busy"
+	// AppFull pins the app database at its size while the step runs: a
+	// write that needs another page fails as on a full disk.
+	AppFull Kind = "app-full"
+	// CRMFull pins the receiver database at its size while the step runs.
+	CRMFull Kind = "crm-full"
 )
 
 // DeliveryKinds are the faults a delivery step can carry.
@@ -57,6 +68,11 @@ var DeliveryKinds = []Kind{DuplicateRequest, ForeignTask, Offline, LostReply, Cr
 // the network and at the receiver (a named worker's crash is a step of
 // its own).
 var SendKinds = []Kind{DuplicateRequest, ForeignTask, Offline, LostReply, Throttled, Refused}
+
+// DatabaseKinds are the faults of a database itself, each held for the
+// one step that carries it: busy (another connection holds the write
+// lock) and full (the file cannot grow), of the app's and the CRM's.
+var DatabaseKinds = []Kind{AppBusy, CRMBusy, AppFull, CRMFull}
 
 // ForeignPayload is the content of the task ForeignTask puts at the
 // receiver; no approval's payload can equal it.

@@ -9,7 +9,43 @@ const (
 	Conflicting Verdict = "conflict" // the key is approved with another payload
 	Invalid     Verdict = "invalid"  // the input breaks SPEC's rules
 	Crashed     Verdict = "crashed"  // the process died between the two inserts
+	Busy        Verdict = "busy"     // the app database was busy: nothing written
+	Full        Verdict = "full"     // a new approval found no room: nothing written
 )
+
+// Refusal is whether a database refused a step's write, writing nothing
+// of it: not at all, because another connection held its write lock past
+// the busy timeout (every write transaction fails before it reads), or
+// because the write needed room the file could not grow by (a write that
+// needs none goes through). Whether a write needs room depends on how
+// full the file's pages are, which the model does not know: RefusedFull
+// predicts the write refused, Accepted the write that found room, and the
+// harness takes the prediction the system shows.
+type Refusal int
+
+const (
+	Accepted    Refusal = iota // the write went through, or there was none
+	RefusedBusy                // the database was busy
+	RefusedFull                // the write found no room
+)
+
+// ApproveRefused predicts recording an approval of caseID with title
+// while the app database refuses writes with r. Invalid input is refused
+// before any write; a busy database refuses every other approval; a full
+// one only a new approval, since a repeat and a conflict write nothing.
+// Nothing changes either way.
+func (s State) ApproveRefused(caseID, title string, r Refusal) (State, Verdict, string) {
+	next, v, key := s.Approve(caseID, title, false)
+	switch {
+	case v == Invalid || r == Accepted:
+		return next, v, key
+	case r == RefusedBusy:
+		return s, Busy, key
+	case v == Recorded:
+		return s, Full, key
+	}
+	return next, v, key
+}
 
 // Approve predicts recording an approval of caseID with title; crash says a
 // crash is injected between the approval's two inserts.
@@ -44,6 +80,8 @@ const (
 	ForeignTask                     // another system puts Delivery.Foreign under the key first
 	Throttled                       // the receiver answers transient with a retry hint, without acting (429, 503)
 	Refused                         // the receiver refuses the request for good, without acting (rejected)
+	ReceiverBusy                    // the receiver's database is busy: it stores nothing and the worker hears it (ResultBusy)
+	ReceiverFull                    // the receiver's database has no room for the task: it stores nothing and the worker hears it (ResultFull)
 )
 
 // Crash is where, if anywhere, the worker dies during a delivery.
@@ -74,18 +112,25 @@ const (
 	ResultRejected      Result = "rejected"       // Send: the receiver refused the request for good
 	ResultStale         Result = "stale"          // Settle: the fence moved on; nothing written
 	ResultInvalidJitter Result = "invalid-jitter" // Settle: jitter outside [0, ceiling]; nothing changes
+	ResultBusy          Result = "busy"           // a database was busy: the step's write, or the receiver's, was refused
+	ResultFull          Result = "full"           // a database had no room: the step's write, or the receiver's, was refused
 )
+
+// refusedResults are the results of a step whose write a database refused.
+var refusedResults = map[Refusal]Result{RefusedBusy: ResultBusy, RefusedFull: ResultFull}
 
 // Delivery is the input of one delivery attempt: what happens on the way
 // to the receiver, where the worker dies if it does, for ForeignTask the
 // content another system puts under the key, for Throttled the retry hint
-// in milliseconds, and the backoff jitter drawn for a transient failure.
+// in milliseconds, the backoff jitter drawn for a transient failure, and
+// whether the app database refuses the claim.
 type Delivery struct {
 	Network    Network
 	Crash      Crash
 	Foreign    string
 	RetryAfter int64
 	Jitter     int64
+	App        Refusal
 }
 
 // Deliver predicts one delivery attempt by DefaultWorker: a claim, a send
@@ -93,8 +138,13 @@ type Delivery struct {
 // starting again at once, which releases its lease at once. Any claim the
 // default worker had in flight is dropped first (its lease stays). It
 // returns the key of the row it worked on (empty when Idle). With an
-// invalid jitter it returns ResultInvalidJitter and s unchanged.
+// invalid jitter it returns ResultInvalidJitter and s unchanged. When the
+// app database refuses the claim, nothing changes and no key is named:
+// the claim's transaction failed before it read a row.
 func (s State) Deliver(in Delivery) (State, Result, string) {
+	if in.App != Accepted {
+		return s, refusedResults[in.App], ""
+	}
 	next, c := s.Crash(DefaultWorker).Claim(DefaultWorker)
 	if c.Result != ResultClaimed {
 		return next, c.Result, c.Key

@@ -111,7 +111,8 @@ type Request struct {
 // Send predicts worker sending its claimed row's key and payload at s.Now
 // and returns what the worker heard: ResultTask, ResultTransient,
 // ResultConflict or ResultRejected. The worker keeps what it heard until
-// it settles. A worker with no claim, or one already sent, gets
+// it settles; ResultBusy or ResultFull when the receiver's database
+// refused the task. A worker with no claim, or one already sent, gets
 // ResultOutOfTurn and nothing changes. A send is made whatever has
 // happened to the row since the claim (only the settle is fenced), but
 // not at or after the claim's time plus the send timeout: then nothing is
@@ -143,6 +144,10 @@ func (s State) Send(worker string, in Request) (State, Result) {
 		s, id, conflict = s.receive(a.Key, a.Payload)
 	}
 	switch {
+	case in.Network == ReceiverBusy:
+		c.Heard = ResultBusy
+	case in.Network == ReceiverFull:
+		c.Heard = ResultFull
 	case in.Network == Offline || in.Network == LostReply:
 		c.Heard = ResultTransient
 	case in.Network == Throttled:
@@ -169,6 +174,12 @@ func (s State) Send(worker string, in Request) (State, Result) {
 //     claim's fence; nothing is written and the claim ends.
 //   - ResultSent, ResultPending or ResultBlocked: the outcome is written
 //     and the claim ends.
+//   - ResultBusy or ResultFull, when the send heard the receiver's
+//     database refuse the task: neither a task nor a transient failure, so
+//     no outcome is written. The row, if it is still pending under the
+//     claim's fence, records the cause as its last error (LocalBusy,
+//     LocalFull) and keeps its lease until it runs out, as after a crash;
+//     the claim ends.
 func (s State) Settle(worker string, jitter int64) (State, Result, string) {
 	c, ok := s.Claims[worker]
 	if !ok || c.Heard == "" {
@@ -181,6 +192,12 @@ func (s State) Settle(worker string, jitter int64) (State, Result, string) {
 	delete(s.Claims, worker)
 	i := s.row(c.Key)
 	row := &s.Outbox[i]
+	if cause, ok := localCauses[c.Heard]; ok {
+		if row.State == Pending && row.Fence == c.Fence {
+			row.LastError = cause
+		}
+		return s, c.Heard, c.Key
+	}
 	if row.State != Pending || row.Fence != c.Fence {
 		return s, ResultStale, c.Key
 	}
@@ -203,6 +220,30 @@ func (s State) Settle(worker string, jitter int64) (State, Result, string) {
 	}
 	row.NextAttemptAt = NextAttemptAfter(s.Now, jitter, c.RetryAfter)
 	return s, ResultPending, c.Key
+}
+
+// The last errors of a row whose attempt's outcome a failure of a
+// database made unknown: the cause, after "local: ".
+const (
+	LocalBusy = "local: database is busy"
+	LocalFull = "local: disk is full"
+)
+
+// localCauses are the last errors a settle records for what a send heard
+// that is neither a task nor a failure of the request.
+var localCauses = map[Result]string{ResultBusy: LocalBusy, ResultFull: LocalFull}
+
+// SettleRefused predicts worker settling while the app database refuses
+// its writes with r, RefusedBusy or RefusedFull: the claim ends, nothing
+// is written (not even the cause of a failed send, which needs a write of
+// its own) and the row keeps its lease until it runs out. A worker with
+// nothing sent to settle gets ResultOutOfTurn and nothing changes.
+func (s State) SettleRefused(worker string, r Refusal) (State, Result, string) {
+	c, ok := s.Claims[worker]
+	if !ok || c.Heard == "" {
+		return s, ResultOutOfTurn, ""
+	}
+	return s.Crash(worker), refusedResults[r], c.Key
 }
 
 // Crash predicts worker dying: its claim in flight is gone, and the lease

@@ -337,3 +337,32 @@ func TestReceiverRetention(t *testing.T) {
 		t.Errorf("a late send reached the receiver (-want +got):\n%s", diff)
 	}
 }
+
+// TestRefusedWrites checks what a busy or full database leaves: nothing
+// of a refused approval, claim or settle; after a send whose receiver's
+// database refused the task, no task, and a settle that records the cause
+// and keeps the lease.
+func TestRefusedWrites(t *testing.T) {
+	s := model.New(3)
+	if next, v, _ := s.ApproveRefused("case-1", "t", model.RefusedBusy); v != model.Busy || len(next.Outbox) != 0 {
+		t.Fatalf("busy approval: got %v with %d rows, want busy and none", v, len(next.Outbox))
+	}
+	s, _, _ = s.Approve("case-1", "t", false)
+	if _, v, _ := s.ApproveRefused("case-1", "t", model.RefusedFull); v != model.Repeated {
+		t.Errorf("full repeat: got %v, want repeated: a repeat needs no room", v)
+	}
+	if next, r, key := s.Deliver(model.Delivery{App: model.RefusedBusy}); r != model.ResultBusy || key != "" || next.Outbox[0] != s.Outbox[0] {
+		t.Errorf("busy claim: got %v %q, row %+v; want busy, no key, the row as it was", r, key, next.Outbox[0])
+	}
+	next, r, _ := s.Deliver(model.Delivery{Network: model.ReceiverFull})
+	row := next.Outbox[0]
+	if r != model.ResultFull || len(next.Tasks) != 0 || row.Attempts != 1 || row.LastError != model.LocalFull || row.LeaseOwner != model.DefaultWorker {
+		t.Errorf("full receiver: got %v, %d tasks, row %+v; want full, no task, the attempt counted, the cause recorded, the lease kept", r, len(next.Tasks), row)
+	}
+	s, _ = s.Claim("A")
+	s, _ = s.Send("A", model.Request{})
+	next, r, _ = s.SettleRefused("A", model.RefusedBusy)
+	if _, holds := next.Claims["A"]; r != model.ResultBusy || holds || next.Outbox[0] != s.Outbox[0] {
+		t.Errorf("busy settle: got %v, claim held %t, row %+v; want busy, the claim ended, the row as it was", r, holds, next.Outbox[0])
+	}
+}

@@ -121,6 +121,12 @@ func OpenCRMWith(ctx context.Context, path string, opts CRMOptions) (*CRM, error
 	return c, nil
 }
 
+// DB is the receiver's database handle, for a caller that must set a
+// pragma of the connection its creates write through (the simulation
+// pins the file at its size to make it full). Its transactions are
+// BEGIN IMMEDIATE.
+func (c *CRM) DB() *sql.DB { return c.db }
+
 // Retention implements Retainer: how long the CRM remembers a key.
 func (c *CRM) Retention() time.Duration { return c.opts.Retention }
 

@@ -97,40 +97,65 @@ func invalid(format string, args ...any) error {
 }
 
 // driverError is the one place that maps errors of the SQLite and
-// PostgreSQL drivers to the errors of this package; what it does not
-// recognise passes through unchanged, wrapped with what was being done.
+// PostgreSQL drivers to the errors of this package: a failure a caller
+// can act on (busy, full, read-only, corrupt) becomes a *DatabaseError
+// of that class, which says the same on both; what it does not recognise
+// passes through unchanged, wrapped with what was being done.
 func driverError(doing string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if class := driverClass(err); class != nil {
+		return &DatabaseError{Class: class, Doing: doing, Err: err}
+	}
+	return fmt.Errorf("system: %s: %w", doing, err)
+}
+
+// driverClass is the class of a driver's error (ErrBusy …), or nil.
+func driverClass(err error) error {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return fmt.Errorf("%w: %s: %v", ErrBusy, doing, err)
+			return ErrBusy
 		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-			return fmt.Errorf("%w: %s: %v", ErrCorrupt, doing, err)
+			return ErrCorrupt
 		case sqlite3.SQLITE_FULL:
-			return fmt.Errorf("%w: %s: %v", ErrFull, doing, err)
+			return ErrFull
 		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM:
-			return fmt.Errorf("%w: %s: %v", ErrReadOnly, doing, err)
+			return ErrReadOnly
 		}
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
 		case "55P03", "40P01": // lock_not_available (lock_timeout), deadlock_detected
-			return fmt.Errorf("%w: %s: %v", ErrBusy, doing, err)
+			return ErrBusy
 		case "XX001", "XX002": // data_corrupted, index_corrupted
-			return fmt.Errorf("%w: %s: %v", ErrCorrupt, doing, err)
+			return ErrCorrupt
 		case "53100": // disk_full
-			return fmt.Errorf("%w: %s: %v", ErrFull, doing, err)
+			return ErrFull
 		case "25006", "42501": // read_only_sql_transaction, insufficient_privilege
-			return fmt.Errorf("%w: %s: %v", ErrReadOnly, doing, err)
+			return ErrReadOnly
 		}
 	}
-	return fmt.Errorf("system: %s: %w", doing, err)
+	return nil
 }
+
+// DatabaseError is a failure of the database that a caller can act on,
+// of one class (ErrBusy, ErrFull, ErrReadOnly, ErrCorrupt, or
+// ErrCommitUnknown): its message names the class and what was being
+// done, the same on SQLite and PostgreSQL; the driver's own error is Err.
+type DatabaseError struct {
+	Class error
+	Doing string
+	Err   error
+}
+
+func (e *DatabaseError) Error() string { return e.Class.Error() + ": " + e.Doing }
+
+// Unwrap returns the class and the driver's error.
+func (e *DatabaseError) Unwrap() []error { return []error{e.Class, e.Err} }
 
 // localCause names, for a row's last error, a failure on this side that
 // made the outcome of an attempt unknown: "local: " and a short cause.

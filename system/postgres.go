@@ -89,7 +89,8 @@ const postgresSchema = `
 	INSERT INTO handoff_version (kind, version) VALUES ('app', 1);`
 
 // sqlSerialise holds a lock on a name until the transaction ends (see
-// statements.serialise).
+// statements.serialise). The lock is the server's, not a schema's: a
+// name starts with its schema's.
 const sqlSerialise = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
 
 // postgresQueries are the queries whose PostgreSQL text is more than
@@ -203,7 +204,7 @@ func (r pgxRunner) queryRow(ctx context.Context, query string, args []any, dest 
 }
 
 func (r pgxRunner) serialise(ctx context.Context, name string) error {
-	_, err := r.tx.Exec(ctx, sqlSerialise, name)
+	_, err := r.tx.Exec(ctx, sqlSerialise, r.schema+" "+name)
 	return driverError("waiting for "+name, err)
 }
 
@@ -218,7 +219,7 @@ func commitError(doing string, err error) error {
 	if errors.As(err, &pe) && !strings.HasPrefix(pe.Code, "08") && !strings.HasPrefix(pe.Code, "57") {
 		return driverError(doing, err)
 	}
-	return fmt.Errorf("%w: %s: %v", ErrCommitUnknown, doing, err)
+	return &DatabaseError{Class: ErrCommitUnknown, Doing: doing, Err: err}
 }
 
 // Query is query, written for SQLite, in the dialect of the Outbox's

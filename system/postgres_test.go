@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/handoff/internal/pgtest"
@@ -286,5 +287,42 @@ func TestRecordApprovalPgxJoinsTheCallersTransaction(t *testing.T) {
 	defer tx.Rollback(ctx)
 	if _, err := sqliteApp.RecordApprovalPgx(ctx, tx, caseID, title); !errors.Is(err, system.ErrInvalidInput) {
 		t.Errorf("a pgx transaction for a SQLite outbox: %v, want ErrInvalidInput", err)
+	}
+}
+
+// TestSchemasDoNotWaitForEachOther holds an approval of a case open in
+// one schema (its transaction stopped between its inserts) and approves
+// the same case in another schema of the same server: it must not wait
+// for the first (the lock that serialises approvals of one key is the
+// schema's), while a second approval in the first schema must.
+func TestSchemasDoNotWaitForEachOther(t *testing.T) {
+	ctx := context.Background()
+	first, second := pgtest.URL(t), pgtest.URL(t)
+	inside, release := make(chan struct{}), make(chan struct{})
+	holder, _, _ := openPair(t, backend{"postgres", func(testing.TB) string { return first }}, system.Options{Hook: func(p system.FaultPoint) error {
+		if p == system.PointBetweenApprovalInserts {
+			close(inside)
+			<-release
+		}
+		return nil
+	}})
+	held := make(chan error, 1)
+	go func() {
+		_, err := holder.RecordApproval(ctx, caseID, title)
+		held <- err
+	}()
+	<-inside
+	opts := system.Options{BusyTimeout: 50 * time.Millisecond}
+	other, _, _ := openPair(t, backend{"postgres", func(testing.TB) string { return second }}, opts)
+	if _, err := other.RecordApproval(ctx, caseID, title); err != nil {
+		t.Errorf("approving in another schema: %v, want no wait", err)
+	}
+	same, _, _ := openPair(t, backend{"postgres", func(testing.TB) string { return first }}, opts)
+	if _, err := same.RecordApproval(ctx, caseID, title); !errors.Is(err, system.ErrBusy) {
+		t.Errorf("approving in the same schema while the first holds the case: %v, want ErrBusy", err)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Error(err)
 	}
 }
