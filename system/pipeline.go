@@ -18,8 +18,9 @@ type Pipeline struct {
 	o         *Outbox
 	r         Receiver
 	retention time.Duration
-	heard     *answer  // the last send, whose answer is not yet recorded
+	sent      *answer  // the last send, whose answer is not yet recorded
 	ready     *settled // a result to return before claiming again
+	heard     error    // what the send of the delivery last returned heard
 }
 
 // answer is what the send of a claim heard.
@@ -29,10 +30,11 @@ type answer struct {
 	err    error
 }
 
-// settled is what a delivery came to.
+// settled is what a delivery came to, and what its send heard.
 type settled struct {
-	d   Delivery
-	err error
+	d     Delivery
+	err   error
+	heard error
 }
 
 // Pipeline returns a Pipeline that delivers this Outbox's rows to r. The
@@ -62,33 +64,29 @@ func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 	for {
 		if r := p.ready; r != nil {
 			p.ready = nil
-			return r.d, r.err
+			return p.deliver(*r)
 		}
 		c, d, err := p.o.ClaimNext(ctx, p.retention)
 		switch {
-		case p.heard == nil && (err != nil || d.Result != ResultPending):
-			return d, err
+		case p.sent == nil && (err != nil || d.Result != ResultPending):
+			return p.deliver(settled{d: d, err: err})
 		case err == nil && d.Result == Idle:
 			// The row whose answer is unrecorded may be what keeps the
 			// outbox from being idle: claim again once it is recorded.
 			return p.record(ctx)
 		case err != nil || d.Result != ResultPending:
-			p.ready = &settled{d, err}
+			p.ready = &settled{d: d, err: err}
 			return p.record(ctx)
 		}
 		var recorded chan settled
-		if earlier := p.heard; earlier != nil {
+		if earlier := p.sent; earlier != nil {
 			recorded = make(chan settled, 1)
-			go func() {
-				d, err := p.o.Settle(context.WithoutCancel(ctx), earlier.c, earlier.taskID, earlier.err)
-				recorded <- settled{d, err}
-			}()
+			go func() { recorded <- p.settle(ctx, earlier) }()
 		}
 		taskID, sendErr := p.o.Send(context.WithoutCancel(ctx), c, p.r)
-		p.heard = &answer{c, taskID, sendErr}
+		p.sent = &answer{c, taskID, sendErr}
 		if recorded != nil {
-			r := <-recorded
-			return r.d, r.err
+			return p.deliver(<-recorded)
 		}
 	}
 }
@@ -97,17 +95,35 @@ func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 // delivery came to; flushed is false when every answer was recorded. A
 // worker that stops calls it, so that it leaves no answer unrecorded.
 func (p *Pipeline) Flush(ctx context.Context) (d Delivery, flushed bool, err error) {
-	if p.heard == nil {
+	if p.sent == nil {
 		return Delivery{}, false, nil
 	}
 	d, err = p.record(ctx)
 	return d, true, err
 }
 
+// Heard is what the send of the delivery that Next or Flush last
+// returned heard: the receiver's error, which the row records only by
+// its class (transient, rejected …), for a person to read in a log; nil
+// when it heard a task or sent nothing.
+func (p *Pipeline) Heard() error { return p.heard }
+
 // record records the answer of the last send and returns what its
 // delivery came to.
 func (p *Pipeline) record(ctx context.Context) (Delivery, error) {
-	a := p.heard
-	p.heard = nil
-	return p.o.Settle(context.WithoutCancel(ctx), a.c, a.taskID, a.err)
+	a := p.sent
+	p.sent = nil
+	return p.deliver(p.settle(ctx, a))
+}
+
+// settle records a's answer.
+func (p *Pipeline) settle(ctx context.Context, a *answer) settled {
+	d, err := p.o.Settle(context.WithoutCancel(ctx), a.c, a.taskID, a.err)
+	return settled{d: d, err: err, heard: a.err}
+}
+
+// deliver returns what r's delivery came to, noting what its send heard.
+func (p *Pipeline) deliver(r settled) (Delivery, error) {
+	p.heard = r.heard
+	return r.d, r.err
 }

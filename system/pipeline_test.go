@@ -86,7 +86,8 @@ func pipeline(t *testing.T, b backend) {
 
 // untilIdle runs p until it is idle with nothing pending, at most n
 // deliveries, and returns the last delivery it reported of each key,
-// checking that the attempts of a key come in order.
+// checking that the attempts of a key come in order and that each
+// delivery comes with what its own send heard.
 func untilIdle(t *testing.T, p *system.Pipeline, n int) map[string]system.Delivery {
 	t.Helper()
 	last := map[string]system.Delivery{}
@@ -105,6 +106,14 @@ func untilIdle(t *testing.T, p *system.Pipeline, n int) map[string]system.Delive
 			return last
 		case d.Result == system.Idle:
 			t.Fatalf("idle until %v with NoBackoff", d.NextEligible)
+		}
+		switch heard := p.Heard(); {
+		case d.Result == system.ResultSent && heard != nil:
+			t.Errorf("%s sent, but its send heard %v", d.Key, heard)
+		case d.LastError == system.LastErrorTransient && d.Attempts > 0 && !errors.Is(heard, system.ErrTransient):
+			t.Errorf("%s: %s after attempt %d, but its send heard %v", d.Key, d.LastError, d.Attempts, heard)
+		case d.LastError == system.LastErrorRejected && !errors.Is(heard, system.ErrRejected):
+			t.Errorf("%s: %s, but its send heard %v", d.Key, d.LastError, heard)
 		}
 		if prev, ok := last[d.Key]; ok && d.Attempts <= prev.Attempts {
 			t.Errorf("%s: attempt %d reported after attempt %d", d.Key, d.Attempts, prev.Attempts)

@@ -422,3 +422,18 @@ func ClearPostgres(ctx context.Context, target string) error {
 	_, err = o.db.ExecContext(ctx, `TRUNCATE audit, meta, outbox, approvals RESTART IDENTITY`)
 	return driverError("emptying "+Redact(target), err)
 }
+
+// DropPostgres drops the schema that target names, with its tables, if
+// it holds a handoff app database: what a trial or a test does with an
+// app database it made for itself once it is done. A schema that holds
+// no app database, or something else, is left as it is (ErrNotFound,
+// ErrWrongDatabase).
+func DropPostgres(ctx context.Context, target string) error {
+	o, err := OpenReadOnly(ctx, target)
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	_, err = o.db.ExecContext(ctx, `BEGIN READ WRITE; DROP SCHEMA `+o.q.dialect.schema+` CASCADE; COMMIT`)
+	return driverError("dropping schema "+o.q.dialect.schema, err)
+}

@@ -326,3 +326,29 @@ func TestSchemasDoNotWaitForEachOther(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestDropPostgres drops the schema of an app database, and refuses
+// one that holds something else.
+func TestDropPostgres(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	app, err := system.Open(ctx, url, system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app.Close()
+	if err := system.DropPostgres(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	if n := query(t, url, `SELECT 1 FROM pg_namespace WHERE nspname = '`+schemaOf(url)+`'`); len(n) != 0 {
+		t.Errorf("the schema is still there")
+	}
+	foreign := pgtest.URL(t)
+	pgExec(t, foreign, `CREATE SCHEMA `+schemaOf(foreign)+`; CREATE TABLE `+schemaOf(foreign)+`.orders (id int)`)
+	if err := system.DropPostgres(ctx, foreign); !errors.Is(err, system.ErrWrongDatabase) {
+		t.Errorf("dropping another application's schema: %v, want ErrWrongDatabase", err)
+	}
+	if n := query(t, foreign, `SELECT 1 FROM pg_tables WHERE schemaname = '`+schemaOf(foreign)+`'`); len(n) != 1 {
+		t.Errorf("the refused schema lost its table")
+	}
+}

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/system"
@@ -34,4 +38,20 @@ func (b backendFlags) values() (handoff.Backend, string, error) {
 		return "", "", fmt.Errorf("%w: --postgres-url %q is not a PostgreSQL URL (postgres://…)", errUsage, system.Redact(*b.url))
 	}
 	return backend, *b.url, nil
+}
+
+// checkServer returns an error that says why when it cannot connect to
+// the PostgreSQL server at url within a few seconds: a command that would
+// make files and start processes for the server checks it first.
+func checkServer(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		// pgx says which addresses it tried, one per line: the last
+		// says why.
+		lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+		return fmt.Errorf("cannot connect to PostgreSQL at %s: %s", system.Redact(url), strings.TrimSpace(lines[len(lines)-1]))
+	}
+	return conn.Close(ctx)
 }

@@ -8,6 +8,7 @@ import (
 	"hash/maphash"
 	"io"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,8 +58,18 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dir := fs.String("dir", "", "folder to create for the trials' files, kept (default: a temporary folder, removed unless a trial fails)")
 	crmURL := fs.String("crm-url", "", "trial a receiver that already runs, instead of starting crm serve: only workers are killed, its tasks are read at GET /tasks?key=KEY")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
+	backendFlags := addBackendFlags(fs)
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
+	}
+	backend, postgresURL, err := backendFlags.values()
+	if err != nil {
+		return err
+	}
+	if backend == handoff.Postgres {
+		if err := checkServer(ctx, postgresURL); err != nil {
+			return err
+		}
 	}
 	if err := required(fs, "kills"); err != nil {
 		return err
@@ -102,15 +113,28 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *crmURL != "" {
 		again += " --crm-url " + *crmURL
 	}
+	if backend == handoff.Postgres {
+		again += " --backend postgres --postgres-url " + system.Redact(postgresURL)
+	}
 	fmt.Fprintf(stderr, "trial: seed %d, files in %s; to run it again: %s\n", *seed, root, again)
 
-	sum := trialSummary{Seed: *seed, Trials: *trials, Workers: *workers, Rows: *rows, CRMURL: optional(*crmURL),
+	sum := trialSummary{Seed: *seed, Trials: *trials, Workers: *workers, Rows: *rows, CRMURL: optional(*crmURL), Backend: backend,
 		KillsByTarget: map[string]int{}, Landed: map[string]int{}, LastLines: map[string]int{}, Problems: []trialProblem{}, KillLog: []killRecord{}}
 	start := time.Now()
 	var runErr error
+	var schemas []string // the app databases the trials made on PostgreSQL
 	for i := range *trials {
 		cfg := trialConfig{exe: exe, index: i + 1, seed: *seed + uint64(i), kills: *kills, workers: *workers, rows: *rows,
 			dir: filepath.Join(root, fmt.Sprintf("trial-%d", i+1)), crmURL: *crmURL}
+		cfg.app = filepath.Join(cfg.dir, "app.db")
+		if backend == handoff.Postgres {
+			// Workers on many machines, as far as one can show it: each
+			// work process has a pool of its own on the server.
+			if cfg.app, err = withSchema(postgresURL, fmt.Sprintf("trial_%d_%d", os.Getpid(), i+1)); err != nil {
+				return err
+			}
+			schemas = append(schemas, cfg.app)
+		}
 		began := time.Now()
 		r, err := runTrial(ctx, cfg)
 		sum.add(cfg, r)
@@ -129,8 +153,18 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sum.ElapsedSeconds = time.Since(start).Seconds()
 	if runErr != nil || sum.Violations > 0 || keep {
 		sum.Dir = &root
-	} else if err := os.RemoveAll(root); err != nil {
-		return err
+		for _, s := range schemas {
+			sum.Schemas = append(sum.Schemas, system.Redact(s))
+		}
+	} else {
+		for _, s := range schemas {
+			if err := system.DropPostgres(ctx, s); err != nil {
+				return err
+			}
+		}
+		if err := os.RemoveAll(root); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		if err := encodeJSON(stdout, sum); err != nil {
@@ -155,6 +189,7 @@ type trialConfig struct {
 	seed                 uint64 // every choice of the trial is drawn from it
 	kills, workers, rows int
 	dir                  string // created for the trial's files and logs
+	app                  string // the app database: a file in dir, or a PostgreSQL URL
 	crmURL               string // a receiver that runs already; "" starts crm serve
 }
 
@@ -228,7 +263,7 @@ func runTrial(ctx context.Context, cfg trialConfig) (trialResult, error) {
 		return res, err
 	}
 	batches, plans := planTrial(cfg.seed, cfg.kills, cfg.rows, cfg.workers, cfg.crmURL == "")
-	appPath, crmPath := filepath.Join(cfg.dir, "app.db"), filepath.Join(cfg.dir, "crm.db")
+	appPath, crmPath := cfg.app, filepath.Join(cfg.dir, "crm.db")
 	app, err := system.Open(ctx, appPath, system.Options{})
 	if err != nil {
 		return res, err
@@ -783,23 +818,25 @@ func logLineKind(line string) string {
 
 // trialSummary is what trial prints: the JSON form, and the text's data.
 type trialSummary struct {
-	Seed           uint64         `json:"seed"`
-	Trials         int            `json:"trials"`
-	Workers        int            `json:"workers"`
-	Rows           int            `json:"rows"`
-	CRMURL         *string        `json:"crm_url"`
-	Kills          int            `json:"kills"`
-	KillsByTarget  map[string]int `json:"kills_by_target"`
-	Landed         map[string]int `json:"landed"`
-	LastLines      map[string]int `json:"last_lines"`
-	Sent           int            `json:"sent"`
-	Blocked        int            `json:"blocked"`
-	Deliveries     int            `json:"deliveries"`
-	Violations     int            `json:"violations"`
-	Problems       []trialProblem `json:"problems"`
-	ElapsedSeconds float64        `json:"elapsed_seconds"`
-	Dir            *string        `json:"dir"`
-	KillLog        []killRecord   `json:"kill_log"`
+	Seed           uint64          `json:"seed"`
+	Trials         int             `json:"trials"`
+	Workers        int             `json:"workers"`
+	Rows           int             `json:"rows"`
+	CRMURL         *string         `json:"crm_url"`
+	Kills          int             `json:"kills"`
+	KillsByTarget  map[string]int  `json:"kills_by_target"`
+	Landed         map[string]int  `json:"landed"`
+	LastLines      map[string]int  `json:"last_lines"`
+	Sent           int             `json:"sent"`
+	Blocked        int             `json:"blocked"`
+	Deliveries     int             `json:"deliveries"`
+	Violations     int             `json:"violations"`
+	Problems       []trialProblem  `json:"problems"`
+	ElapsedSeconds float64         `json:"elapsed_seconds"`
+	Dir            *string         `json:"dir"`
+	Backend        handoff.Backend `json:"backend"`
+	Schemas        []string        `json:"kept_app_databases,omitempty"` // PostgreSQL URLs, kept with Dir
+	KillLog        []killRecord    `json:"kill_log"`
 }
 
 // trialProblem is one violation found after a trial.
@@ -832,7 +869,6 @@ func (s *trialSummary) add(cfg trialConfig, r trialResult) {
 	}
 }
 
-// writeText prints the summary for a person.
 // writeText prints the summary for a person; stopped says the last trial
 // ended before its drain and checks, so its outcome was not read.
 func (s trialSummary) writeText(w io.Writer, stopped bool) {
@@ -864,6 +900,9 @@ func (s trialSummary) writeText(w io.Writer, stopped bool) {
 	if s.Dir != nil {
 		fmt.Fprintf(w, "files kept in %s\n", *s.Dir)
 	}
+	for _, app := range s.Schemas {
+		fmt.Fprintf(w, "app database kept in %s\n", app)
+	}
 }
 
 // sortedKeys returns the keys of m, most counted first.
@@ -879,4 +918,17 @@ func sortedKeys(m map[string]int) []string {
 		return keys[i] < keys[j]
 	})
 	return keys
+}
+
+// withSchema is the PostgreSQL URL server with its schema parameter set
+// to schema.
+func withSchema(server, schema string) (string, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", fmt.Errorf("%w: --postgres-url: %v", errUsage, err)
+	}
+	q := u.Query()
+	q.Set("schema", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	receiver "github.com/outboxlab/handoff/crm"
+	"github.com/outboxlab/handoff/internal/pgtest"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -266,6 +268,10 @@ func TestTrialUsageErrors(t *testing.T) {
 		{[]string{"trial", "--kills", "1", "--crm-url", "ftp://127.0.0.1/"}, 2, "is not http or https"},
 		{[]string{"trial", "--kills", "1", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"trial", "--kills", "1", "--dir", "taken"}, 1, "--dir taken already exists"},
+		{[]string{"trial", "--kills", "1", "--backend", "mysql"}, 2, `unknown backend "mysql"`},
+		{[]string{"trial", "--kills", "1", "--backend", "postgres", "--postgres-url", "mysql://x"}, 2, "is not a PostgreSQL URL"},
+		{[]string{"trial", "--kills", "1", "--backend", "postgres", "--postgres-url", "postgres://u:secret@127.0.0.1:1/x"}, 1,
+			"cannot connect to PostgreSQL at postgres://u:xxxxx@127.0.0.1:1/x: 127.0.0.1:1 (127.0.0.1): dial error"},
 	} {
 		code, _, stderr := runCLI(t, tt.args...)
 		if code != tt.code || !strings.Contains(stderr, tt.want) {
@@ -309,5 +315,37 @@ func TestTrialSummaryOfAStoppedTrial(t *testing.T) {
 		if !strings.Contains(b.String(), tt.want) || !strings.Contains(b.String(), "kills: 2 (0 of the server, 2 of workers)") {
 			t.Errorf("stopped %v: got\n%s\nwant a line %q", tt.stopped, b.String(), tt.want)
 		}
+	}
+}
+
+// TestTrialOnPostgres runs the small trial of TestTrial with the app
+// database in PostgreSQL, each work process with a pool of its own: no
+// violation, every row sent or blocked, and the schema it made dropped.
+func TestTrialOnPostgres(t *testing.T) {
+	server := pgtest.Server(t)
+	schemas := func() int {
+		db, err := sql.Open("pgx", server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'trial\_%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := schemas()
+	code, stdout, stderr := runProcess(t, "trial", "--kills", "3", "--seed", "6", "--workers", "2", "--rows", "24", "--json",
+		"--backend", "postgres", "--postgres-url", server)
+	got := decodeTrial(t, trialRun{code: code, stdout: stdout, stderr: stderr})
+	if code != 0 || got.Violations != 0 {
+		t.Fatalf("trial: exit %d, %d violations %+v:\n%s", code, got.Violations, got.Problems, stderr)
+	}
+	if got.Kills != 3 || got.Sent+got.Blocked != 24 || got.Sent == 0 {
+		t.Errorf("trial: %d kills, %d sent and %d blocked; want 3 kills and 24 rows, sent mostly", got.Kills, got.Sent, got.Blocked)
+	}
+	if after := schemas(); after != before {
+		t.Errorf("%d trial schemas before, %d after: a passing trial must drop its own", before, after)
 	}
 }

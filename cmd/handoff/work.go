@@ -241,9 +241,10 @@ func (p *pool) runShowing(ctx context.Context, status *statusLine) error {
 }
 
 // worker releases the leases held under its name, then delivers one row
-// after the other. An interrupt stops the claiming, not a delivery under
-// way: its send (bounded by the send timeout) and its settle finish, so
-// it leaves no lease behind.
+// after the other through a Pipeline, which records each answer while
+// the next row is sent. An interrupt stops the claiming, not a delivery
+// under way: its send (bounded by the send timeout) and its settle
+// finish, so it leaves no lease behind.
 func (p *pool) worker(ctx context.Context, o *system.Outbox) error {
 	released, err := o.Recover(ctx)
 	if err != nil {
@@ -251,40 +252,29 @@ func (p *pool) worker(ctx context.Context, o *system.Outbox) error {
 	}
 	p.log.Info("worker started", "worker", o.Worker(), "released_leases", released)
 	defer p.log.Info("worker stopped", "worker", o.Worker())
-	crm := &heard{Receiver: p.crm, retention: o.Options().Retention}
-	if r, ok := p.crm.(system.Retainer); ok {
-		crm.retention = r.Retention()
+	deliveries, err := o.Pipeline(p.crm)
+	if err != nil {
+		return err
 	}
+	defer func() {
+		if d, flushed, err := deliveries.Flush(ctx); flushed {
+			p.report(ctx, o, deliveries, d, err)
+		}
+	}()
 	for ctx.Err() == nil {
 		wake := p.changes()
-		crm.err = nil
-		d, err := o.DeliverOne(context.WithoutCancel(ctx), crm)
-		var attempt *system.AttemptError
+		d, err := deliveries.Next(ctx)
 		switch {
-		case errors.As(err, &attempt):
-			p.done("error")
-			p.log.Warn("delivery", "worker", o.Worker(), "key", attempt.Key, "result", "error", "attempt", attempt.Attempt,
-				"remote_id", 0, "last_error", attempt.Err.Error())
+		case p.report(ctx, o, deliveries, d, err):
 			continue
-		case errors.Is(err, system.ErrBusy):
-			p.log.Warn("database busy", "worker", o.Worker(), "error", err.Error())
+		case errors.Is(err, system.ErrBusy) || errors.Is(err, system.ErrCommitUnknown):
+			// A claim the database refused, or whose commit it may
+			// have lost: if it committed, its lease runs out.
+			p.log.Warn("database", "worker", o.Worker(), "error", err.Error())
 			sleep(ctx, nil, maxIdleWait)
 			continue
 		case err != nil:
 			return stopped(ctx, err)
-		case d.Result != system.Idle:
-			p.done(string(d.Result))
-			level := slog.LevelInfo
-			if d.Result == system.ResultBlocked || d.Result == system.ResultStale {
-				level = slog.LevelWarn
-			}
-			attrs := []any{"worker", o.Worker(), "key", d.Key, "result", string(d.Result), "attempt", d.Attempts,
-				"remote_id", d.RemoteID, "last_error", d.LastError}
-			if crm.err != nil && d.Result != system.ResultSent {
-				attrs = append(attrs, "cause", crm.err.Error())
-			}
-			p.log.Log(ctx, level, "delivery", attrs...)
-			continue
 		case d.NextEligible.IsZero() && p.untilIdle:
 			return nil
 		}
@@ -293,24 +283,33 @@ func (p *pool) worker(ctx context.Context, o *system.Outbox) error {
 	return nil
 }
 
-// heard is a worker's receiver that keeps what its last send heard: the
-// row records only the class of a failure (transient, rejected, …), and
-// the log line gives a person its cause (503, connection refused, …). It
-// states the retention of the receiver it wraps, or the worker's own.
-type heard struct {
-	system.Receiver
-	retention time.Duration
-	err       error
+// report logs a delivery that the worker made, one line each, and says
+// whether it was one: an attempt that failed after it was counted, or a
+// row sent, retried, blocked or stale.
+func (p *pool) report(ctx context.Context, o *system.Outbox, deliveries *system.Pipeline, d system.Delivery, err error) bool {
+	var attempt *system.AttemptError
+	switch {
+	case errors.As(err, &attempt):
+		p.done("error")
+		p.log.Warn("delivery", "worker", o.Worker(), "key", attempt.Key, "result", "error", "attempt", attempt.Attempt,
+			"remote_id", 0, "last_error", attempt.Err.Error())
+		return true
+	case err != nil || d.Result == system.Idle:
+		return false
+	}
+	p.done(string(d.Result))
+	level := slog.LevelInfo
+	if d.Result == system.ResultBlocked || d.Result == system.ResultStale {
+		level = slog.LevelWarn
+	}
+	attrs := []any{"worker", o.Worker(), "key", d.Key, "result", string(d.Result), "attempt", d.Attempts,
+		"remote_id", d.RemoteID, "last_error", d.LastError}
+	if heard := deliveries.Heard(); heard != nil && d.Result != system.ResultSent {
+		attrs = append(attrs, "cause", heard.Error())
+	}
+	p.log.Log(ctx, level, "delivery", attrs...)
+	return true
 }
-
-func (h *heard) CreateTask(ctx context.Context, key, payload string) (int64, error) {
-	id, err := h.Receiver.CreateTask(ctx, key, payload)
-	h.err = err
-	return id, err
-}
-
-// Retention is the wrapped receiver's retention, or the worker's.
-func (h *heard) Retention() time.Duration { return h.retention }
 
 // stopped is err, or nil when ctx was cancelled: an interrupt during a
 // worker's start or a claim is a clean stop.

@@ -62,10 +62,10 @@ func Reason() string {
 	return reason
 }
 
-// URL returns the URL of a new, empty schema for t, dropped when t ends.
-// It skips t when no server runs, and fails it when HANDOFF_POSTGRES_URL
-// names one that does not answer.
-func URL(t testing.TB) string {
+// Server returns the server's URL, for a test that makes its schemas
+// itself. It skips t when no server runs, and fails it when
+// HANDOFF_POSTGRES_URL names one that does not answer.
+func Server(t testing.TB) string {
 	t.Helper()
 	if Reason() != "" {
 		if explicit {
@@ -73,6 +73,14 @@ func URL(t testing.TB) string {
 		}
 		t.Skip(reason)
 	}
+	return server
+}
+
+// URL returns the URL of a new, empty schema for t, dropped when t ends,
+// on Server's server.
+func URL(t testing.TB) string {
+	t.Helper()
+	Server(t)
 	sep := "?"
 	if strings.Contains(server, "?") {
 		sep = "&"
