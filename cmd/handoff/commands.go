@@ -169,8 +169,8 @@ func init() {
 		},
 		{
 			name:       "trial",
-			args:       "--kills N [--trials N] [--seed S] [--workers N] [--rows N] [--dir DIR] [--crm-url URL] [--json]",
-			summary:    "run crm serve and work processes on real files, SIGKILL them at moments drawn from a seed, drain, and check every invariant",
+			args:       "--kills N [--trials N] [--seed S] [--workers N] [--rows N] [--dir DIR] [--crm-url URL] [--backend NAME [--postgres-url URL]] [--json]",
+			summary:    "run crm serve and work processes on real files (or the app database in PostgreSQL), SIGKILL them at moments drawn from a seed, drain, and check every invariant",
 			done:       "every trial ran, and its files kept every invariant and passed SQLite's integrity check",
 			failed:     "a violation (listed; the files are kept and named), a process that died by itself or did not stop when asked, a trial that could not run, or --dir exists",
 			atLeastOne: []string{"trials", "workers", "rows"},

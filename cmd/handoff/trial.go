@@ -118,7 +118,7 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "trial: seed %d, files in %s; to run it again: %s\n", *seed, root, again)
 
-	sum := trialSummary{Seed: *seed, Trials: *trials, Workers: *workers, Rows: *rows, CRMURL: optional(*crmURL), Backend: backend,
+	sum := trialSummary{Seed: *seed, Trials: *trials, Workers: *workers, Rows: *rows, CRMURL: optional(*crmURL), Backend: backend, Schemas: []string{},
 		KillsByTarget: map[string]int{}, Landed: map[string]int{}, LastLines: map[string]int{}, Problems: []trialProblem{}, KillLog: []killRecord{}}
 	start := time.Now()
 	var runErr error
@@ -835,7 +835,7 @@ type trialSummary struct {
 	ElapsedSeconds float64         `json:"elapsed_seconds"`
 	Dir            *string         `json:"dir"`
 	Backend        handoff.Backend `json:"backend"`
-	Schemas        []string        `json:"kept_app_databases,omitempty"` // PostgreSQL URLs, kept with Dir
+	Schemas        []string        `json:"kept_app_databases"` // PostgreSQL URLs, kept with Dir
 	KillLog        []killRecord    `json:"kill_log"`
 }
 
