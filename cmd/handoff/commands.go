@@ -57,8 +57,8 @@ func init() {
 		},
 		{
 			name:       "designs",
-			args:       "[--json] [--measure SEEDS] [NAME...]",
-			summary:    "list the fragile designs the harness must catch; --measure how fast it does",
+			args:       "[--json] [--measure SEEDS [--backend NAME [--postgres-url URL]]] [NAME...]",
+			summary:    "list the fragile designs the harness must catch; --measure how fast it does, on either backend",
 			done:       "listed, explained or measured",
 			failed:     "an exploration could not run",
 			atLeastOne: []string{"measure"},

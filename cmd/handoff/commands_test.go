@@ -129,6 +129,8 @@ func TestExitStatusRule(t *testing.T) {
 		{[]string{"designs", "--measure", "0"}, 2, "--measure is 0, want 1 or more"},
 		{[]string{"designs", "--measure", "-1"}, 2, "--measure is -1, want 1 or more"},
 		{[]string{"designs", "--measure", "1", "two-writes"}, 2, "give no names"},
+		{[]string{"designs", "--backend", "postgres"}, 2, "without --measure it has nothing to do"},
+		{[]string{"designs", "--measure", "1", "--backend", "oracle"}, 2, `unknown backend "oracle"`},
 		{[]string{"deliver", "--app", app, "--crm", crm, "--fault", "meteor"}, 2, `unknown fault "meteor"`},
 		{[]string{"deliver", "--app", app, "--crm", crm, "--fault", "foreign-task"}, 2, "exists only in scenarios"},
 		{[]string{"deliver", "--app", app}, 2, "missing --crm"},

@@ -20,14 +20,22 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("designs", flag.ContinueOnError)
 	measure := fs.Int("measure", 0, "explore every fragile design with this many seeds and report how fast each is caught")
 	asJSON := fs.Bool("json", false, "print JSON: the catalog, or with --measure the measurements")
+	backendFlags := addBackendFlags(fs)
 	if err := parse(fs, args, stderr, true); err != nil {
+		return err
+	}
+	backend, postgresURL, err := backendFlags.values()
+	if err != nil {
 		return err
 	}
 	if *measure > 0 {
 		if fs.NArg() > 0 {
 			return fmt.Errorf("%w: --measure measures the whole catalog; give no names", errUsage)
 		}
-		return measureDesigns(ctx, *measure, *asJSON, stdout, stderr)
+		return measureDesigns(ctx, *measure, backend, postgresURL, *asJSON, stdout, stderr)
+	}
+	if backend != handoff.SQLite {
+		return fmt.Errorf("%w: --backend says where --measure explores; without --measure it has nothing to do", errUsage)
 	}
 	list := designs.All()
 	if fs.NArg() > 0 {
@@ -102,14 +110,18 @@ type measurement struct {
 	RightInvariant    int     `json:"right_invariant"`
 }
 
-func measureDesigns(ctx context.Context, seeds int, asJSON bool, stdout, stderr io.Writer) error {
+// measureDesigns explores every fragile design on backend with each of
+// seeds seeds, prints how fast each was caught, and fails unless every
+// one was caught as documented on every seed.
+func measureDesigns(ctx context.Context, seeds int, backend handoff.Backend, postgresURL string, asJSON bool, stdout, stderr io.Writer) error {
 	var all []measurement
 	for _, d := range designs.Fragile {
 		m := measurement{Design: d.Name, Seeds: seeds, ExpectedSteps: d.MinimalSteps, ExpectedInvariant: d.Invariant}
 		var sequences, seconds []float64
 		for seed := 1; seed <= seeds; seed++ {
 			fmt.Fprintf(stderr, "measuring %s, seed %d of %d\n", d.Name, seed, seeds)
-			r, err := handoff.Explore(ctx, handoff.ExploreConfig{Design: d, Checks: handoff.DefaultChecks, Steps: handoff.DefaultSteps, Seed: uint64(seed)})
+			r, err := handoff.Explore(ctx, handoff.ExploreConfig{Design: d, Checks: handoff.DefaultChecks, Steps: handoff.DefaultSteps, Seed: uint64(seed),
+				Backend: backend, PostgresURL: postgresURL})
 			if err != nil {
 				return err
 			}
