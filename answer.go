@@ -38,6 +38,12 @@ const (
 	// database refused the task.
 	DatabaseBusy AnswerKind = "database-busy"
 	DatabaseFull AnswerKind = "database-full"
+	// CommitUnknown answers a step whose write's connection died during
+	// its COMMIT (system.ErrCommitUnknown): the caller cannot tell whether
+	// it committed.
+	CommitUnknown AnswerKind = "commit-unknown"
+	// OnBackend answers a backend line on the backend it names.
+	OnBackend AnswerKind = "backend"
 
 	// The phases of a named worker and the clock: a claim is Claimed,
 	// Blocked or Idle (At: when a row becomes eligible); a send hears
@@ -121,6 +127,8 @@ var resultAnswers = map[model.Result]AnswerKind{
 	model.ResultStale:     Stale,
 	model.ResultBusy:      DatabaseBusy,
 	model.ResultFull:      DatabaseFull,
+
+	model.ResultCommitUnknown: CommitUnknown,
 }
 
 // opAnswers are the kinds of the model's verdicts on operator actions.
@@ -143,16 +151,20 @@ var verdictAnswers = map[model.Verdict]AnswerKind{
 	model.Crashed:     Crashed,
 	model.Busy:        DatabaseBusy,
 	model.Full:        DatabaseFull,
+
+	model.CommitUnknown: CommitUnknown,
 }
 
 // errorAnswer is the kind of an error a step got: a database that was
-// busy or full, or another error.
+// busy or full, a commit whose outcome is unknown, or another error.
 func errorAnswer(err error) AnswerKind {
 	switch {
 	case errors.Is(err, system.ErrBusy):
 		return DatabaseBusy
 	case errors.Is(err, system.ErrFull):
 		return DatabaseFull
+	case errors.Is(err, system.ErrCommitUnknown):
+		return CommitUnknown
 	}
 	return Error
 }

@@ -86,6 +86,23 @@ func (sc Scenario) Design() string {
 	return designs.Handoff.Name
 }
 
+// Backend is the backend the scenario runs on only, as its backend line
+// says (among the design, config and transport lines it starts with), or
+// "" when it runs on both.
+func (sc Scenario) Backend() Backend {
+	for _, c := range sc.Cases {
+		switch c.Step.Directive {
+		case "backend":
+			name, _ := c.Step.Arg("name")
+			return Backend(name)
+		case "design", "config", "transport":
+			continue
+		}
+		break
+	}
+	return ""
+}
+
 // Format prints the scenario with the given outputs in place of the
 // expected ones, keeping comments and directive lines as written.
 func (sc Scenario) Format(outputs []string) string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/system"
 )
 
 // The files of an Env's databases.
@@ -26,16 +27,20 @@ const (
 const busyTimeout = time.Millisecond
 
 // withDatabaseFault runs do with the database fault k (see
-// faultEffect.database) held on its file, then lifts it and checks the
-// file with SQLite's integrity check: whatever the fault refused must
-// have left nothing half-written. A fault that is not a database's just
-// runs do. app is the handle the step writes the app database through.
+// faultEffect.database) held on its database, then lifts it and checks a
+// SQLite file with SQLite's integrity check: whatever the fault refused
+// must have left nothing half-written. A fault that is not a database's
+// just runs do. app is the handle the step writes the app database
+// through.
 //
 // Busy: another connection of the harness's, its own handle on the file,
-// holds the write lock (BEGIN IMMEDIATE) while do runs. Full: the
-// connection that writes the file (app's, or the receiver's) is pinned at
-// the file's size (PRAGMA max_page_count, which SQLite keeps per
-// connection), and given its limit back after.
+// holds the write lock (BEGIN IMMEDIATE) while do runs; on PostgreSQL the
+// harness's connection to the server locks the app database's tables (see
+// lockTables). Full: the connection that writes the file (app's, or the
+// receiver's) is pinned at the file's size (PRAGMA max_page_count, which
+// SQLite keeps per connection), and given its limit back after. Commit
+// lost: the first COMMIT an Outbox of the Env is about to send while do
+// runs finds its connection ended (see hook).
 func (e *Env) withDatabaseFault(ctx context.Context, k faults.Kind, app any, do func()) error {
 	f := faultTable[k]
 	if f.database == "" {
@@ -44,9 +49,14 @@ func (e *Env) withDatabaseFault(ctx context.Context, k faults.Kind, app any, do 
 	}
 	var lift func() error
 	var err error
-	if k == faults.AppBusy || k == faults.CRMBusy {
+	switch {
+	case k == faults.CommitLost:
+		lift = e.loseCommit()
+	case k == faults.AppBusy && e.schema != nil:
+		lift, err = e.lockTables(ctx)
+	case k == faults.AppBusy || k == faults.CRMBusy:
 		lift, err = e.holdWriteLock(ctx, f.database)
-	} else {
+	default:
 		handle := app
 		if f.database == crmFile {
 			handle = e.crm
@@ -63,7 +73,132 @@ func (e *Env) withDatabaseFault(ctx context.Context, k faults.Kind, app any, do 
 	if err := lift(); err != nil {
 		return err
 	}
+	if f.database == appFile && e.schema != nil {
+		return nil // no SQLite file to check
+	}
 	return e.checkIntegrity(ctx, f.database)
+}
+
+// server is the harness's own connection to the PostgreSQL server of the
+// Env's schema, opened on first use and closed with the Env: another
+// client's, as far as the system can tell.
+func (e *Env) server() (*sql.DB, error) {
+	if e.serverDB != nil {
+		return e.serverDB, nil
+	}
+	db, err := sql.Open("pgx", e.schema.server)
+	if err != nil {
+		return nil, fmt.Errorf("handoff: opening a connection of its own to %s: %w", system.Redact(e.schema.server), err)
+	}
+	db.SetMaxOpenConns(1)
+	e.serverDB = db
+	return db, nil
+}
+
+// appTables are the tables of the real design's app database that a
+// write of the system takes a lock on.
+var appTables = []string{"approvals", "outbox", "meta", "audit"}
+
+// lockTables locks the tables of the app database in the Env's schema on
+// the harness's connection to the server until the returned func rolls
+// back: PostgreSQL's app-busy. The system's Outboxes wait for a lock
+// BusyTimeout at most (their lock_timeout), so every write the step makes
+// fails with ErrBusy at its first statement that touches a table, as
+// SQLite's BEGIN IMMEDIATE fails before the write reads. The lock is
+// ACCESS EXCLUSIVE: an EXCLUSIVE one would let a write's plain SELECT
+// through, and a repeated approval, which only reads, commit.
+func (e *Env) lockTables(ctx context.Context) (func() error, error) {
+	db, err := e.server()
+	if err != nil {
+		return nil, err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("handoff: locking the tables of schema %s: %w", e.schema.name, err)
+	}
+	tables := make([]string, len(appTables))
+	for i, t := range appTables {
+		tables[i] = e.schema.name + "." + t
+	}
+	if _, err := tx.ExecContext(ctx, "LOCK TABLE "+strings.Join(tables, ", ")+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		tx.Rollback()
+		return nil, fmt.Errorf("handoff: locking the tables of schema %s: %w", e.schema.name, err)
+	}
+	return func() error {
+		if err := tx.Rollback(); err != nil {
+			return fmt.Errorf("handoff: unlocking the tables of schema %s: %w", e.schema.name, err)
+		}
+		return nil
+	}, nil
+}
+
+// commitLoss is a commit-lost fault while its step runs: armed until it
+// ends a connection, and what ending it failed of, if anything.
+type commitLoss struct {
+	armed bool
+	err   error
+}
+
+// loseCommit arms the commit-lost fault for the step; the returned func
+// disarms it and returns the error, if any, of ending the connection.
+func (e *Env) loseCommit() func() error {
+	e.commitLoss = commitLoss{armed: true}
+	return func() error {
+		err := e.commitLoss.err
+		e.commitLoss = commitLoss{}
+		return err
+	}
+}
+
+// hook is the Hook of worker's Outbox: next (the crash injector's, or
+// nil) at every point and, on PostgreSQL while a commit-lost fault is
+// armed, the end of the connection whose COMMIT is due at
+// PointBeforeCommit, once: the COMMIT then never reaches the server, and
+// the Outbox cannot know whether it did.
+func (e *Env) hook(worker string, next system.Hook) system.Hook {
+	if e.schema == nil {
+		return next // SQLite passes no PointBeforeCommit
+	}
+	return func(p system.FaultPoint) error {
+		if p == system.PointBeforeCommit && e.commitLoss.armed {
+			e.commitLoss.armed = false
+			e.commitLoss.err = e.endTransaction(worker)
+		}
+		if next == nil {
+			return nil
+		}
+		return next(p)
+	}
+}
+
+// sqlEndTransaction ends the server connections named $1 that are idle
+// in a transaction holding a lock in schema $2, each waited for until it
+// is gone, and counts them. The schema tells apart the Envs whose workers
+// have the same names; the CTE is materialised so that no connection but
+// those is ever ended.
+const sqlEndTransaction = `WITH doomed AS MATERIALIZED (
+		SELECT a.pid FROM pg_stat_activity a
+		WHERE a.application_name = $1 AND a.state = 'idle in transaction'
+		AND EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+			WHERE l.pid = a.pid AND c.relnamespace = $2::regnamespace))
+	SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000)) FROM doomed`
+
+// endTransaction ends, from the harness's connection to the server, the
+// connection of worker's Outbox whose transaction waits for its COMMIT:
+// the system names its connections "handoff " and the worker.
+func (e *Env) endTransaction(worker string) error {
+	db, err := e.server()
+	if err != nil {
+		return err
+	}
+	var ended int
+	if err := db.QueryRowContext(context.Background(), sqlEndTransaction, "handoff "+worker, e.schema.name).Scan(&ended); err != nil {
+		return fmt.Errorf("handoff: ending the connection of worker %s: %w", worker, err)
+	}
+	if ended != 1 {
+		return fmt.Errorf("handoff: ended %d connections of worker %s with a transaction in schema %s, want the one whose COMMIT is due", ended, worker, e.schema.name)
+	}
+	return nil
 }
 
 // holder is the harness's own connection on file, opened on first use:
@@ -159,12 +294,17 @@ func (e *Env) checkIntegrity(ctx context.Context, file string) error {
 	return nil
 }
 
-// closeHolders closes the harness's own connections.
+// closeHolders closes the harness's own connections, on the files and
+// to the server.
 func (e *Env) closeHolders() error {
 	var err error
 	for file, db := range e.holders {
 		err = errors.Join(err, db.Close())
 		delete(e.holders, file)
+	}
+	if e.serverDB != nil {
+		err = errors.Join(err, e.serverDB.Close())
+		e.serverDB = nil
 	}
 	return err
 }

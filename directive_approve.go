@@ -11,14 +11,14 @@ import (
 
 // approve records an approval; case and title may be missing (then empty).
 // A busy app database refuses it; a full one refuses a new approval that
-// needs another page.
+// needs another page; a lost commit loses a new approval or a repeat.
 //
-//	approve case=case-104 title="Call about the approved repair plan" [fault=crash-between-inserts|app-busy|app-full]
+//	approve case=case-104 title="Call about the approved repair plan" [fault=crash-between-inserts|app-busy|app-full|commit-lost]
 func (e *Env) approve(ctx context.Context, s Step) (stepResult, error) {
 	if err := s.only("case", "title", "fault"); err != nil {
 		return stepResult{}, err
 	}
-	fault, err := faultArg(s, approveFaults...)
+	fault, err := e.faultArg(s, approveFaults...)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -54,7 +54,7 @@ func (e *Env) approve(ctx context.Context, s Step) (stepResult, error) {
 	if refused := faultTable[fault].refusal; refused != model.Accepted && crashed == "" {
 		before := e.model
 		e.model, verdict, key = e.model.ApproveRefused(caseID, title, refused)
-		if verdict == model.Busy || verdict == model.Full {
+		if verdict == model.Busy || verdict == model.Full || verdict == model.CommitUnknown {
 			r.fired = fault
 		}
 		if verdict == model.Full {

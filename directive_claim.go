@@ -5,16 +5,22 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
 
 // claim has a named worker claim the oldest eligible row: a lease and an
-// attempt, a block instead (budget, time budget, retention), or idle.
+// attempt, a block instead (budget, time budget, retention), or idle. A
+// lost commit loses the claim, whatever it found.
 //
-//	claim worker=A
+//	claim worker=A [fault=commit-lost]
 func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("worker"); err != nil {
+	if err := s.only("worker", "fault"); err != nil {
+		return stepResult{}, err
+	}
+	fault, err := e.faultArg(s, claimFaults...)
+	if err != nil {
 		return stepResult{}, err
 	}
 	name, w, err := e.worker(ctx, s)
@@ -26,10 +32,14 @@ func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
 		r.line, r.got = fmt.Sprintf("%s holds a claim already: settle it first", name), Answer{Kind: OutOfTurn}
 	} else {
 		retention := time.Duration(e.model.Retention) * time.Millisecond
-		c, d, err := w.app.ClaimNext(ctx, retention)
+		var c system.Claim
+		var d system.Delivery
+		if ferr := e.withDatabaseFault(ctx, fault, w.app, func() { c, d, err = w.app.ClaimNext(ctx, retention) }); ferr != nil {
+			return stepResult{}, ferr
+		}
 		switch {
 		case err != nil:
-			r.line, r.got = "error: "+err.Error(), Answer{Kind: Error}
+			r.line, r.got = "error: "+err.Error(), Answer{Kind: errorAnswer(err)}
 		case d.Result == system.ResultPending:
 			w.claim = &c
 			r.line, r.got = fmt.Sprintf("%s claimed %s: attempt %d, fence %d", name, c.Key, c.Attempt, c.Fence), Answer{Kind: Claimed, Key: c.Key}
@@ -39,6 +49,15 @@ func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
 		default:
 			r.line, r.got = fmt.Sprintf("%s blocked %s: %s, nothing sent", name, d.Key, d.LastError), Answer{Kind: Blocked, Key: d.Key}
 		}
+	}
+	if fault == faults.CommitLost {
+		var res model.Result
+		e.model, res = e.model.ClaimCommitLost(name)
+		if res != model.ResultOutOfTurn {
+			r.fired = fault
+		}
+		r.want = Answer{Kind: resultAnswers[res]}
+		return r, nil
 	}
 	var cr model.ClaimResult
 	e.model, cr = e.model.Claim(name)

@@ -10,15 +10,16 @@ import (
 )
 
 // deliver makes one delivery attempt with an optional fault. A busy app
-// database refuses the claim; a busy receiver database refuses the task,
-// and a full one a task that needs another page.
+// database refuses the claim, and a lost commit loses it; a busy receiver
+// database refuses the task, and a full one a task that needs another
+// page.
 //
-//	deliver [fault=duplicate-request|foreign-task|offline|lost-reply|crash-after-reply|crash-before-send|app-busy|crm-busy|crm-full]
+//	deliver [fault=duplicate-request|foreign-task|offline|lost-reply|crash-after-reply|crash-before-send|app-busy|crm-busy|crm-full|commit-lost]
 func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 	if err := s.only("fault"); err != nil {
 		return stepResult{}, err
 	}
-	fault, err := faultArg(s, deliverFaults...)
+	fault, err := e.faultArg(s, deliverFaults...)
 	if err != nil {
 		return stepResult{}, err
 	}

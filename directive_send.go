@@ -23,7 +23,7 @@ func (e *Env) send(ctx context.Context, s Step) (stepResult, error) {
 	if err := s.only("worker", "fault", "retry-after"); err != nil {
 		return stepResult{}, err
 	}
-	fault, err := faultArg(s, sendFaults...)
+	fault, err := e.faultArg(s, sendFaults...)
 	if err != nil {
 		return stepResult{}, err
 	}

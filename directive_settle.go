@@ -14,14 +14,16 @@ import (
 // and nothing written, when the row moved on since its claim. jitter is
 // the backoff drawn for a transient failure, within the ceiling. A busy
 // app database refuses the settle, and the cause it would record too: the
-// claim ends and the row keeps its lease until it runs out.
+// claim ends and the row keeps its lease until it runs out. A lost commit
+// loses the settle's write; the worker then records that the outcome is
+// unknown as the row's last error, and the row keeps its lease as well.
 //
-//	settle worker=A [jitter=MS] [fault=app-busy]
+//	settle worker=A [jitter=MS] [fault=app-busy|commit-lost]
 func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
 	if err := s.only("worker", "jitter", "fault"); err != nil {
 		return stepResult{}, err
 	}
-	fault, err := faultArg(s, settleFaults...)
+	fault, err := e.faultArg(s, settleFaults...)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -65,11 +67,15 @@ func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
 		}
 	}
 	next, res, key := e.model.Settle(name, jitter)
-	if refused := faultTable[fault].refusal; refused != model.Accepted {
+	switch refused := faultTable[fault].refusal; refused {
+	case model.Accepted:
+	case model.CommitLost:
+		next, res, key = e.model.SettleCommitLost(name)
+	default:
 		next, res, key = e.model.SettleRefused(name, refused)
-		if res != model.ResultOutOfTurn {
-			r.fired = fault
-		}
+	}
+	if fault != "" && res != model.ResultOutOfTurn {
+		r.fired = fault
 	}
 	e.model, r.key = next, key
 	r.want = Answer{Kind: resultAnswers[res], Key: key}

@@ -23,7 +23,9 @@ type CrashPoint struct {
 // makes, crashing exactly there: random search can miss a narrow window,
 // enumeration cannot. The scenario's converge steps are left out and one
 // converge ends every run; outputs are not compared, invariants are. dir
-// must exist; every run gets a folder of its own inside it.
+// must exist; every run gets a folder of its own inside it. It runs on
+// SQLite: a scenario whose backend line names PostgreSQL returns
+// ErrOtherBackend.
 func Enumerate(ctx context.Context, sc Scenario, design designs.Design, dir string) ([]CrashPoint, error) {
 	var cases []Case
 	for _, c := range sc.Cases {

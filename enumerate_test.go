@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -23,6 +24,9 @@ func TestCrashPointEnumeration(t *testing.T) {
 			continue
 		}
 		points, err := Enumerate(ctx, sc, designs.Handoff, t.TempDir())
+		if errors.Is(err, ErrOtherBackend) {
+			continue // a scenario of PostgreSQL only: enumeration runs on SQLite
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

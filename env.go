@@ -56,8 +56,8 @@ type Env struct {
 	applied  int
 	before   model.Observation
 	diverged Disagreement
-	// started is set by the first step that is not design, config or
-	// transport.
+	// started is set by the first step that is not design, config,
+	// transport or backend.
 	started bool
 
 	// now is the virtual clock in milliseconds since the Unix epoch: time
@@ -81,8 +81,12 @@ type Env struct {
 	schema *pgSchema
 	// holders are the harness's own connections on the files, by file
 	// name: what a database fault holds the write lock with, and checks
-	// the file with (see withDatabaseFault).
-	holders map[string]*sql.DB
+	// the file with (see withDatabaseFault); serverDB, on PostgreSQL, its
+	// connection to the server (see server).
+	holders  map[string]*sql.DB
+	serverDB *sql.DB
+	// commitLoss is the commit-lost fault of the step that runs.
+	commitLoss commitLoss
 }
 
 // worker is a named worker: its handle, the claim it holds, and what its
@@ -222,9 +226,9 @@ func (e *Env) attach(app designs.App, crm designs.CRM) error {
 }
 
 // openApp opens the default worker's handle on the app database, with the
-// fault injector's hook.
+// fault injector's hook (and, on PostgreSQL, the commit-lost fault's).
 func (e *Env) openApp(ctx context.Context) (designs.App, error) {
-	app, err := e.cfg.Design.OpenApp(ctx, e.appTarget(), e.systemOptions(model.DefaultWorker, e.injector.Hook()))
+	app, err := e.cfg.Design.OpenApp(ctx, e.appTarget(), e.systemOptions(model.DefaultWorker, e.hook(model.DefaultWorker, e.injector.Hook())))
 	if err != nil {
 		return nil, fmt.Errorf("handoff: opening the app database: %w", err)
 	}
@@ -270,7 +274,7 @@ func (e *Env) worker(ctx context.Context, s Step) (string, *worker, error) {
 	app, ok := e.idle.takeApp(e.handleKey(name))
 	if !ok {
 		var err error
-		if app, err = e.cfg.Design.OpenApp(ctx, e.appTarget(), e.systemOptions(name, nil)); err != nil {
+		if app, err = e.cfg.Design.OpenApp(ctx, e.appTarget(), e.systemOptions(name, e.hook(name, nil))); err != nil {
 			return "", nil, fmt.Errorf("handoff: opening the app database for worker %s: %w", name, err)
 		}
 	}
@@ -406,6 +410,7 @@ var handlers = map[string]func(*Env, context.Context, Step) (stepResult, error){
 	"reconcile": (*Env).reconcile,
 	"stale":     (*Env).stale,
 	"transport": (*Env).transport,
+	"backend":   (*Env).backend,
 }
 
 // Apply runs one step against model and system and checks the invariants.
@@ -421,7 +426,7 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	e.started = e.started || s.Directive != "design" && s.Directive != "config" && s.Directive != "transport"
+	e.started = e.started || s.Directive != "design" && s.Directive != "config" && s.Directive != "transport" && s.Directive != "backend"
 	e.applied++
 	obs, err := e.observe(ctx)
 	if err != nil {
@@ -471,8 +476,10 @@ func (e *Env) observe(ctx context.Context) (model.Observation, error) {
 	return obs, nil
 }
 
-// faultArg reads the step's fault= argument, one of allowed, or "".
-func faultArg(s Step, allowed ...faults.Kind) (faults.Kind, error) {
+// faultArg reads the step's fault= argument, one of allowed, or "". A
+// fault that needs the other backend is a mistake of the scenario, which
+// must say so with a backend line first.
+func (e *Env) faultArg(s Step, allowed ...faults.Kind) (faults.Kind, error) {
 	v, ok := s.Arg("fault")
 	if !ok {
 		return "", nil
@@ -480,6 +487,10 @@ func faultArg(s Step, allowed ...faults.Kind) (faults.Kind, error) {
 	k, err := faults.ParseKind(v, allowed...)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %v", ErrScenario, s.Directive, err)
+	}
+	if !runsOn(k, e.cfg.Backend) {
+		only := faultTable[k].only
+		return "", fmt.Errorf("%w: %s: fault %s runs on %s only; a scenario of it starts with backend name=%s", ErrScenario, s.Directive, k, only, only)
 	}
 	return k, nil
 }

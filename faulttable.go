@@ -33,6 +33,10 @@ type faultEffect struct {
 	// (retryAfter, in milliseconds) when it is busy, 500 otherwise.
 	overHTTP   model.Network
 	retryAfter int64
+	// only is the backend the fault needs, "" when it runs on both: a
+	// SQLite file's size can be pinned per connection, and a PostgreSQL
+	// transaction's connection ended from another one at its COMMIT.
+	only Backend
 }
 
 // faultTable is the one place that says what every fault of package faults
@@ -51,21 +55,30 @@ var faultTable = map[faults.Kind]faultEffect{
 	faults.Refused:             {network: model.Refused, proxy: faults.Action{Verb: faults.Respond, Status: http.StatusForbidden}},
 	faults.Restart:             {},
 	faults.AppBusy:             {database: appFile, refusal: model.RefusedBusy},
-	faults.AppFull:             {database: appFile, refusal: model.RefusedFull},
+	faults.AppFull:             {database: appFile, refusal: model.RefusedFull, only: SQLite},
 	faults.CRMBusy: {database: crmFile, refusal: model.RefusedBusy, network: model.ReceiverBusy,
 		overHTTP: model.Throttled, retryAfter: crm.BusyRetryAfter.Milliseconds()},
-	faults.CRMFull: {database: crmFile, refusal: model.RefusedFull, network: model.ReceiverFull, overHTTP: model.Offline},
+	faults.CRMFull:    {database: crmFile, refusal: model.RefusedFull, network: model.ReceiverFull, overHTTP: model.Offline},
+	faults.CommitLost: {database: appFile, refusal: model.CommitLost, only: Postgres},
 }
 
 // The faults each step takes beside its network's and its crashes: an
-// approval and a named worker's settle write to the app database, a
-// named worker's send to the receiver's, and a delivery to both.
+// approval, a named worker's claim and its settle write to the app
+// database, a named worker's send to the receiver's, and a delivery to
+// both.
 var (
-	approveFaults = []faults.Kind{faults.CrashBetweenInserts, faults.AppBusy, faults.AppFull}
-	deliverFaults = append(slices.Clone(faults.DeliveryKinds), faults.AppBusy, faults.CRMBusy, faults.CRMFull)
+	approveFaults = []faults.Kind{faults.CrashBetweenInserts, faults.AppBusy, faults.AppFull, faults.CommitLost}
+	deliverFaults = append(slices.Clone(faults.DeliveryKinds), faults.AppBusy, faults.CRMBusy, faults.CRMFull, faults.CommitLost)
+	claimFaults   = []faults.Kind{faults.CommitLost}
 	sendFaults    = append(slices.Clone(faults.SendKinds), faults.CRMBusy, faults.CRMFull)
-	settleFaults  = []faults.Kind{faults.AppBusy}
+	settleFaults  = []faults.Kind{faults.AppBusy, faults.CommitLost}
 )
+
+// runsOn reports whether fault k runs on backend b.
+func runsOn(k faults.Kind, b Backend) bool {
+	only := faultTable[k].only
+	return only == "" || only == b
+}
 
 // FaultPoint is the system fault point where the crash fault k strikes, or
 // "" for a fault that is not a crash.

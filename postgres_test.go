@@ -1,12 +1,15 @@
 package handoff
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/internal/pgtest"
 )
 
@@ -23,7 +26,10 @@ func TestMain(m *testing.M) {
 
 // TestCorpusOnPostgres replays every scenario file with the app database
 // in PostgreSQL and compares each step's output with the file: the same
-// output as on SQLite, since nothing a step prints names the backend.
+// output as on SQLite, since nothing a step prints names the backend. A
+// file whose backend line names SQLite is skipped as not applicable; with
+// -rewrite it writes back the outputs of the files that run on
+// PostgreSQL only (TestCorpus writes the others).
 // TestFragileCorpusOnPostgres replays the files of the fragile designs
 // whose shortcut is in the outbox.
 func TestCorpusOnPostgres(t *testing.T) {
@@ -39,9 +45,18 @@ func TestCorpusOnPostgres(t *testing.T) {
 		}
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(sc.Name, "corpus/"), ".txt"), func(t *testing.T) {
 			t.Parallel()
-			_, problems, err := ReplayWith(t.Context(), sc, Config{Dir: t.TempDir(), Backend: Postgres, PostgresURL: server})
+			outputs, problems, err := ReplayWith(t.Context(), sc, Config{Dir: t.TempDir(), Backend: Postgres, PostgresURL: server})
+			if errors.Is(err, ErrOtherBackend) {
+				t.Skip(err)
+			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if *rewrite && sc.Backend() == Postgres {
+				if err := os.WriteFile(filepath.FromSlash(sc.Name), []byte(sc.Format(outputs)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
 			}
 			for _, p := range problems {
 				t.Error(p)
@@ -57,12 +72,15 @@ const postgresChecks = 20
 // TestSimulationOnPostgres is TestSimulation with the app database in
 // PostgreSQL, at -short's budget, on the sequences of an exploration
 // with seed 1: the corpus shows each behaviour on it, and this that the
-// Env renews its schema between sequences as it empties a file.
+// Env renews its schema between sequences as it empties a file. It
+// checks PostgreSQL's reach too: the lost commit and the busy app
+// database take effect, and app-full, which needs a SQLite file, never
+// does (drawn, it would fail its sequence as a malformed step).
 func TestSimulationOnPostgres(t *testing.T) {
 	t.Parallel()
 	server := pgtest.URL(t)
-	rec := &Recorder{}
-	prop, done := Property(t.Context(), PropertyConfig{Dir: t.TempDir(), MaxSteps: DefaultSteps, Recorder: rec,
+	rec, stats := &Recorder{}, NewStats()
+	prop, done := Property(t.Context(), PropertyConfig{Dir: t.TempDir(), MaxSteps: DefaultSteps, Recorder: rec, Stats: stats,
 		Backend: Postgres, PostgresURL: server})
 	defer done()
 	for i := range postgresChecks {
@@ -72,6 +90,15 @@ func TestSimulationOnPostgres(t *testing.T) {
 			t.Fatalf("sequence %d:\n%s", i, strings.Join(tb.messages, "\n"))
 		}
 	}
+	for _, k := range []faults.Kind{faults.CommitLost, faults.AppBusy} {
+		if stats.Faults[k] == 0 {
+			t.Errorf("fault %s never took effect on PostgreSQL", k)
+		}
+	}
+	if n := stats.Faults[faults.AppFull]; n > 0 {
+		t.Errorf("fault %s took effect %d times on PostgreSQL, want never", faults.AppFull, n)
+	}
+	t.Logf("faults %v", stats.Faults)
 }
 
 // TestFragileCorpusOnPostgres replays the minimal counterexample of every

@@ -201,7 +201,7 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 		if c := drawConfig(t); ok && c.Directive != "" && cfg.Design.Workers {
 			ok = apply(c)
 		}
-		m := drawMix(t, !cfg.NoSwarm, cfg.Design)
+		m := drawMix(t, !cfg.NoSwarm, cfg.Design, env.cfg.Backend)
 		steps := rapid.Custom(func(t *rapid.T) Step { return m.drawStep(t, env) })
 		for i := 0; ok && i < cfg.MaxSteps; i++ {
 			s := steps.Draw(t, "step")

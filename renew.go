@@ -184,6 +184,9 @@ type lane struct {
 	version *sql.Stmt
 	seen    int64
 	known   bool
+	// onServer says that conns[0] is a connection to PostgreSQL, where
+	// emptying frees no pages of a file to give back.
+	onServer bool
 }
 
 // laneFiles are the files of an Env, the app database first.
@@ -224,7 +227,7 @@ func openLane(ctx context.Context, e *Env) (_ *lane, err error) {
 	}
 	version := "PRAGMA data_version"
 	if e.schema != nil {
-		version = sqlWALPosition
+		version, l.onServer = sqlWALPosition, true
 	}
 	if l.version, err = l.conns[0].PrepareContext(ctx, version); err != nil {
 		return nil, fmt.Errorf("handoff: preparing to ask app.db's data version: %w", err)
@@ -340,7 +343,8 @@ func freshStatements(ctx context.Context, db *sql.DB) ([]*sql.Stmt, error) {
 func quoteName(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 // reset empties every file back to what it held when the lane opened, one
-// transaction each, and gives the pages it frees back (see openLane).
+// transaction each, and gives the pages it frees back (see openLane); on
+// PostgreSQL it empties the schema.
 func (l *lane) reset(ctx context.Context) error {
 	for i, db := range l.conns {
 		tx, err := db.BeginTx(ctx, nil)
@@ -353,9 +357,11 @@ func (l *lane) reset(ctx context.Context) error {
 				return fmt.Errorf("handoff: emptying %s: %w", laneFiles[i], err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, "PRAGMA incremental_vacuum"); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("handoff: giving the pages of %s back: %w", laneFiles[i], err)
+		if file := i > 0 || !l.onServer; file {
+			if _, err := tx.ExecContext(ctx, "PRAGMA incremental_vacuum"); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("handoff: giving the pages of %s back: %w", laneFiles[i], err)
+			}
 		}
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("handoff: emptying %s: %w", laneFiles[i], err)

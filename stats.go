@@ -84,7 +84,7 @@ func (st *Stats) count(s Step, r stepResult, before, after model.Observation) {
 	switch s.Directive {
 	case "deliver":
 		st.Results[r.got.Kind]++
-	case "approve", "converge", "design", "transport":
+	case "approve", "converge", "design", "transport", "backend":
 	default:
 		st.Phases[s.Directive+" "+string(r.got.Kind)]++
 	}

@@ -27,7 +27,7 @@ func TestReach(t *testing.T) {
 		}
 	}
 	for k := range faultTable {
-		if r.Stats.Faults[k] == 0 {
+		if runsOn(k, SQLite) && r.Stats.Faults[k] == 0 {
 			t.Errorf("fault %s never took effect", k)
 		}
 	}

@@ -44,8 +44,8 @@ var (
 // is enough to resolve the largest total of its weights.
 const (
 	kindBits    = 8 // 2 + 66 + 50 + 4 + 40 + 12 + 6 = 180 < 256
-	faultBits   = 6 // 24 + 9·4 = 60 < 64
-	approveBits = 5 // 7 + 3·4 = 19 < 32
+	faultBits   = 6 // 24 + 10·4 = 64 (on PostgreSQL; on SQLite commit-lost weighs nothing)
+	approveBits = 5 // 7 + 3·4 = 19 < 32 (app-full and commit-lost never both)
 	crashBits   = 4 // 7 + 4 = 11 < 16: an approval's crash alone, for a design without faults of the databases
 )
 
@@ -70,14 +70,16 @@ type mix struct {
 // the databases.
 var swarmedFaults = append(append(slices.Clone(faults.DeliveryKinds), faults.CrashBetweenInserts), faults.DatabaseKinds...)
 
-// drawMix draws a mix for design d (without named workers, time and
-// repairs unless d.Workers; without faults of the databases unless
-// takesDatabaseFaults(d)): whether to swarm (two bits, both 1 to swarm, so
+// drawMix draws a mix for design d on backend b (without named workers,
+// time and repairs unless d.Workers; without faults of the databases
+// unless takesDatabaseFaults(d); without the faults that need the other
+// backend, which draw nothing, so that SQLite's sequences are what they
+// were before PostgreSQL's faults): whether to swarm (two bits, both 1 to swarm, so
 // that zeroing either turns it off), then a level for every kind, drawn
 // whether to swarm or not, so that a shrinking run can turn the swarm off
 // (or any one level to the default) without moving a later draw. With
 // swarm false every level is the default.
-func drawMix(t *rapid.T, swarm bool, d designs.Design) mix {
+func drawMix(t *rapid.T, swarm bool, d designs.Design, b Backend) mix {
 	on := pick(t, "swarm", 3, 1) == 1 && swarm
 	draw := func(label string) level {
 		l := []level{byDefault, often, seldom, seldom}[pickOf(t, label, 4)]
@@ -93,7 +95,7 @@ func drawMix(t *rapid.T, swarm bool, d designs.Design) mix {
 	}
 	m.faults, m.databases = map[faults.Kind]level{}, takesDatabaseFaults(d)
 	for _, k := range swarmedFaults {
-		if faultTable[k].database != "" && !m.databases {
+		if faultTable[k].database != "" && !m.databases || !runsOn(k, b) {
 			m.faults[k] = off // not drawn: a design without them draws what it drew before they were
 			continue
 		}

@@ -42,10 +42,11 @@ var retryHints = map[Transport][]string{
 }
 
 // drawPhase draws a named worker and its next phase: a claim when it holds
-// none, then the send of what it claimed (with a fault, some of the time),
-// then the settle (with a jitter drawn within the backoff ceiling, and
-// one time in sixteen a busy app database, for a design that takes
-// it); or, one time in eight, its crash.
+// none (on PostgreSQL, one time in sixteen with its commit lost), then the
+// send of what it claimed (with a fault, some of the time), then the
+// settle (with a jitter drawn within the backoff ceiling, and one time in
+// sixteen a busy app database or, on PostgreSQL, a lost commit, for a
+// design that takes them); or, one time in eight, its crash.
 func drawPhase(t *rapid.T, e *Env) Step {
 	name := namedWorkers[pick(t, "worker", 6, 6, 1)]
 	if pick(t, "worker crash", 7, 1) == 1 {
@@ -54,7 +55,7 @@ func drawPhase(t *rapid.T, e *Env) Step {
 	c, holds := e.model.Claims[name]
 	switch {
 	case !holds:
-		return NewStep("claim", "worker", name)
+		return drawFault(t, e, NewStep("claim", "worker", name), "claim fault", claimFaults)
 	case c.Heard == "":
 		weights := []int{6}
 		for _, k := range sendFaults {
@@ -81,11 +82,30 @@ func drawPhase(t *rapid.T, e *Env) Step {
 			s.Args = append(s.Args, Arg{"jitter", itoa(j)})
 		}
 	}
+	return drawFault(t, e, s, "settle fault", settleFaults)
+}
+
+// drawFault adds to s, one time in sixteen, one of kinds, each as often:
+// those of kinds that run on the Env's backend, for a design that takes
+// faults of the databases. With none to draw it draws nothing, so that a
+// step that takes only the other backend's faults costs no draw.
+func drawFault(t *rapid.T, e *Env, s Step, label string, kinds []faults.Kind) Step {
 	if !takesDatabaseFaults(e.cfg.Design) {
 		return s
 	}
-	if i := pick(t, "settle fault", 15, 1); i > 0 {
-		s.Args = append(s.Args, Arg{"fault", settleFaults[i-1].String()})
+	var runs []faults.Kind
+	weights := []int{15}
+	for _, k := range kinds {
+		if runsOn(k, e.cfg.Backend) {
+			runs = append(runs, k)
+			weights = append(weights, 1)
+		}
+	}
+	if len(runs) == 0 {
+		return s
+	}
+	if i := pick(t, label, weights...); i > 0 {
+		s.Args = append(s.Args, Arg{"fault", runs[i-1].String()})
 	}
 	return s
 }

@@ -58,6 +58,10 @@ const (
 	AppFull Kind = "app-full"
 	// CRMFull pins the receiver database at its size while the step runs.
 	CRMFull Kind = "crm-full"
+	// CommitLost ends the server connection of the step's write to an app
+	// database in PostgreSQL while its COMMIT is due: the writer cannot
+	// know whether the write committed (system.ErrCommitUnknown).
+	CommitLost Kind = "commit-lost"
 )
 
 // DeliveryKinds are the faults a delivery step can carry.
@@ -71,8 +75,9 @@ var SendKinds = []Kind{DuplicateRequest, ForeignTask, Offline, LostReply, Thrott
 
 // DatabaseKinds are the faults of a database itself, each held for the
 // one step that carries it: busy (another connection holds the write
-// lock) and full (the file cannot grow), of the app's and the CRM's.
-var DatabaseKinds = []Kind{AppBusy, CRMBusy, AppFull, CRMFull}
+// lock) and full (the file cannot grow), of the app's and the CRM's, and
+// the app database's connection lost during a COMMIT (PostgreSQL only).
+var DatabaseKinds = []Kind{AppBusy, CRMBusy, AppFull, CRMFull, CommitLost}
 
 // ForeignPayload is the content of the task ForeignTask puts at the
 // receiver; no approval's payload can equal it.

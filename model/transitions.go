@@ -11,6 +11,9 @@ const (
 	Crashed     Verdict = "crashed"  // the process died between the two inserts
 	Busy        Verdict = "busy"     // the app database was busy: nothing written
 	Full        Verdict = "full"     // a new approval found no room: nothing written
+	// CommitUnknown: the connection died during the approval's COMMIT:
+	// nothing written, and the caller told the outcome is unknown.
+	CommitUnknown Verdict = "commit-unknown"
 )
 
 // Refusal is whether a database refused a step's write, writing nothing
@@ -20,20 +23,33 @@ const (
 // needs none goes through). Whether a write needs room depends on how
 // full the file's pages are, which the model does not know: RefusedFull
 // predicts the write refused, Accepted the write that found room, and the
-// harness takes the prediction the system shows.
+// harness takes the prediction the system shows. CommitLost is not a
+// refusal but a loss: the connection to the database (PostgreSQL) died
+// while the write's COMMIT was due, so the caller hears that the outcome
+// is unknown (system.ErrCommitUnknown).
 type Refusal int
 
 const (
 	Accepted    Refusal = iota // the write went through, or there was none
 	RefusedBusy                // the database was busy
 	RefusedFull                // the write found no room
+	// CommitLost: the connection died before the COMMIT reached the
+	// server, so nothing of the write committed. A connection that dies
+	// while the COMMIT is on its way could find it committed instead;
+	// the protocol tolerates that too (a committed claim's lease runs
+	// out, a committed approval or settle stands), but the harness kills
+	// the connection before the COMMIT leaves, so that the outcome it
+	// predicts is the one that happens.
+	CommitLost
 )
 
 // ApproveRefused predicts recording an approval of caseID with title
 // while the app database refuses writes with r. Invalid input is refused
 // before any write; a busy database refuses every other approval; a full
-// one only a new approval, since a repeat and a conflict write nothing.
-// Nothing changes either way.
+// one only a new approval, since a repeat and a conflict write nothing. A
+// lost commit loses a new approval and a repeat, whose transaction
+// commits though it writes nothing, but not a conflict, which rolls back
+// before its COMMIT. Nothing changes either way.
 func (s State) ApproveRefused(caseID, title string, r Refusal) (State, Verdict, string) {
 	next, v, key := s.Approve(caseID, title, false)
 	switch {
@@ -41,7 +57,9 @@ func (s State) ApproveRefused(caseID, title string, r Refusal) (State, Verdict, 
 		return next, v, key
 	case r == RefusedBusy:
 		return s, Busy, key
-	case v == Recorded:
+	case r == CommitLost && v != Conflicting:
+		return s, CommitUnknown, key
+	case r == RefusedFull && v == Recorded:
 		return s, Full, key
 	}
 	return next, v, key
@@ -114,10 +132,12 @@ const (
 	ResultInvalidJitter Result = "invalid-jitter" // Settle: jitter outside [0, ceiling]; nothing changes
 	ResultBusy          Result = "busy"           // a database was busy: the step's write, or the receiver's, was refused
 	ResultFull          Result = "full"           // a database had no room: the step's write, or the receiver's, was refused
+	ResultCommitUnknown Result = "commit-unknown" // the connection died during the step's COMMIT: nothing committed, the outcome unknown to the worker
 )
 
-// refusedResults are the results of a step whose write a database refused.
-var refusedResults = map[Refusal]Result{RefusedBusy: ResultBusy, RefusedFull: ResultFull}
+// refusedResults are the results of a step whose write a database refused
+// or whose commit was lost.
+var refusedResults = map[Refusal]Result{RefusedBusy: ResultBusy, RefusedFull: ResultFull, CommitLost: ResultCommitUnknown}
 
 // Delivery is the input of one delivery attempt: what happens on the way
 // to the receiver, where the worker dies if it does, for ForeignTask the
@@ -140,7 +160,8 @@ type Delivery struct {
 // returns the key of the row it worked on (empty when Idle). With an
 // invalid jitter it returns ResultInvalidJitter and s unchanged. When the
 // app database refuses the claim, nothing changes and no key is named:
-// the claim's transaction failed before it read a row.
+// the claim's transaction failed before it read a row, or its commit was
+// lost (whatever the claim found: an idle claim commits too).
 func (s State) Deliver(in Delivery) (State, Result, string) {
 	if in.App != Accepted {
 		return s, refusedResults[in.App], ""

@@ -193,9 +193,7 @@ func (s State) Settle(worker string, jitter int64) (State, Result, string) {
 	i := s.row(c.Key)
 	row := &s.Outbox[i]
 	if cause, ok := localCauses[c.Heard]; ok {
-		if row.State == Pending && row.Fence == c.Fence {
-			row.LastError = cause
-		}
+		row.recordCause(c, cause)
 		return s, c.Heard, c.Key
 	}
 	if row.State != Pending || row.Fence != c.Fence {
@@ -222,11 +220,21 @@ func (s State) Settle(worker string, jitter int64) (State, Result, string) {
 	return s, ResultPending, c.Key
 }
 
+// recordCause writes cause as the last error of r, the row of claim c,
+// if r is still pending under c's fence: what a worker records when its
+// attempt's outcome is unknown to it.
+func (r *Row) recordCause(c Claim, cause string) {
+	if r.State == Pending && r.Fence == c.Fence {
+		r.LastError = cause
+	}
+}
+
 // The last errors of a row whose attempt's outcome a failure of a
 // database made unknown: the cause, after "local: ".
 const (
-	LocalBusy = "local: database is busy"
-	LocalFull = "local: disk is full"
+	LocalBusy          = "local: database is busy"
+	LocalFull          = "local: disk is full"
+	LocalCommitUnknown = "local: commit outcome unknown"
 )
 
 // localCauses are the last errors a settle records for what a send heard
@@ -244,6 +252,43 @@ func (s State) SettleRefused(worker string, r Refusal) (State, Result, string) {
 		return s, ResultOutOfTurn, ""
 	}
 	return s.Crash(worker), refusedResults[r], c.Key
+}
+
+// ClaimCommitLost predicts worker claiming while its connection dies
+// during the claim's COMMIT: nothing committed, whatever the claim found,
+// and the worker, told the outcome is unknown, sends nothing. A worker
+// with a claim in flight, or without a name, gets ResultOutOfTurn and
+// writes nothing.
+func (s State) ClaimCommitLost(worker string) (State, Result) {
+	if _, busy := s.Claims[worker]; busy || worker == "" {
+		return s, ResultOutOfTurn
+	}
+	return s, ResultCommitUnknown
+}
+
+// SettleCommitLost predicts worker settling while its connection dies
+// during the COMMIT of the settle's first write, which then commits
+// nothing. When the send heard a task or a failure of the request, that
+// write is the outcome's: the worker hears ResultCommitUnknown and, on a
+// new connection, records LocalCommitUnknown as the row's last error (if
+// the row is still pending under the claim's fence); the row keeps its
+// attempt and its lease until it runs out. When the send heard the
+// receiver's database refuse the task, the first write is that cause's,
+// which is lost: the worker hears what its send heard and nothing is
+// written. The claim ends either way. A worker with nothing sent to
+// settle gets ResultOutOfTurn and nothing changes.
+func (s State) SettleCommitLost(worker string) (State, Result, string) {
+	c, ok := s.Claims[worker]
+	if !ok || c.Heard == "" {
+		return s, ResultOutOfTurn, ""
+	}
+	if _, ok := localCauses[c.Heard]; ok {
+		return s.Crash(worker), c.Heard, c.Key
+	}
+	s = s.clone()
+	delete(s.Claims, worker)
+	s.Outbox[s.row(c.Key)].recordCause(c, LocalCommitUnknown)
+	return s, ResultCommitUnknown, c.Key
 }
 
 // Crash predicts worker dying: its claim in flight is gone, and the lease

@@ -366,3 +366,39 @@ func TestRefusedWrites(t *testing.T) {
 		t.Errorf("busy settle: got %v, claim held %t, row %+v; want busy, the claim ended, the row as it was", r, holds, next.Outbox[0])
 	}
 }
+
+// TestLostCommits checks what a write whose commit was lost leaves:
+// nothing of an approval (new or repeated) or a claim; a conflict, which
+// never commits, is still a conflict; a settle records that the outcome
+// is unknown and keeps the lease, unless the send heard the receiver's
+// database refuse the task, whose cause is then what is lost.
+func TestLostCommits(t *testing.T) {
+	s := model.New(3)
+	if next, v, _ := s.ApproveRefused("case-1", "t", model.CommitLost); v != model.CommitUnknown || len(next.Outbox) != 0 {
+		t.Fatalf("lost approval: got %v with %d rows, want commit-unknown and none", v, len(next.Outbox))
+	}
+	s, _, _ = s.Approve("case-1", "t", false)
+	for title, want := range map[string]model.Verdict{"t": model.CommitUnknown, "other": model.Conflicting} {
+		if _, v, _ := s.ApproveRefused("case-1", title, model.CommitLost); v != want {
+			t.Errorf("lost approval of title %q: got %v, want %v", title, v, want)
+		}
+	}
+	if next, r, key := s.Deliver(model.Delivery{App: model.CommitLost}); r != model.ResultCommitUnknown || key != "" || next.Outbox[0] != s.Outbox[0] {
+		t.Errorf("lost delivery: got %v %q, row %+v; want commit-unknown, no key, the row as it was", r, key, next.Outbox[0])
+	}
+	if next, r := s.ClaimCommitLost("A"); r != model.ResultCommitUnknown || next.Outbox[0] != s.Outbox[0] || len(next.Claims) != 0 {
+		t.Errorf("lost claim: got %v, row %+v, claims %v; want commit-unknown, the row as it was, no claim", r, next.Outbox[0], next.Claims)
+	}
+	claimed, _ := s.Claim("A")
+	sent, _ := claimed.Send("A", model.Request{})
+	next, r, _ := sent.SettleCommitLost("A")
+	want := sent.Outbox[0]
+	want.LastError = model.LocalCommitUnknown
+	if _, holds := next.Claims["A"]; r != model.ResultCommitUnknown || holds || next.Outbox[0] != want {
+		t.Errorf("lost settle: got %v, claim held %t, row %+v; want commit-unknown, the claim ended, row %+v", r, holds, next.Outbox[0], want)
+	}
+	refused, _ := claimed.Send("A", model.Request{Network: model.ReceiverBusy})
+	if next, r, _ := refused.SettleCommitLost("A"); r != model.ResultBusy || next.Outbox[0] != refused.Outbox[0] {
+		t.Errorf("lost cause: got %v, row %+v; want busy, the row as it was", r, next.Outbox[0])
+	}
+}

@@ -142,6 +142,12 @@ func (d *dialect) write(ctx context.Context, s *statements, doing string, fn fun
 	}
 	defer tx.Rollback()
 	if err := fn(ctx, tx, s); err != nil {
+		if class := driverClass(err); class != nil {
+			// The statement failed the whole transaction, as such an
+			// error fails a SQLite batch: it names the write, as
+			// SQLite's does.
+			return &DatabaseError{Class: class, Doing: doing, Err: err}
+		}
 		return err
 	}
 	if err := s.dialect.hook.pass(PointBeforeCommit); err != nil {

@@ -76,8 +76,8 @@ func init() {
 			name:    "replay",
 			args:    "[--quiet] [--transport NAME] [--backend NAME [--postgres-url URL]] [FILE...]",
 			summary: "replay scenario files (default: the embedded corpus) and compare outputs",
-			done:    "every output matches",
-			failed:  "an output did not match, a file could not be read or parsed, or no file given can run over the transport",
+			done:    "every output matches (a file of the other backend is skipped, with its reason)",
+			failed:  "an output did not match, a file could not be read or parsed, or no file given can run over the transport or on the backend",
 			run:     replay,
 		},
 		{

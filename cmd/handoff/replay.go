@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,7 +15,8 @@ import (
 
 // replay replays scenario files and compares every step's output. Over
 // http it skips, saying so, the scenarios of a design that runs in
-// process only.
+// process only; on either backend those whose backend line names the
+// other (handoff.ErrOtherBackend), saying why.
 func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	quiet := fs.Bool("quiet", false, "print only mismatches and the summary")
@@ -39,9 +41,14 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(scenarios) == 0 {
 		return fmt.Errorf("nothing to replay over %s", transport)
 	}
-	steps, mismatches := 0, 0
+	steps, mismatches, skipped := 0, 0, 0
 	for _, sc := range scenarios {
 		outputs, problems, err := replayOne(ctx, sc, handoff.Config{Transport: transport, Backend: backend, PostgresURL: postgresURL})
+		if errors.Is(err, handoff.ErrOtherBackend) {
+			fmt.Fprintf(stderr, "skipped %v\n", err)
+			skipped++
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -57,14 +64,22 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			fmt.Fprintln(stderr, p.Error())
 		}
 	}
+	replayed := len(scenarios) - skipped
 	if mismatches > 0 {
-		files := fmt.Sprintf("%d files", len(scenarios))
-		if len(scenarios) == 1 {
+		files := fmt.Sprintf("%d files", replayed)
+		if replayed == 1 {
 			files = "1 file"
 		}
 		return fmt.Errorf("%d of %d steps in %s did not match", mismatches, steps, files)
 	}
-	fmt.Fprintf(stdout, "replayed %d files, %d steps over %s: every output matches\n", len(scenarios), steps, transport)
+	if replayed == 0 {
+		return fmt.Errorf("nothing to replay on %s: every file runs on another backend", backend)
+	}
+	fmt.Fprintf(stdout, "replayed %d files, %d steps over %s: every output matches", replayed, steps, transport)
+	if skipped > 0 {
+		fmt.Fprintf(stdout, "; skipped %d not applicable on %s", skipped, backend)
+	}
+	fmt.Fprintln(stdout)
 	return nil
 }
 
