@@ -172,16 +172,24 @@ func (e *Env) hook(worker string, next system.Hook) system.Hook {
 }
 
 // sqlEndTransaction ends the server connections named $1 that are idle
-// in a transaction holding a lock in schema $2, each waited for until it
-// is gone, and counts them. The schema tells apart the Envs whose workers
-// have the same names; the CTE is materialised so that no connection but
-// those is ever ended.
+// in a transaction holding a lock in schema $2, and returns their process
+// ids. The schema tells apart the Envs whose workers have the same names;
+// the CTE is materialised so that no connection but those is ever ended.
 const sqlEndTransaction = `WITH doomed AS MATERIALIZED (
 		SELECT a.pid FROM pg_stat_activity a
 		WHERE a.application_name = $1 AND a.state = 'idle in transaction'
 		AND EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
 			WHERE l.pid = a.pid AND c.relnamespace = $2::regnamespace))
-	SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000)) FROM doomed`
+	SELECT pid FROM doomed WHERE pg_terminate_backend(pid)`
+
+// sqlAlive says whether the server process $1 still runs.
+const sqlAlive = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`
+
+// endWait is how long endTransaction waits for an ended connection's
+// process to be gone: until then it could still read the COMMIT.
+// PostgreSQL's own wait (pg_terminate_backend with a timeout) looks every
+// 100 ms; this looks every millisecond.
+const endWait = 10 * time.Second
 
 // endTransaction ends, from the harness's connection to the server, the
 // connection of worker's Outbox whose transaction waits for its COMMIT:
@@ -191,14 +199,44 @@ func (e *Env) endTransaction(worker string) error {
 	if err != nil {
 		return err
 	}
-	var ended int
-	if err := db.QueryRowContext(context.Background(), sqlEndTransaction, "handoff "+worker, e.schema.name).Scan(&ended); err != nil {
+	ctx := context.Background()
+	pids, err := queryInts(ctx, db, sqlEndTransaction, "handoff "+worker, e.schema.name)
+	if err != nil {
 		return fmt.Errorf("handoff: ending the connection of worker %s: %w", worker, err)
 	}
-	if ended != 1 {
-		return fmt.Errorf("handoff: ended %d connections of worker %s with a transaction in schema %s, want the one whose COMMIT is due", ended, worker, e.schema.name)
+	if len(pids) != 1 {
+		return fmt.Errorf("handoff: ended %d connections of worker %s with a transaction in schema %s, want the one whose COMMIT is due", len(pids), worker, e.schema.name)
 	}
-	return nil
+	for deadline := time.Now().Add(endWait); ; time.Sleep(time.Millisecond) {
+		var alive bool
+		if err := db.QueryRowContext(ctx, sqlAlive, pids[0]).Scan(&alive); err != nil {
+			return fmt.Errorf("handoff: waiting for the end of worker %s's connection: %w", worker, err)
+		}
+		switch {
+		case !alive:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("handoff: worker %s's connection (process %d) still runs %v after it was ended", worker, pids[0], endWait)
+		}
+	}
+}
+
+// queryInts runs query on db and returns the integers of its one column.
+func queryInts(ctx context.Context, db *sql.DB, query string, args ...any) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
 }
 
 // holder is the harness's own connection on file, opened on first use:

@@ -365,46 +365,28 @@ func applicationName(worker string) string {
 	return name
 }
 
-// preparePostgres checks, under a lock that one opening at a time holds,
-// what schema t.schema holds, and creates the tables of an app database
-// in it when it holds none (unless readOnly).
+// preparePostgres checks what schema t.schema holds, and creates the
+// tables of an app database in it when it holds none (unless readOnly):
+// an app database there is opened at once; an empty schema is looked at
+// again and filled under a lock that one opening at a time holds.
 func preparePostgres(ctx context.Context, db *sql.DB, t postgresTarget, readOnly bool) error {
+	empty, err := inspectSchema(ctx, db, t)
+	if err != nil || !empty {
+		return err
+	}
+	if readOnly {
+		return fmt.Errorf("%w: schema %s in %s holds no handoff app database", ErrNotFound, t.schema, t.shown)
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return driverError("opening "+t.shown, err)
 	}
 	defer tx.Rollback()
-	if !readOnly {
-		if _, err := tx.ExecContext(ctx, sqlSerialise, "handoff schema "+t.schema); err != nil {
-			return driverError("opening "+t.shown, err)
-		}
+	if _, err := tx.ExecContext(ctx, sqlSerialise, "handoff schema "+t.schema); err != nil {
+		return driverError("opening "+t.shown, err)
 	}
-	var tables int
-	var hasVersion bool
-	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(bool_or(c.relname = 'handoff_version'), false)
-		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`, t.schema).Scan(&tables, &hasVersion)
-	if err != nil {
-		return driverError("reading the tables of schema "+t.schema, err)
-	}
-	switch {
-	case tables > 0 && !hasVersion:
-		return fmt.Errorf("%w: schema %s in %s holds tables that are not a handoff app database's; name another (?schema=…)", ErrWrongDatabase, t.schema, t.shown)
-	case tables > 0:
-		var kind string
-		var version int
-		if err := tx.QueryRowContext(ctx, `SELECT kind, version FROM handoff_version`).Scan(&kind, &version); err != nil {
-			return driverError("reading the schema version", err)
-		}
-		switch {
-		case kind != "app":
-			return fmt.Errorf("%w: schema %s in %s is not a handoff app database", ErrWrongDatabase, t.schema, t.shown)
-		case version > postgresVersion:
-			return fmt.Errorf("%w: schema %s in %s has version %d, this handoff knows %d", ErrNewerSchema, t.schema, t.shown, version, postgresVersion)
-		}
-		return nil
-	case readOnly:
-		return fmt.Errorf("%w: schema %s in %s holds no handoff app database", ErrNotFound, t.schema, t.shown)
+	if empty, err := inspectSchema(ctx, tx, t); err != nil || !empty {
+		return err // another opening made it meanwhile
 	}
 	if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+t.schema); err != nil {
 		return driverError("creating schema "+t.schema, err)
@@ -413,6 +395,38 @@ func preparePostgres(ctx context.Context, db *sql.DB, t postgresTarget, readOnly
 		return driverError("creating the tables of schema "+t.schema, err)
 	}
 	return driverError("creating schema "+t.schema, tx.Commit())
+}
+
+// inspectSchema reports whether schema t.schema holds no table, and
+// refuses one that holds tables of something else or of a newer handoff.
+func inspectSchema(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, t postgresTarget) (empty bool, err error) {
+	var tables int
+	var hasVersion bool
+	err = q.QueryRowContext(ctx, `SELECT count(*), coalesce(bool_or(c.relname = 'handoff_version'), false)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`, t.schema).Scan(&tables, &hasVersion)
+	switch {
+	case err != nil:
+		return false, driverError("reading the tables of schema "+t.schema, err)
+	case tables == 0:
+		return true, nil
+	case !hasVersion:
+		return false, fmt.Errorf("%w: schema %s in %s holds tables that are not a handoff app database's; name another (?schema=…)", ErrWrongDatabase, t.schema, t.shown)
+	}
+	var kind string
+	var version int
+	if err := q.QueryRowContext(ctx, `SELECT kind, version FROM `+t.schema+`.handoff_version`).Scan(&kind, &version); err != nil {
+		return false, driverError("reading the schema version", err)
+	}
+	switch {
+	case kind != "app":
+		return false, fmt.Errorf("%w: schema %s in %s is not a handoff app database", ErrWrongDatabase, t.schema, t.shown)
+	case version > postgresVersion:
+		return false, fmt.Errorf("%w: schema %s in %s has version %d, this handoff knows %d", ErrNewerSchema, t.schema, t.shown, version, postgresVersion)
+	}
+	return false, nil
 }
 
 // ClearPostgres empties the app database that target names, keeping its
