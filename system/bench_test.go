@@ -153,18 +153,26 @@ func durableWorkers(b *testing.B, bk backend, w, rows int) ([]*system.Outbox, *s
 
 // BenchmarkDurableShareWorkers is BenchmarkDurableShare for W workers
 // delivering at once, each its own Outbox on the same durable app
-// database, all sending to one durable CRM, as handoff work --workers W
-// runs them. Each round every worker makes deliveriesPerRound deliveries,
-// then the benchmark makes syncsPerRound bare write+fsync pairs; it
-// reports deliveries per bare fsync (deliveries/s over fsyncs/s, both
-// timed in the same rounds, a ratio that survives the disk's drift) and
-// how many writes each commit carried on each database.
+// database and its own Pipeline, all sending to one durable CRM, as
+// handoff work --workers W runs them. Each round every worker makes
+// deliveriesPerRound deliveries (and records the last answer), then the
+// benchmark makes syncsPerRound bare write+fsync pairs; it reports
+// deliveries per bare fsync (deliveries/s over fsyncs/s, both timed in the
+// same rounds, a ratio that survives the disk's drift) and how many
+// writes each commit carried on each database.
 func BenchmarkDurableShareWorkers(b *testing.B) {
 	const deliveriesPerRound, syncsPerRound = 8, 8
 	for _, w := range []int{1, 8} {
 		b.Run(fmt.Sprint("workers=", w), func(b *testing.B) {
 			ctx := context.Background()
 			apps, crm := durableWorkers(b, sqliteBackend, w, b.N*w*deliveriesPerRound)
+			pipelines := make([]*system.Pipeline, w)
+			for i, app := range apps {
+				var err error
+				if pipelines[i], err = app.Pipeline(crm); err != nil {
+					b.Fatal(err)
+				}
+			}
 			s := newSyncer(b)
 			appBefore, crmBefore := apps[0].CommitStats(), crm.CommitStats()
 			var delivering, syncing time.Duration
@@ -172,13 +180,16 @@ func BenchmarkDurableShareWorkers(b *testing.B) {
 			for range b.N {
 				start := time.Now()
 				var wg sync.WaitGroup
-				for _, app := range apps {
+				for _, p := range pipelines {
 					wg.Go(func() {
-						for range deliveriesPerRound {
-							if d, err := app.DeliverOne(ctx, crm); err != nil || d.Result != system.ResultSent {
+						for range deliveriesPerRound - 1 {
+							if d, err := p.Next(ctx); err != nil || d.Result != system.ResultSent {
 								b.Errorf("got %+v, %v; want sent", d, err)
 								return
 							}
+						}
+						if d, flushed, err := p.Flush(ctx); err != nil || !flushed || d.Result != system.ResultSent {
+							b.Errorf("flushed %v: %+v, %v; want sent", flushed, d, err)
 						}
 					})
 				}
