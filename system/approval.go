@@ -9,6 +9,9 @@ import (
 	"unicode/utf8"
 )
 
+// recordQueries are the queries of record.
+var recordQueries = []string{sqlFindApproval, sqlInsertApproval, sqlInsertRow}
+
 // The queries of an approval.
 const (
 	sqlFindApproval   = `SELECT payload FROM approvals WHERE key = ?`
@@ -143,7 +146,7 @@ func (o *Outbox) RecordApproval(ctx context.Context, caseID, title string) (stri
 	if err != nil {
 		return "", err
 	}
-	err = o.q.write(ctx, "recording the approval", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	err = o.q.write(ctx, "recording the approval", recordQueries, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		return o.record(ctx, sqlRunner{q, tx}, a)
 	})
 	if err != nil {

@@ -113,10 +113,7 @@ func OpenCRMWith(ctx context.Context, path string, opts CRMOptions) (*CRM, error
 	if err != nil {
 		return nil, err
 	}
-	c, err := newCRM(ctx, q, path)
-	if err != nil {
-		return nil, err
-	}
+	c := newCRM(q, path)
 	c.opts = opts
 	return c, nil
 }
@@ -138,14 +135,11 @@ func OpenCRMReadOnly(ctx context.Context, path string) (*CRM, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newCRM(ctx, q, path)
+	return newCRM(q, path), nil
 }
 
-func newCRM(ctx context.Context, q *statements, path string) (*CRM, error) {
-	if err := q.prepare(ctx, sqlFindTask, sqlInsertTask, sqlRemember, sqlTasks, sqlIdentity); err != nil {
-		return nil, err
-	}
-	return &CRM{db: q.db, q: q, path: path, opts: CRMOptions{Now: time.Now}}, nil
+func newCRM(q *statements, path string) *CRM {
+	return &CRM{db: q.db, q: q, path: path, opts: CRMOptions{Now: time.Now}}
 }
 
 // Identity is the CRM's identity, made when its file was created: an app
@@ -177,7 +171,7 @@ func (c *CRM) CreateTask(ctx context.Context, key, payload string) (int64, error
 		return 0, invalid("task key and payload must not be empty")
 	}
 	var id int64
-	err := c.q.write(ctx, "creating the task", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	err := c.q.write(ctx, "creating the task", []string{sqlFindTask, sqlInsertTask, sqlRemember}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		now := millis(c.opts.Now())
 		var storedAt int64
 		var held string

@@ -30,7 +30,7 @@ func HoldCRM(c *CRM, release <-chan struct{}) <-chan error { return holdGroup(c.
 func holdGroup(q *statements, release <-chan struct{}) <-chan error {
 	running, done := make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- q.write(context.Background(), "holding the batch", func(context.Context, *sql.Tx, *statements) error {
+		done <- q.write(context.Background(), "holding the batch", nil, func(context.Context, *sql.Tx, *statements) error {
 			close(running)
 			<-release
 			return nil

@@ -33,26 +33,28 @@ type group struct {
 
 // write is one caller's transaction body, waiting in a group or running.
 type write struct {
-	ctx   context.Context // the caller's: a write whose caller gave up before its turn is not run
-	doing string
-	fn    func(ctx context.Context, tx *sql.Tx, q *statements) error
-	err   error
+	ctx     context.Context // the caller's: a write whose caller gave up before its turn is not run
+	doing   string
+	queries []string // what fn runs, prepared on the batch's handle before it begins
+	fn      func(ctx context.Context, tx *sql.Tx, q *statements) error
+	err     error
 	// turn receives true when the write has run (err says how), false
 	// when its caller must run the next batch.
 	turn chan bool
 }
 
-// do runs fn in a write transaction through the handle q, together with
+// do runs fn, which runs queries, in a write transaction through the
+// handle q, together with
 // the writes of the group's other handles that queue meanwhile (see
 // group). fn must use q and the ctx it is given, not the caller's: it may
 // run on another caller's handle, and a context cancelled in the middle
 // of a batch would roll the whole batch back. A context already cancelled
 // when do is called writes nothing.
-func (g *group) do(ctx context.Context, q *statements, doing string, fn func(ctx context.Context, tx *sql.Tx, q *statements) error) error {
+func (g *group) do(ctx context.Context, q *statements, doing string, queries []string, fn func(ctx context.Context, tx *sql.Tx, q *statements) error) error {
 	if err := ctx.Err(); err != nil {
 		return driverError(doing, err)
 	}
-	w := &write{ctx: ctx, doing: doing, fn: fn, turn: make(chan bool, 1)}
+	w := &write{ctx: ctx, doing: doing, queries: queries, fn: fn, turn: make(chan bool, 1)}
 	g.mu.Lock()
 	g.queue = append(g.queue, w)
 	lead := !g.running
@@ -107,6 +109,14 @@ const (
 func (g *group) run(q *statements, batch []*write) {
 	ctx := context.Background()
 	err := func() error {
+		if err := q.ensure(ctx, sqlSavepoint, sqlRollbackTo, sqlReleaseSave); err != nil {
+			return err
+		}
+		for _, w := range batch {
+			if err := q.ensure(ctx, w.queries...); err != nil {
+				return err
+			}
+		}
 		tx, err := q.db.BeginTx(ctx, nil)
 		if err != nil {
 			return err

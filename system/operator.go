@@ -111,7 +111,7 @@ func (o *Outbox) operate(ctx context.Context, action Action, key, actor, reason 
 	case reason == "":
 		return invalid("the reason is empty: say why, for the audit log")
 	}
-	return o.q.write(ctx, string(action)+" "+key, func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	return o.q.write(ctx, string(action)+" "+key, []string{sqlLockRow, sqlOperate, sqlAudit}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		now := o.opts.Now()
 		r, err := scanRow(q.row(ctx, tx, sqlLockRow, key))
 		if errors.Is(err, sql.ErrNoRows) {

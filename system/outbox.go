@@ -228,11 +228,6 @@ type Outbox struct {
 	budgetRecorded atomic.Bool
 }
 
-// appQueries are the statements an Outbox prepares.
-var appQueries = []string{sqlFindApproval, sqlInsertApproval, sqlInsertRow,
-	sqlEligible, sqlEarliest, sqlRelease, sqlClaimRow, sqlBlockRow, sqlSettle, sqlLocalError,
-	sqlApprovals, sqlRows, sqlRow, sqlGetMeta, sqlPutMeta, sqlRaiseBudget, sqlLockRow, sqlOperate, sqlAudit, sqlAuditLog}
-
 // Open opens (creating if needed) the app database at path, upgrading a
 // file an older handoff wrote. It refuses, changing nothing, a path that
 // is not a plain file, a file that is not a handoff app database
@@ -253,7 +248,7 @@ func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newOutbox(ctx, q, path, opts)
+	return newOutbox(q, path, opts), nil
 }
 
 // OpenReadOnly opens the existing app database at path for reading: it
@@ -273,14 +268,11 @@ func OpenReadOnly(ctx context.Context, path string) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newOutbox(ctx, q, path, opts)
+	return newOutbox(q, path, opts), nil
 }
 
-func newOutbox(ctx context.Context, q *statements, path string, opts Options) (*Outbox, error) {
-	if err := q.prepare(ctx, appQueries...); err != nil {
-		return nil, err
-	}
-	return &Outbox{db: q.db, q: q, opts: opts, path: path}, nil
+func newOutbox(q *statements, path string, opts Options) *Outbox {
+	return &Outbox{db: q.db, q: q, opts: opts, path: path}
 }
 
 // DB is the outbox's database, for a caller that wants its own business
@@ -376,6 +368,9 @@ func fromMillis(ms int64) time.Time {
 // PostgreSQL's see one only at repeatable read.
 func (o *Outbox) Snapshot(ctx context.Context) (Snapshot, error) {
 	var s Snapshot
+	if err := o.q.ensure(ctx, sqlApprovals, sqlRows); err != nil {
+		return s, err
+	}
 	opts := &sql.TxOptions{ReadOnly: true}
 	if o.q.dialect != nil {
 		opts.Isolation = sql.LevelRepeatableRead
@@ -479,7 +474,7 @@ func (o *Outbox) BindReceiver(ctx context.Context, id string) error {
 	if id == "" {
 		return invalid("receiver identity is empty")
 	}
-	return o.q.write(ctx, "binding the receiver", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	return o.q.write(ctx, "binding the receiver", []string{sqlGetMeta, sqlPutMeta}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		if err := q.serialise(ctx, tx, metaReceiver); err != nil {
 			return err
 		}

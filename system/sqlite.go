@@ -248,6 +248,12 @@ func openDB(ctx context.Context, path string, k kind, d Durability, busy time.Du
 		return nil, err
 	}
 	q.db = db
+	// The connection opens now, so that a handle that cannot work says
+	// so here; its statements are prepared as they are first needed.
+	if err := db.PingContext(ctx); err != nil {
+		q.close()
+		return nil, driverError("opening "+path, err)
+	}
 	return q, nil
 }
 

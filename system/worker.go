@@ -106,6 +106,9 @@ const (
 	sqlLocalError = `UPDATE outbox SET last_error = ? WHERE seq = ? AND state = 'pending' AND fence = ?`
 )
 
+// claimQueries are the queries of a claim.
+var claimQueries = []string{sqlEligible, sqlEarliest, sqlBlockRow, sqlClaimRow, sqlRaiseBudget}
+
 // Claim is a row a worker holds a lease on: the send that must follow,
 // and the fence its settle must still find.
 type Claim struct {
@@ -124,7 +127,7 @@ type Claim struct {
 // settle. It returns how many leases it released.
 func (o *Outbox) Recover(ctx context.Context) (int, error) {
 	n := 0
-	err := o.q.write(ctx, "releasing leases", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	err := o.q.write(ctx, "releasing leases", []string{sqlRelease}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		res, err := q.execResult(ctx, tx, sqlRelease, o.opts.Worker)
 		if err != nil {
 			return driverError("releasing leases", err)
@@ -151,7 +154,7 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 	var c Claim
 	var d Delivery
 	recordBudget := o.opts.MaxAttempts > DefaultMaxAttempts && !o.budgetRecorded.Load()
-	err := o.q.write(ctx, "claiming a row", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	err := o.q.write(ctx, "claiming a row", claimQueries, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		now := millis(o.opts.Now())
 		var lastError string
 		var created, firstClaimed int64
@@ -260,7 +263,7 @@ func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr erro
 		lastError = d.LastError
 	}
 	stale := false
-	err := o.q.write(ctx, "recording the delivery", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	err := o.q.write(ctx, "recording the delivery", []string{sqlSettle}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		res, err := q.execResult(ctx, tx, sqlSettle, string(d.state()), remoteID, lastError, sentAt, nextAttempt, c.Seq, c.Fence)
 		if err != nil {
 			return driverError("recording the delivery", err)
@@ -356,7 +359,7 @@ func (o *Outbox) attemptFailed(ctx context.Context, c Claim, cause error) error 
 	// and the returned error still says what happened. It is written even
 	// when ctx was cancelled: an interrupt is a cause worth recording.
 	ctx = context.WithoutCancel(ctx)
-	_ = o.q.write(ctx, "recording the cause", func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	_ = o.q.write(ctx, "recording the cause", []string{sqlLocalError}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		return q.exec(ctx, tx, sqlLocalError, localCause(cause), c.Seq, c.Fence)
 	})
 	return &AttemptError{Key: c.Key, Attempt: c.Attempt, MaxAttempts: o.opts.MaxAttempts, Err: cause}
