@@ -45,12 +45,18 @@ func TestFragileDesigns(t *testing.T) {
 }
 
 // TestFragileCorpus checks that every catalog entry has its minimal
-// counterexample in corpus/fragile, and that replaying it breaks the
-// documented invariant at the documented length.
-func TestFragileCorpus(t *testing.T) {
+// counterexample in corpus/fragile, and that replaying it gives the
+// file's outputs and breaks the documented invariant at the documented
+// length, and not before.
+func TestFragileCorpus(t *testing.T) { fragileCorpus(t, Config{}) }
+
+// fragileCorpus is TestFragileCorpus with the Envs of cfg (a Dir of
+// their own each).
+func fragileCorpus(t *testing.T, cfg Config) {
 	scenarios := corpus(t)
 	for _, d := range designs.Fragile {
 		t.Run(d.Name, func(t *testing.T) {
+			t.Parallel()
 			sc, ok := scenarios["corpus/fragile/"+d.Name+".txt"]
 			if !ok {
 				t.Fatalf("no corpus/fragile/%s.txt", d.Name)
@@ -58,7 +64,9 @@ func TestFragileCorpus(t *testing.T) {
 			if sc.Design() != d.Name {
 				t.Fatalf("the scenario runs design %q", sc.Design())
 			}
-			env, err := NewEnv(t.Context(), Config{Dir: t.TempDir()})
+			cfg := cfg
+			cfg.Dir = t.TempDir()
+			env, err := NewEnv(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +74,10 @@ func TestFragileCorpus(t *testing.T) {
 			var last Outcome
 			for _, c := range sc.Cases {
 				if last, err = env.Apply(t.Context(), c.Step); err != nil {
-					t.Fatal(err)
+					t.Fatalf("%s:%d: %v", sc.Name, c.Line, err)
+				}
+				if last.Output != c.Want {
+					t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", sc.Name, c.Line, c.Text, last.Output, c.Want)
 				}
 				if last.Violation != nil && c.Line != sc.Cases[len(sc.Cases)-1].Line {
 					t.Fatalf("line %d broke invariant %d before the last step", c.Line, last.Violation.Invariant)

@@ -101,43 +101,13 @@ func TestSimulationOnPostgres(t *testing.T) {
 	t.Logf("faults %v", stats.Faults)
 }
 
-// TestFragileCorpusOnPostgres replays the minimal counterexample of every
-// fragile design whose shortcut is in the outbox with the app database in
-// PostgreSQL, compares each step's output with the file, and checks that
-// the last step breaks the documented invariant there too. The designs
-// whose shortcut is in the receiver run against the CRM, a SQLite file on
-// either backend: TestCorpusOnPostgres replays their files.
+// TestFragileCorpusOnPostgres is TestFragileCorpus with the app
+// database in PostgreSQL: every fragile design's minimal counterexample
+// gives the same outputs there and breaks the same invariant. (The CRM is
+// a SQLite file on either backend, so the designs whose shortcut is in
+// the receiver run as on SQLite.)
 func TestFragileCorpusOnPostgres(t *testing.T) {
 	t.Parallel()
 	server := pgtest.URL(t)
-	scenarios := corpus(t)
-	checked := 0
-	for _, d := range designs.Fragile {
-		if d.OwnReceiver {
-			continue
-		}
-		checked++
-		t.Run(d.Name, func(t *testing.T) {
-			t.Parallel()
-			sc := scenarios["corpus/fragile/"+d.Name+".txt"]
-			env, err := NewEnv(t.Context(), Config{Dir: t.TempDir(), Backend: Postgres, PostgresURL: server})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer env.Close()
-			var last Outcome
-			for _, c := range sc.Cases {
-				if last, err = env.Apply(t.Context(), c.Step); err != nil {
-					t.Fatalf("%s:%d: %v", sc.Name, c.Line, err)
-				}
-				if last.Output != c.Want {
-					t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", sc.Name, c.Line, c.Text, last.Output, c.Want)
-				}
-			}
-			if v := last.Violation; v == nil || v.Invariant != d.Invariant {
-				t.Errorf("got violation %v, want invariant %d", v, d.Invariant)
-			}
-		})
-	}
-	t.Logf("%d fragile designs replayed on PostgreSQL", checked)
+	fragileCorpus(t, Config{Backend: Postgres, PostgresURL: server})
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/pgtest"
 	"io"
 	"os"
 	"os/exec"
@@ -52,9 +53,16 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestApproveDeliverInspect runs the by-hand commands on an app database
+// that approve creates, a file or a PostgreSQL schema named by URL (the
+// CRM is a file on both), and reads the outcome with inspect --json.
 func TestApproveDeliverInspect(t *testing.T) {
-	dir := t.TempDir()
-	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
+	t.Run("sqlite", func(t *testing.T) { approveDeliverInspect(t, filepath.Join(t.TempDir(), "app.db")) })
+	t.Run("postgres", func(t *testing.T) { approveDeliverInspect(t, pgtest.URL(t)) })
+}
+
+func approveDeliverInspect(t *testing.T, app string) {
+	crm := filepath.Join(t.TempDir(), "crm.db")
 	steps := []struct {
 		args   []string
 		code   int
@@ -67,6 +75,9 @@ func TestApproveDeliverInspect(t *testing.T) {
 		{[]string{"deliver", "--app", app, "--crm", crm}, 0, "idle: nothing pending"},
 		{[]string{"approve", "--app", app, "--case", "case-104", "--title", "Call back"}, 0, "outbox row sent, 3 of 3 attempts, CRM task 1"},
 		{[]string{"inspect", "--app", app, "--crm", crm}, 0, "0 pending, 1 sent, 0 blocked"},
+		{[]string{"check", "--app", app, "--crm", crm}, 0, ""},
+		{[]string{"stale", "--app", app, "--older-than", "1h"}, 0, ""},
+		{[]string{"upgrade", "--app", app}, 0, ""},
 	}
 	for _, s := range steps {
 		code, stdout, stderr := runCLI(t, s.args...)
