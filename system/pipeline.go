@@ -58,15 +58,24 @@ func (o *Outbox) Pipeline(r Receiver) (*Pipeline, error) {
 // row first, then records the answer of the last send while it sends
 // that row, and leaves the new answer unrecorded until the next call (or
 // Flush). Idle comes only when every answer is recorded, so its
-// NextEligible is up to date. A cancelled ctx stops the claiming; a send
-// under way and the recording of answers run to their end.
+// NextEligible is up to date. A cancelled ctx stops the claiming (Next
+// then returns its error, after the answer not yet recorded); a claim,
+// a send under way and the recording of answers run to their end.
 func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 	for {
 		if r := p.ready; r != nil {
 			p.ready = nil
 			return p.deliver(*r)
 		}
-		c, d, err := p.o.ClaimNext(ctx, p.retention)
+		// An interrupt stops the claiming between claims, never in one:
+		// a claim cancelled during its COMMIT may have taken its row
+		// all the same, and nobody would release that lease.
+		var c Claim
+		var d Delivery
+		err := ctx.Err()
+		if err == nil {
+			c, d, err = p.o.ClaimNext(context.WithoutCancel(ctx), p.retention)
+		}
 		switch {
 		case p.sent == nil && (err != nil || d.Result != ResultPending):
 			return p.deliver(settled{d: d, err: err})

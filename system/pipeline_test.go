@@ -123,3 +123,51 @@ func untilIdle(t *testing.T, p *system.Pipeline, n int) map[string]system.Delive
 	t.Fatalf("not idle after %d deliveries", n)
 	return nil
 }
+
+// TestPipelineInterrupted cancels a Pipeline's context in the middle of a
+// claim, just before its COMMIT (on SQLite, which passes no such point,
+// between deliveries): the claim under way, its send and every answer run
+// to their end, Next then says the context was cancelled, and no row is
+// left leased.
+func TestPipelineInterrupted(t *testing.T) { eachBackend(t, pipelineInterrupted) }
+
+func pipelineInterrupted(t *testing.T, b backend) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	commits := -3 // the approvals'
+	app, crm, _ := openPair(t, b, system.Options{Durability: system.ProcessSafe, Hook: func(p system.FaultPoint) error {
+		if p == system.PointBeforeCommit {
+			if commits++; commits == 2 { // the second row's claim
+				cancel()
+			}
+		}
+		return nil
+	}})
+	mustApprove(t, app, "case-1", "case-2", "case-3")
+	p, err := app.Pipeline(crm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.Next(ctx)
+	if err != nil || d.Result != system.ResultSent || d.Key != mustKey(t, "case-1") {
+		t.Fatalf("first delivery: %+v, %v; want case-1 sent", d, err)
+	}
+	if b.name == "sqlite" {
+		cancel()
+	}
+	d, err = p.Next(ctx)
+	if err != nil || d.Result != system.ResultSent || d.Key != mustKey(t, "case-2") {
+		t.Fatalf("after the interrupt: %+v, %v; want case-2's answer recorded, sent", d, err)
+	}
+	if _, err := p.Next(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("then: %v, want the interrupt", err)
+	}
+	if _, flushed, err := p.Flush(ctx); flushed || err != nil {
+		t.Errorf("flush after the interrupt: %v, %v; want nothing left", flushed, err)
+	}
+	for _, r := range snapshot(t, app).Outbox {
+		if r.LeaseOwner != "" {
+			t.Errorf("%s is %s with a lease of %s after the interrupt", r.Key, r.State, r.LeaseOwner)
+		}
+	}
+}

@@ -279,11 +279,18 @@ func parsePostgres(target string) (postgresTarget, error) {
 	if err != nil {
 		return postgresTarget{}, invalid("%q is not a PostgreSQL URL: %v", Redact(target), errors.Unwrap(err))
 	}
-	q := u.Query()
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return postgresTarget{}, invalid("the parameters of %s do not parse: %v (a ';' must be written %%3B)", u.Redacted(), err)
+	}
 	schema := DefaultSchema
-	if q.Has("schema") {
+	switch len(q["schema"]) {
+	case 0:
+	case 1:
 		schema = q.Get("schema")
 		q.Del("schema")
+	default:
+		return postgresTarget{}, invalid("%s names the schema %d times; name it once", u.Redacted(), len(q["schema"]))
 	}
 	if !schemaName.MatchString(schema) {
 		return postgresTarget{}, invalid("schema %q in %s is not a plain PostgreSQL name (lower-case letters, digits and _, not starting with a digit, at most 63)", schema, u.Redacted())
@@ -338,11 +345,11 @@ func openPostgres(ctx context.Context, target string, d Durability, busy time.Du
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("system: connecting to %s: %w", t.shown, err)
+		return nil, connectError(t, err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("system: connecting to %s: %w", t.shown, err)
+		return nil, connectError(t, err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	if err := preparePostgres(ctx, db, t, readOnly); err != nil {
@@ -364,6 +371,26 @@ func applicationName(worker string) string {
 	}
 	return name
 }
+
+// connectError is the error of a connection to t's server that failed,
+// on one line: pgx says which addresses it tried, one per line, and the
+// last says why. The error it wraps keeps them all.
+func connectError(t postgresTarget, err error) error {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	return &connectFailure{shown: t.shown, why: strings.TrimSpace(lines[len(lines)-1]), err: err}
+}
+
+// connectFailure is a connection that failed, said on one line.
+type connectFailure struct {
+	shown, why string
+	err        error
+}
+
+func (e *connectFailure) Error() string {
+	return "system: cannot connect to " + e.shown + ": " + e.why
+}
+
+func (e *connectFailure) Unwrap() error { return e.err }
 
 // preparePostgres checks what schema t.schema holds, and creates the
 // tables of an app database in it when it holds none (unless readOnly):

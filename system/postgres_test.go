@@ -57,6 +57,8 @@ func TestPostgresOpen(t *testing.T) {
 		{"another application's tables", foreign, system.ErrWrongDatabase},
 		{"a newer handoff's schema", newer, system.ErrNewerSchema},
 		{"a schema name that needs quoting", strings.Replace(url, "schema=", "schema=Orders%3B", 1), system.ErrInvalidInput},
+		{"a bare ';' in the parameters", strings.Replace(url, "schema=", "schema=nu;drop&x=", 1), system.ErrInvalidInput},
+		{"two schemas", url + "&schema=other", system.ErrInvalidInput},
 		{"a URL that does not parse", "postgres://%zz", system.ErrInvalidInput},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

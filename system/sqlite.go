@@ -99,6 +99,8 @@ func CheckPath(path string) error {
 	switch {
 	case path == "":
 		return invalid("database path is empty; give a plain file path")
+	case strings.Contains(path, "://"):
+		return invalid("%q is a URL, not a file path: only the app database may be in PostgreSQL, named postgres://… or postgresql://… (the CRM is a SQLite file)", Redact(path))
 	case path == ":memory:":
 		return invalid("database path %q is SQLite's in-memory database; give a plain file path", path)
 	case strings.HasPrefix(strings.ToLower(path), "file:"):

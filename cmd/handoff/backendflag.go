@@ -28,8 +28,10 @@ func addBackendFlags(fs *flag.FlagSet) backendFlags {
 	}
 }
 
-// values returns the backend and the server's URL, or a usage error.
-func (b backendFlags) values() (handoff.Backend, string, error) {
+// values returns the backend and the server's URL: a usage error for a
+// bad flag, and for PostgreSQL an error that says why when the server
+// cannot be reached, before the command makes anything.
+func (b backendFlags) values(ctx context.Context) (handoff.Backend, string, error) {
 	backend, err := handoff.ParseBackend(*b.name)
 	if err != nil {
 		return "", "", fmt.Errorf("%w: --backend: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
@@ -37,7 +39,25 @@ func (b backendFlags) values() (handoff.Backend, string, error) {
 	if backend == handoff.Postgres && !system.IsPostgres(*b.url) {
 		return "", "", fmt.Errorf("%w: --postgres-url %q is not a PostgreSQL URL (postgres://…)", errUsage, system.Redact(*b.url))
 	}
+	if backend == handoff.Postgres {
+		if err := checkServer(ctx, *b.url); err != nil {
+			return "", "", err
+		}
+	}
 	return backend, *b.url, nil
+}
+
+// flags are the flags that say b again in a command line: none for the
+// default backend, the server's URL only when it is not the default.
+func (b backendFlags) flags() string {
+	if *b.name == string(handoff.SQLite) {
+		return ""
+	}
+	s := " --backend " + *b.name
+	if *b.url != handoff.PostgresServer() {
+		s += " --postgres-url " + system.Redact(*b.url)
+	}
+	return s
 }
 
 // checkServer returns an error that says why when it cannot connect to

@@ -24,7 +24,7 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parse(fs, args, stderr, true); err != nil {
 		return err
 	}
-	backend, postgresURL, err := backendFlags.values()
+	backend, postgresURL, err := backendFlags.values(ctx)
 	if err != nil {
 		return err
 	}

@@ -63,8 +63,8 @@ func refused(t *testing.T, want string, args ...string) {
 	}
 }
 
-// TestPathsThatAreNotFiles: an in-memory database and URIs are refused
-// by every command, and nothing is created.
+// TestPathsThatAreNotFiles: an in-memory database, URIs and URLs are
+// refused by every command, and nothing is created.
 func TestPathsThatAreNotFiles(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -82,6 +82,18 @@ func TestPathsThatAreNotFiles(t *testing.T) {
 		{"crm", "init", "--crm", "file:new.db"},
 	} {
 		refused(t, "plain file path", args...)
+	}
+	// A URL where a file must be, or a mistyped scheme, is named as a
+	// URL, without its password.
+	for _, args := range [][]string{
+		{"deliver", "--app", "app.db", "--crm", "postgres://u:s3cret@127.0.0.1/test?schema=x"},
+		{"check", "--app", "app.db", "--crm", "postgres://u:s3cret@127.0.0.1/test"},
+		{"approve", "--app", "postgress://u:s3cret@127.0.0.1/test?schema=x", "--case", "c-1", "--title", "t"},
+	} {
+		refused(t, "is a URL, not a file path", args...)
+		if _, stdout, stderr := runCLI(t, args...); strings.Contains(stdout+stderr, "s3cret") {
+			t.Errorf("%v printed the password: %q", args, stdout+stderr)
+		}
 	}
 	if diff := cmp.Diff(before, folder(t, dir)); diff != "" {
 		t.Errorf("refused paths changed the folder (-before +after):\n%s", diff)

@@ -40,7 +40,7 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
-	backend, postgresURL, err := backendFlags.values()
+	backend, postgresURL, err := backendFlags.values(ctx)
 	if err != nil {
 		return err
 	}
@@ -79,9 +79,7 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if transport != handoff.InProcess {
 		common += " --transport " + string(transport)
 	}
-	if backend != handoff.SQLite {
-		common += " --backend " + string(backend)
-	}
+	common += backendFlags.flags()
 	again := fmt.Sprintf("%s --seed %d --checks %d", common, *seed, *checks)
 	if shards > 1 {
 		again += " --shard " + *shardFlag

@@ -73,3 +73,19 @@ func TestReplaySkipsTheOtherBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachableServer: an app database on a server that does not
+// answer is refused on one line that says why, without the password.
+func TestUnreachableServer(t *testing.T) {
+	for _, args := range [][]string{
+		{"inspect", "--app", "postgres://u:s3cret@127.0.0.1:1/test?schema=x"},
+		{"approve", "--app", "postgres://u:s3cret@127.0.0.1:1/test?schema=x", "--case", "c-1", "--title", "t"},
+		{"explore", "--backend", "postgres", "--postgres-url", "postgres://u:s3cret@127.0.0.1:1/test", "--checks", "1"},
+	} {
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 1 || strings.Count(strings.TrimSpace(stderr), "\n") > 0 || !strings.Contains(stderr, "cannot connect to") ||
+			!strings.Contains(stderr, "connection refused") || strings.Contains(stdout+stderr, "s3cret") {
+			t.Errorf("%v: got exit %d, stdout %q, stderr %q; want 1 and one line saying why, without the password", args, code, stdout, stderr)
+		}
+	}
+}

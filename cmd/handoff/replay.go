@@ -29,7 +29,7 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("%w: --transport: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
 	}
-	backend, postgresURL, err := backendFlags.values()
+	backend, postgresURL, err := backendFlags.values(ctx)
 	if err != nil {
 		return err
 	}

@@ -62,14 +62,9 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
-	backend, postgresURL, err := backendFlags.values()
+	backend, postgresURL, err := backendFlags.values(ctx)
 	if err != nil {
 		return err
-	}
-	if backend == handoff.Postgres {
-		if err := checkServer(ctx, postgresURL); err != nil {
-			return err
-		}
 	}
 	if err := required(fs, "kills"); err != nil {
 		return err
@@ -113,9 +108,7 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *crmURL != "" {
 		again += " --crm-url " + *crmURL
 	}
-	if backend == handoff.Postgres {
-		again += " --backend postgres --postgres-url " + system.Redact(postgresURL)
-	}
+	again += backendFlags.flags()
 	fmt.Fprintf(stderr, "trial: seed %d, files in %s; to run it again: %s\n", *seed, root, again)
 
 	sum := trialSummary{Seed: *seed, Trials: *trials, Workers: *workers, Rows: *rows, CRMURL: optional(*crmURL), Backend: backend, Schemas: []string{},
