@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	neturl "net/url"
 	"strings"
 	"time"
 
@@ -66,7 +67,14 @@ func (b backendFlags) flags() string {
 func checkServer(ctx context.Context, url string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
+	server := url
+	if u, err := neturl.Parse(url); err == nil {
+		q := u.Query()
+		q.Del("schema") // handoff's, not the server's
+		u.RawQuery = q.Encode()
+		server = u.String()
+	}
+	conn, err := pgx.Connect(ctx, server)
 	if err != nil {
 		// pgx says which addresses it tried, one per line: the last
 		// says why.
