@@ -101,13 +101,20 @@ func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 }
 
 // Flush records the answer of the last send, if any, and returns what its
-// delivery came to; flushed is false when every answer was recorded. A
-// worker that stops calls it, so that it leaves no answer unrecorded.
+// delivery came to, or returns a delivery Next made but has not returned
+// yet (a row blocked at its claim); flushed is false when there is none
+// left. A worker that stops calls it until then, so that it leaves no
+// answer unrecorded and no delivery unreported.
 func (p *Pipeline) Flush(ctx context.Context) (d Delivery, flushed bool, err error) {
-	if p.sent == nil {
+	switch {
+	case p.sent != nil:
+		d, err = p.record(ctx)
+	case p.ready != nil:
+		d, err = p.deliver(*p.ready)
+		p.ready = nil
+	default:
 		return Delivery{}, false, nil
 	}
-	d, err = p.record(ctx)
 	return d, true, err
 }
 

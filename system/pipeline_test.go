@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/handoff/system"
 )
@@ -169,5 +170,46 @@ func pipelineInterrupted(t *testing.T, b backend) {
 		if r.LeaseOwner != "" {
 			t.Errorf("%s is %s with a lease of %s after the interrupt", r.Key, r.State, r.LeaseOwner)
 		}
+	}
+}
+
+// TestPipelineFlushReportsEveryDelivery stops a Pipeline right after a
+// Next whose second claim blocked its row (the receiver may have
+// forgotten its key) while the first row's answer was not yet recorded:
+// Next returns the first row's delivery, and Flush must return the
+// blocked one, so that a worker that stops there reports both.
+func TestPipelineFlushReportsEveryDelivery(t *testing.T) { eachBackend(t, pipelineFlush) }
+
+func pipelineFlush(t *testing.T, b backend) {
+	ctx := context.Background()
+	clk := newClock()
+	w, crm := workers(t, b, clk, system.Options{NoBackoff: true, Retention: time.Minute}, "A", "B")
+	mustApprove(t, w["A"], "case-1", "case-2")
+	for range 2 { // B claims both rows, and dies
+		if _, d, err := w["B"].ClaimNext(ctx, time.Minute); err != nil || d.Result != system.ResultPending {
+			t.Fatalf("B's claim: %+v, %v", d, err)
+		}
+	}
+	clk.tick(40 * time.Second) // past the leases
+	if err := w["A"].ReconcileAbsent(ctx, mustKey(t, "case-1"), "person", "not in the CRM"); err != nil {
+		t.Fatal(err)
+	}
+	clk.tick(15 * time.Second) // case-2 past retention less the send timeout
+	// Not the CRM itself, which states its own retention (forever): the
+	// worker's Options.Retention holds.
+	p, err := w["A"].Pipeline(receiverFunc(crm.CreateTask))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.Next(ctx)
+	if err != nil || d.Key != mustKey(t, "case-1") || d.Result != system.ResultSent {
+		t.Fatalf("Next: %+v, %v; want case-1 sent", d, err)
+	}
+	d, flushed, err := p.Flush(ctx)
+	if err != nil || !flushed || d.Key != mustKey(t, "case-2") || d.Result != system.ResultBlocked || d.LastError != system.LastErrorRetentionExpired {
+		t.Fatalf("Flush: %+v, %v, %v; want case-2 blocked, retention-expired", d, flushed, err)
+	}
+	if _, flushed, _ := p.Flush(ctx); flushed {
+		t.Errorf("a second Flush found another delivery")
 	}
 }

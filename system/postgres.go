@@ -166,8 +166,10 @@ func (d *dialect) write(ctx context.Context, s *statements, doing string, fn fun
 // database, begun on any pool with any search path (the statements name
 // the Outbox's schema), so that the caller's own business write, the
 // approval and the outbox row commit together. The caller commits; on an
-// error it must roll back. On a SQLite app database it returns
-// ErrInvalidInput.
+// error it must roll back. The transaction must be READ COMMITTED (the
+// default): at a stricter isolation a concurrent approval of the same key
+// fails the caller's transaction instead of being a harmless repeat. On
+// a SQLite app database it returns ErrInvalidInput.
 func (o *Outbox) RecordApprovalPgx(ctx context.Context, tx pgx.Tx, caseID, title string) (string, error) {
 	switch {
 	case o.q.dialect == nil:
@@ -275,13 +277,15 @@ type postgresTarget struct {
 // parsePostgres takes target apart, refusing a URL that does not parse
 // and a schema that is not a plain identifier.
 func parsePostgres(target string) (postgresTarget, error) {
+	shown := Redact(target)
 	u, err := url.Parse(target)
 	if err != nil {
-		return postgresTarget{}, invalid("%q is not a PostgreSQL URL: %v", Redact(target), errors.Unwrap(err))
+		// The parser's own words could quote the password.
+		return postgresTarget{}, invalid("%s is not a PostgreSQL URL (a password with / ? # or @ must be percent-encoded)", shown)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return postgresTarget{}, invalid("the parameters of %s do not parse: %v (a ';' must be written %%3B)", u.Redacted(), err)
+		return postgresTarget{}, invalid("the parameters of %s do not parse (a ';' must be written %%3B)", shown)
 	}
 	schema := DefaultSchema
 	switch len(q["schema"]) {
@@ -290,22 +294,27 @@ func parsePostgres(target string) (postgresTarget, error) {
 		schema = q.Get("schema")
 		q.Del("schema")
 	default:
-		return postgresTarget{}, invalid("%s names the schema %d times; name it once", u.Redacted(), len(q["schema"]))
+		return postgresTarget{}, invalid("%s names the schema %d times; name it once", shown, len(q["schema"]))
 	}
 	if !schemaName.MatchString(schema) {
-		return postgresTarget{}, invalid("schema %q in %s is not a plain PostgreSQL name (lower-case letters, digits and _, not starting with a digit, at most 63)", schema, u.Redacted())
+		return postgresTarget{}, invalid("schema %q in %s is not a plain PostgreSQL name (lower-case letters, digits and _, not starting with a digit, at most 63)", schema, shown)
 	}
 	u.RawQuery = q.Encode()
-	return postgresTarget{connect: u.String(), schema: schema, shown: u.Redacted()}, nil
+	return postgresTarget{connect: u.String(), schema: schema, shown: shown}, nil
 }
 
 // Redact hides the password of what may be a URL, for a message.
 func Redact(target string) string {
-	if u, err := url.Parse(target); err == nil {
+	u, err := url.Parse(target)
+	if err == nil && u.User != nil && !strings.Contains(u.Host+u.Path+u.RawQuery, "@") {
 		return u.Redacted()
 	}
-	if at := strings.LastIndex(target, "@"); at >= 0 {
-		return "postgres://…" + target[at:]
+	// A URL that does not parse, or parses with its password read as a
+	// port or a path (an unencoded / ? or #): everything up to the last
+	// @ may be the password.
+	scheme, rest, ok := strings.Cut(target, "://")
+	if at := strings.LastIndex(rest, "@"); ok && at >= 0 {
+		return scheme + "://…" + rest[at:]
 	}
 	return target
 }
@@ -333,12 +342,14 @@ func openPostgres(ctx context.Context, target string, d Durability, busy time.Du
 	params["application_name"] = applicationName(worker)
 	params["synchronous_commit"] = "on"
 	if d != Durable {
-		// Safe when this process dies, not when the machine does: what
-		// ProcessSafe promises of SQLite too.
+		// Safe when the app's process dies, as ProcessSafe is on
+		// SQLite; a crash of the server, like one of the machine, can
+		// lose the last commits.
 		params["synchronous_commit"] = "off"
 	}
 	if busy > 0 {
-		params["lock_timeout"] = strconv.FormatInt(busy.Milliseconds(), 10)
+		// PostgreSQL counts whole milliseconds, and 0 waits forever.
+		params["lock_timeout"] = strconv.FormatInt(max(1, busy.Milliseconds()), 10)
 	}
 	if readOnly {
 		params["default_transaction_read_only"] = "on"

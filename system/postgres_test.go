@@ -354,3 +354,25 @@ func TestDropPostgres(t *testing.T) {
 		t.Errorf("the refused schema lost its table")
 	}
 }
+
+// TestPasswordsStayHidden: a message about a PostgreSQL URL never shows
+// its password, even one with a character a URL must encode, which the
+// URL parser then reads as a port or a path.
+func TestPasswordsStayHidden(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct{ url, want string }{
+		{"postgres://alice:s3cret@127.0.0.1:1/app?schema=x", "postgres://alice:xxxxx@127.0.0.1:1/app?schema=x"},
+		{"postgres://alice:s3cr/et@127.0.0.1:1/app", "postgres://…@127.0.0.1:1/app"},
+		{"postgres://alice:2024/s3cret@127.0.0.1:1/app", "postgres://…@127.0.0.1:1/app"},
+		{"postgres://alice:s3c?ret@127.0.0.1:1/app", "postgres://…@127.0.0.1:1/app"},
+		{"postgres://127.0.0.1:1/app", "postgres://127.0.0.1:1/app"},
+	} {
+		if got := system.Redact(tt.url); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.url, got, tt.want)
+		}
+		_, err := system.Open(ctx, tt.url, system.Options{})
+		if err == nil || strings.Contains(err.Error(), "s3c") || strings.Contains(err.Error(), "et@") || strings.Contains(err.Error(), "2024") {
+			t.Errorf("Open(%q): %v; want an error without the password", tt.url, err)
+		}
+	}
+}

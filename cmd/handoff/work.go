@@ -257,7 +257,11 @@ func (p *pool) worker(ctx context.Context, o *system.Outbox) error {
 		return err
 	}
 	defer func() {
-		if d, flushed, err := deliveries.Flush(ctx); flushed {
+		for {
+			d, flushed, err := deliveries.Flush(ctx)
+			if !flushed {
+				return
+			}
 			p.report(ctx, o, deliveries, d, err)
 		}
 	}()
