@@ -25,7 +25,7 @@ type backendFlags struct {
 func addBackendFlags(fs *flag.FlagSet) backendFlags {
 	return backendFlags{
 		name: fs.String("backend", string(handoff.SQLite), "where the app database lives: sqlite (a file per lane), or postgres (a schema per lane on --postgres-url's server, dropped at the end)"),
-		url:  fs.String("postgres-url", handoff.PostgresServer(), "the PostgreSQL server of --backend postgres (default: $"+handoff.PostgresURLEnv+", or "+handoff.LocalPostgres+")"),
+		url:  fs.String("postgres-url", handoff.PostgresServer(), "the PostgreSQL server of --backend postgres; $"+handoff.PostgresURLEnv+" sets the default"),
 	}
 }
 

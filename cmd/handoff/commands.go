@@ -243,7 +243,7 @@ func (c command) flagSet(ctx context.Context) (*flag.FlagSet, error) {
 }
 
 // placeholder matches "--name WORD" in a usage line.
-var placeholder = regexp.MustCompile(`--([a-z][a-z-]*) ([A-Z]+)`)
+var placeholder = regexp.MustCompile(`--([a-z][a-z-]*) ([A-Z]+(?:[/:][A-Z]+)*)`)
 
 // printHelp writes the help of c: its usage line, summary, flags (with the
 // placeholders of the usage line) and what each exit status means.

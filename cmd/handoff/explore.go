@@ -33,7 +33,7 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	dir := fs.String("dir", "", "folder for the sequences' databases (default: the system's temporary folder)")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	parallel := fs.Int("parallel", runtime.NumCPU(), "sequences to run at once (the sequences are the same whatever it is)")
-	shardFlag := fs.String("shard", "1/1", "run shard `i/n` of the run's sequences (every n-th, from the i-th), --checks of them")
+	shardFlag := fs.String("shard", "1/1", "run shard i/n of the run's sequences (every n-th, from the i-th), --checks of them")
 	swarm := fs.Bool("swarm", true, "swarm testing: one sequence in four reweights or switches off kinds of steps and faults")
 	transportName := fs.String("transport", string(handoff.InProcess), "how the worker's requests reach the CRM: in-process, or http (crm.Sender through a fault proxy to crm.Server on loopback)")
 	backendFlags := addBackendFlags(fs)
