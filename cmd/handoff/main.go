@@ -98,6 +98,9 @@ func (c command) exit(err error, stdout, stderr io.Writer) int {
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer, positional bool) error {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	if positional {
+		args = flagsFirst(fs, args)
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return helpRequest{fs}
@@ -111,6 +114,37 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer, positional bool) e
 		return c.checkNumbers(fs)
 	}
 	return nil
+}
+
+// flagsFirst returns args with the flags of fs (and their values) before
+// the positional arguments, so that a flag may follow them, as in
+// "replay FILE --quiet"; "--" still ends the flags.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(append(flags, a), append(rest, args[i+1:]...)...)
+		case !strings.HasPrefix(a, "-") || a == "-":
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		f := fs.Lookup(name)
+		if strings.Contains(name, "=") || f == nil {
+			continue // a value given with =, or a flag Parse will refuse
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return append(flags, rest...)
 }
 
 // required returns a usage error naming the flags of fs in names that
