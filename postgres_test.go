@@ -65,13 +65,13 @@ func TestCorpusOnPostgres(t *testing.T) {
 	}
 }
 
-// postgresChecks is how many sequences TestSimulationOnPostgres runs:
-// TestSimulation's under -short.
-const postgresChecks = 20
+// postgresChecks is how many sequences TestSimulationOnPostgres runs,
+// and under -short: TestSimulation's under -short. A PostgreSQL step costs
+// about ten SQLite ones.
+const postgresChecks, postgresShortChecks = 100, 20
 
 // TestSimulationOnPostgres is TestSimulation with the app database in
-// PostgreSQL, at -short's budget, on the sequences of an exploration
-// with seed 1: the corpus shows each behaviour on it, and this that the
+// PostgreSQL, on the sequences of an exploration with seed 1: the corpus shows each behaviour on it, and this that the
 // Env renews its schema between sequences as it empties a file. It
 // checks PostgreSQL's reach too: the lost commit and the busy app
 // database take effect, and app-full, which needs a SQLite file, never
@@ -83,7 +83,11 @@ func TestSimulationOnPostgres(t *testing.T) {
 	prop, done := Property(t.Context(), PropertyConfig{Dir: t.TempDir(), MaxSteps: DefaultSteps, Recorder: rec, Stats: stats,
 		Backend: Postgres, PostgresURL: server})
 	defer done()
-	for i := range postgresChecks {
+	checks := postgresChecks
+	if testing.Short() {
+		checks = postgresShortChecks
+	}
+	for i := range checks {
 		tb := &exploreTB{name: t.Name()}
 		rapidFlags.check(tb, SequenceSeed(1, int64(i)), prop)
 		if tb.failed {
