@@ -88,18 +88,14 @@ type pgSchema struct {
 // process of the same id left under that name. The app database's
 // system.Open makes it.
 func newSchema(ctx context.Context, server string) (*pgSchema, error) {
-	u, err := url.Parse(server)
-	if err != nil {
-		return nil, fmt.Errorf("handoff: %s is not a PostgreSQL URL", system.Redact(server))
-	}
 	s := &pgSchema{name: fmt.Sprintf("handoff_%d_%d", os.Getpid(), schemas.Add(1))}
-	q := u.Query()
-	q.Del("schema")
-	u.RawQuery = q.Encode()
-	s.server = u.String()
-	q.Set("schema", s.name)
-	u.RawQuery = q.Encode()
-	s.target = u.String()
+	var err error
+	if s.server, err = system.WithSchema(server, ""); err != nil {
+		return nil, err
+	}
+	if s.target, err = system.WithSchema(server, s.name); err != nil {
+		return nil, err
+	}
 	return s, s.drop(ctx)
 }
 
@@ -194,7 +190,7 @@ func (s *pgSchema) emptier(ctx context.Context) (*sql.DB, []*sql.Stmt, error) {
 
 // emptyingStatements prepares emptier's statements on db.
 func (s *pgSchema) emptyingStatements(ctx context.Context, db *sql.DB) ([]*sql.Stmt, error) {
-	tables, err := queryStrings(ctx, db, `SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`, s.name)
+	tables, err := queryColumn[string](ctx, db, `SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`, s.name)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +245,7 @@ func (s *pgSchema) emptyingStatements(ctx context.Context, db *sql.DB) ([]*sql.S
 			return stmts, err
 		}
 		stmts = append(stmts, st)
-		seqs, err := queryStrings(ctx, db, `SELECT pg_get_serial_sequence($1, attname) FROM pg_attribute
+		seqs, err := queryColumn[string](ctx, db, `SELECT pg_get_serial_sequence($1, attname) FROM pg_attribute
 			WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND pg_get_serial_sequence($1, attname) IS NOT NULL
 			ORDER BY attnum`, qualified)
 		if err != nil {
@@ -269,15 +265,15 @@ func (s *pgSchema) emptyingStatements(ctx context.Context, db *sql.DB) ([]*sql.S
 	return stmts, nil
 }
 
-// queryStrings runs a query of one text column.
-func queryStrings(ctx context.Context, db *sql.DB, query string, args ...any) ([]string, error) {
+// queryColumn runs a query of one column and returns its values.
+func queryColumn[T any](ctx context.Context, db *sql.DB, query string, args ...any) ([]T, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var out []T
 	for rows.Next() {
-		var s string
+		var s T
 		if err := rows.Scan(&s); err != nil {
 			rows.Close()
 			return nil, err

@@ -200,7 +200,7 @@ func (e *Env) endTransaction(worker string) error {
 		return err
 	}
 	ctx := context.Background()
-	pids, err := queryInts(ctx, db, sqlEndTransaction, "handoff "+worker, e.schema.name)
+	pids, err := queryColumn[int64](ctx, db, sqlEndTransaction, "handoff "+worker, e.schema.name)
 	if err != nil {
 		return fmt.Errorf("handoff: ending the connection of worker %s: %w", worker, err)
 	}
@@ -219,24 +219,6 @@ func (e *Env) endTransaction(worker string) error {
 			return fmt.Errorf("handoff: worker %s's connection (process %d) still runs %v after it was ended", worker, pids[0], endWait)
 		}
 	}
-}
-
-// queryInts runs query on db and returns the integers of its one column.
-func queryInts(ctx context.Context, db *sql.DB, query string, args ...any) ([]int64, error) {
-	rows, err := db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var n int64
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
 }
 
 // holder is the harness's own connection on file, opened on first use:

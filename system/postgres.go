@@ -109,16 +109,13 @@ var postgresQueries = map[string]string{
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE CAST(meta.value AS INTEGER) < CAST(excluded.value AS INTEGER)`,
 }
 
-// dialect says queries written for SQLite in PostgreSQL, and runs a
-// write in a transaction of its own.
+// dialect is what a PostgreSQL handle needs beyond SQLite's: its schema,
+// and the hook it passes before COMMIT; it runs a write in a transaction
+// of its own.
 type dialect struct {
-	pool   *pgxpool.Pool
 	schema string
 	hook   Hook // passed before every COMMIT
 }
-
-// text is query in PostgreSQL's SQL.
-func (d *dialect) text(query string) string { return postgresText(query) }
 
 // postgresText is query, written for SQLite, in PostgreSQL's SQL.
 func postgresText(query string) string {
@@ -303,6 +300,39 @@ func parsePostgres(target string) (postgresTarget, error) {
 	return postgresTarget{connect: u.String(), schema: schema, shown: shown}, nil
 }
 
+// WithSchema is the PostgreSQL URL target with its schema parameter set
+// to schema, or removed when schema is "": the URL of an app database on
+// a server, or of the server.
+func WithSchema(target, schema string) (string, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return "", invalid("%s is not a PostgreSQL URL", Redact(target))
+	}
+	q := u.Query()
+	q.Del("schema")
+	if schema != "" {
+		q.Set("schema", schema)
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// PingPostgres connects to the server of target, a PostgreSQL URL (its
+// schema parameter aside), and returns an error that says why on one
+// line when it cannot: a command that is about to make things for the
+// server checks it first.
+func PingPostgres(ctx context.Context, target string) error {
+	t, err := parsePostgres(target)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, t.connect)
+	if err != nil {
+		return connectError(t, err)
+	}
+	return conn.Close(ctx)
+}
+
 // Redact hides the password of what may be a URL, for a message.
 func Redact(target string) string {
 	u, err := url.Parse(target)
@@ -368,7 +398,7 @@ func openPostgres(ctx context.Context, target string, d Durability, busy time.Du
 		pool.Close()
 		return nil, err
 	}
-	return &statements{db: db, group: &group{}, dialect: &dialect{pool: pool, schema: t.schema, hook: hook}, release: func() { pool.Close() }}, nil
+	return &statements{db: db, group: &group{}, dialect: &dialect{schema: t.schema, hook: hook}, release: func() { pool.Close() }}, nil
 }
 
 // applicationName is the application_name of the connections of a
@@ -465,20 +495,6 @@ func inspectSchema(ctx context.Context, q interface {
 		return false, fmt.Errorf("%w: schema %s in %s has version %d, this handoff knows %d", ErrNewerSchema, t.schema, t.shown, version, postgresVersion)
 	}
 	return false, nil
-}
-
-// ClearPostgres empties the app database that target names, keeping its
-// tables, so that a test or a simulation can start again from nothing
-// without creating them anew. It refuses a schema that holds no handoff
-// app database.
-func ClearPostgres(ctx context.Context, target string) error {
-	o, err := Open(ctx, target, Options{})
-	if err != nil {
-		return err
-	}
-	defer o.Close()
-	_, err = o.db.ExecContext(ctx, `TRUNCATE audit, meta, outbox, approvals RESTART IDENTITY`)
-	return driverError("emptying "+Redact(target), err)
 }
 
 // DropPostgres drops the schema that target names, with its tables, if

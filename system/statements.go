@@ -19,8 +19,8 @@ type statements struct {
 	prepared map[string]*sql.Stmt
 	group    *group // commits the writes of this process's handles on the file together
 	release  func() // gives the file's handle back (see hold)
-	// dialect says each query in the database's own SQL; nil is SQLite,
-	// in which the queries are written.
+	// dialect is PostgreSQL's, whose queries are the SQLite ones in its
+	// SQL (see postgresText); nil is SQLite.
 	dialect *dialect
 }
 
@@ -74,7 +74,7 @@ func (s *statements) text(query string) string {
 	if s.dialect == nil {
 		return query
 	}
-	return s.dialect.text(query)
+	return postgresText(query)
 }
 
 // serialise makes the rest of tx run after, not beside, any other

@@ -4,11 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	neturl "net/url"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/system"
@@ -41,7 +38,9 @@ func (b backendFlags) values(ctx context.Context) (handoff.Backend, string, erro
 		return "", "", fmt.Errorf("%w: --postgres-url %q is not a PostgreSQL URL (postgres://…)", errUsage, system.Redact(*b.url))
 	}
 	if backend == handoff.Postgres {
-		if err := checkServer(ctx, *b.url); err != nil {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := system.PingPostgres(ctx, *b.url); err != nil {
 			return "", "", err
 		}
 	}
@@ -59,27 +58,4 @@ func (b backendFlags) flags() string {
 		s += " --postgres-url " + system.Redact(*b.url)
 	}
 	return s
-}
-
-// checkServer returns an error that says why when it cannot connect to
-// the PostgreSQL server at url within a few seconds: a command that would
-// make files and start processes for the server checks it first.
-func checkServer(ctx context.Context, url string) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	server := url
-	if u, err := neturl.Parse(url); err == nil {
-		q := u.Query()
-		q.Del("schema") // handoff's, not the server's
-		u.RawQuery = q.Encode()
-		server = u.String()
-	}
-	conn, err := pgx.Connect(ctx, server)
-	if err != nil {
-		// pgx says which addresses it tried, one per line: the last
-		// says why.
-		lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
-		return fmt.Errorf("cannot connect to PostgreSQL at %s: %s", system.Redact(url), strings.TrimSpace(lines[len(lines)-1]))
-	}
-	return conn.Close(ctx)
 }

@@ -8,7 +8,6 @@ import (
 	"hash/maphash"
 	"io"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,7 +122,7 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if backend == handoff.Postgres {
 			// Workers on many machines, as far as one can show it: each
 			// work process has a pool of its own on the server.
-			if cfg.app, err = withSchema(postgresURL, fmt.Sprintf("trial_%d_%d", os.Getpid(), i+1)); err != nil {
+			if cfg.app, err = system.WithSchema(postgresURL, fmt.Sprintf("trial_%d_%d", os.Getpid(), i+1)); err != nil {
 				return err
 			}
 			schemas = append(schemas, cfg.app)
@@ -911,17 +910,4 @@ func sortedKeys(m map[string]int) []string {
 		return keys[i] < keys[j]
 	})
 	return keys
-}
-
-// withSchema is the PostgreSQL URL server with its schema parameter set
-// to schema.
-func withSchema(server, schema string) (string, error) {
-	u, err := url.Parse(server)
-	if err != nil {
-		return "", fmt.Errorf("%w: --postgres-url: %v", errUsage, err)
-	}
-	q := u.Query()
-	q.Set("schema", schema)
-	u.RawQuery = q.Encode()
-	return u.String(), nil
 }

@@ -271,7 +271,7 @@ func TestTrialUsageErrors(t *testing.T) {
 		{[]string{"trial", "--kills", "1", "--backend", "mysql"}, 2, `unknown backend "mysql"`},
 		{[]string{"trial", "--kills", "1", "--backend", "postgres", "--postgres-url", "mysql://x"}, 2, "is not a PostgreSQL URL"},
 		{[]string{"trial", "--kills", "1", "--backend", "postgres", "--postgres-url", "postgres://u:secret@127.0.0.1:1/x"}, 1,
-			"cannot connect to PostgreSQL at postgres://u:xxxxx@127.0.0.1:1/x: 127.0.0.1:1 (127.0.0.1): dial error"},
+			"cannot connect to postgres://u:xxxxx@127.0.0.1:1/x: 127.0.0.1:1 (127.0.0.1): dial error"},
 	} {
 		code, _, stderr := runCLI(t, tt.args...)
 		if code != tt.code || !strings.Contains(stderr, tt.want) {
