@@ -34,7 +34,7 @@ func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
 		retention := time.Duration(e.model.Retention) * time.Millisecond
 		var c system.Claim
 		var d system.Delivery
-		if ferr := e.withDatabaseFault(ctx, fault, w.app, func() { c, d, err = w.app.ClaimNext(ctx, retention) }); ferr != nil {
+		if ferr := e.withDatabaseFault(ctx, fault, w.app, func() { c, d, err = w.phases.ClaimNext(ctx, retention) }); ferr != nil {
 			return stepResult{}, ferr
 		}
 		switch {

@@ -7,7 +7,9 @@ import (
 	"github.com/outboxlab/handoff/designs"
 )
 
-// design switches the Env to another design; only the first step may.
+// design switches the Env to another design of the catalog, or names the
+// design it runs already (a design from outside the catalog, say); only
+// the first step may.
 //
 //	design name=two-writes
 func (e *Env) design(ctx context.Context, s Step) (stepResult, error) {
@@ -18,7 +20,10 @@ func (e *Env) design(ctx context.Context, s Step) (stepResult, error) {
 		return stepResult{}, fmt.Errorf("%w: design must be the first step", ErrScenario)
 	}
 	name, _ := s.Arg("name")
-	d, err := designs.Lookup(name)
+	d, err := e.cfg.Design, error(nil)
+	if name != d.Name {
+		d, err = designs.Lookup(name)
+	}
 	if err == nil {
 		err = CheckTransport(d, e.cfg.Transport)
 	}

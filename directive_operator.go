@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/outboxlab/handoff/designs"
 	"strconv"
 	"time"
 
@@ -28,7 +29,7 @@ func (e *Env) requeue(ctx context.Context, s Step) (stepResult, error) {
 		return stepResult{}, err
 	}
 	retention := time.Duration(e.model.Retention) * time.Millisecond
-	r := e.operated("requeue "+key, key, e.app.Requeue(ctx, key, retention, operator.Actor, operator.Reason))
+	r := e.operated("requeue "+key, key, e.operator().Requeue(ctx, key, retention, operator.Actor, operator.Reason))
 	var v model.OpVerdict
 	e.model, v = e.model.Requeue(operator, key)
 	r.want = Answer{Kind: opAnswers[v], Key: key}
@@ -60,10 +61,10 @@ func (e *Env) reconcile(ctx context.Context, s Step) (stepResult, error) {
 		if err != nil {
 			return stepResult{}, fmt.Errorf("%w: remote-id=%q is not a whole number", ErrScenario, id)
 		}
-		r = e.operated(fmt.Sprintf("reconcile %s as task %d", key, n), key, e.app.Reconcile(ctx, key, n, operator.Actor, operator.Reason))
+		r = e.operated(fmt.Sprintf("reconcile %s as task %d", key, n), key, e.operator().Reconcile(ctx, key, n, operator.Actor, operator.Reason))
 		e.model, v = e.model.Reconcile(operator, key, n)
 	case !hasID && absent == "true":
-		r = e.operated("reconcile "+key+" as absent", key, e.app.ReconcileAbsent(ctx, key, operator.Actor, operator.Reason))
+		r = e.operated("reconcile "+key+" as absent", key, e.operator().ReconcileAbsent(ctx, key, operator.Actor, operator.Reason))
 		e.model, v = e.model.ReconcileAbsent(operator, key)
 	default:
 		return stepResult{}, fmt.Errorf("%w: reconcile takes remote-id=N or absent=true", ErrScenario)
@@ -77,7 +78,7 @@ func (e *Env) reconcile(ctx context.Context, s Step) (stepResult, error) {
 // audited returns, for invariant 6, how the system's audit log differs
 // from the model's after an operator step; "" when they agree.
 func (e *Env) audited(ctx context.Context) (string, error) {
-	log, err := e.app.Audit(ctx)
+	log, err := e.operator().Audit(ctx)
 	if err != nil {
 		return "", fmt.Errorf("handoff: reading the audit log: %w", err)
 	}
@@ -135,3 +136,7 @@ func (e *Env) operated(what, key string, err error) stepResult {
 	}
 	return r
 }
+
+// operator is the default worker's handle as a person uses it: operator
+// steps run only on a design with Operator (see supported, CheckApp).
+func (e *Env) operator() designs.Operator { return e.app.(designs.Operator) }

@@ -52,7 +52,7 @@ func (e *Env) send(ctx context.Context, s Step) (stepResult, error) {
 			network = faults.Counted(e.sends, network)
 		}
 		claim := *w.claim
-		if ferr := e.withDatabaseFault(ctx, fault, w.app, func() { w.taskID, w.sendErr = w.app.Send(ctx, claim, network) }); ferr != nil {
+		if ferr := e.withDatabaseFault(ctx, fault, w.app, func() { w.taskID, w.sendErr = w.phases.Send(ctx, claim, network) }); ferr != nil {
 			return stepResult{}, ferr
 		}
 		w.heard = true

@@ -47,7 +47,7 @@ func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
 		e.jitter = time.Duration(jitter) * time.Millisecond
 		var d system.Delivery
 		claim := *w.claim
-		if ferr := e.withDatabaseFault(ctx, fault, w.app, func() { d, err = w.app.Settle(ctx, claim, w.taskID, w.sendErr) }); ferr != nil {
+		if ferr := e.withDatabaseFault(ctx, fault, w.app, func() { d, err = w.phases.Settle(ctx, claim, w.taskID, w.sendErr) }); ferr != nil {
 			return stepResult{}, ferr
 		}
 		e.jitter = 0

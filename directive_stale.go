@@ -23,7 +23,7 @@ func (e *Env) stale(ctx context.Context, s Step) (stepResult, error) {
 	if err != nil || ms < 0 {
 		return stepResult{}, fmt.Errorf("%w: stale older-than=%q, want a whole number of milliseconds, 0 or more", ErrScenario, v)
 	}
-	rows, err := e.app.Stale(ctx, time.Duration(ms)*time.Millisecond)
+	rows, err := e.operator().Stale(ctx, time.Duration(ms)*time.Millisecond)
 	if err != nil {
 		return stepResult{}, fmt.Errorf("handoff: stale: %w", err)
 	}

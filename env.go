@@ -93,6 +93,7 @@ type Env struct {
 // send heard until it settles.
 type worker struct {
 	app     designs.App
+	phases  designs.Phases
 	claim   *system.Claim
 	heard   bool
 	taskID  int64
@@ -137,6 +138,9 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 	}
 	if cfg.Backend == "" {
 		cfg.Backend = SQLite
+	}
+	if err := cfg.Design.Check(); err != nil {
+		return nil, err
 	}
 	e := &Env{cfg: cfg}
 	e.begin()
@@ -228,11 +232,36 @@ func (e *Env) attach(app designs.App, crm designs.CRM) error {
 // openApp opens the default worker's handle on the app database, with the
 // fault injector's hook (and, on PostgreSQL, the commit-lost fault's).
 func (e *Env) openApp(ctx context.Context) (designs.App, error) {
-	app, err := e.cfg.Design.OpenApp(ctx, e.appTarget(), e.systemOptions(model.DefaultWorker, e.hook(model.DefaultWorker, e.injector.Hook())))
+	app, err := e.openDesignApp(ctx, e.systemOptions(model.DefaultWorker, e.hook(model.DefaultWorker, e.injector.Hook())))
 	if err != nil {
 		return nil, fmt.Errorf("handoff: opening the app database: %w", err)
 	}
 	return app, nil
+}
+
+// openDesignApp opens a handle of the design on the app database with
+// opts, and checks that it implements what the design's capabilities ask
+// for.
+func (e *Env) openDesignApp(ctx context.Context, opts system.Options) (designs.App, error) {
+	app, err := e.cfg.Design.OpenApp(ctx, e.appTarget(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.cfg.Design.CheckApp(app); err != nil {
+		app.Close()
+		return nil, err
+	}
+	return app, nil
+}
+
+// recoverLeases has the worker of app release its leases, if the design has
+// leases: it starts, or starts again after its process died.
+func recoverLeases(ctx context.Context, app designs.App) error {
+	if l, ok := app.(designs.Leaser); ok {
+		_, err := l.Recover(ctx)
+		return err
+	}
+	return nil
 }
 
 // openCRM opens the receiver's handle on its database.
@@ -274,16 +303,16 @@ func (e *Env) worker(ctx context.Context, s Step) (string, *worker, error) {
 	app, ok := e.idle.takeApp(e.handleKey(name))
 	if !ok {
 		var err error
-		if app, err = e.cfg.Design.OpenApp(ctx, e.appTarget(), e.systemOptions(name, e.hook(name, nil))); err != nil {
+		if app, err = e.openDesignApp(ctx, e.systemOptions(name, e.hook(name, nil))); err != nil {
 			return "", nil, fmt.Errorf("handoff: opening the app database for worker %s: %w", name, err)
 		}
 	}
-	if _, err := app.Recover(ctx); err != nil {
+	if err := recoverLeases(ctx, app); err != nil {
 		app.Close()
 		return "", nil, fmt.Errorf("handoff: worker %s starting: %w", name, err)
 	}
 	e.model, _ = e.model.Restart(name)
-	w := &worker{app: app}
+	w := &worker{app: app, phases: app.(designs.Phases)} // a named worker needs Workers, hence Phases (see supported, CheckApp)
 	e.workers[name] = w
 	return name, w, nil
 }
@@ -301,7 +330,7 @@ func (e *Env) restart(ctx context.Context) error {
 		return err
 	}
 	// The worker starts again: nothing it had in flight survived.
-	if _, err := e.app.Recover(ctx); err != nil {
+	if err := recoverLeases(ctx, e.app); err != nil {
 		return fmt.Errorf("handoff: restart: %w", err)
 	}
 	return nil
@@ -422,9 +451,15 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	if !ok {
 		return Outcome{}, fmt.Errorf("%w: unknown directive %q (want one of %s)", ErrScenario, s.Directive, strings.Join(slices.Sorted(maps.Keys(handlers)), ", "))
 	}
+	if err := supported(e.cfg.Design, s); err != nil {
+		return Outcome{}, err
+	}
 	r, err := h(e, ctx, s)
 	if err != nil {
 		return Outcome{}, err
+	}
+	if !e.cfg.Design.Supports.Time {
+		r.got.At, r.want.At = 0, 0
 	}
 	e.started = e.started || s.Directive != "design" && s.Directive != "config" && s.Directive != "transport" && s.Directive != "backend"
 	e.applied++
@@ -432,12 +467,14 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	if o := r.otherwise; o != nil && r.got == o.want && sameObservation(o.model.Observation, obs) {
+	if o := r.otherwise; o != nil && r.got == o.want && sameObservation(shown(e.cfg.Design, o.model.Observation), obs) {
 		e.model, r.want = o.model, o.want // the write found room
 	}
-	v := checkInvariants(checkInput{obs: obs, model: e.model, sends: e.sends, got: r.got, want: r.want, converging: r.converging, lateClaim: r.lateClaim, settled: r.settled, auditDiff: r.auditDiff})
-	if e.diverged.Step == 0 && !sameObservation(e.model.Observation, obs) {
-		e.diverged = Disagreement{Step: e.applied, Diff: cmp.Diff(e.model.Observation, obs)}
+	predicted := e.model
+	predicted.Observation = shown(e.cfg.Design, e.model.Observation)
+	v := checkInvariants(checkInput{obs: obs, model: predicted, sends: e.sends, got: r.got, want: r.want, converging: r.converging, lateClaim: r.lateClaim, settled: r.settled, auditDiff: r.auditDiff})
+	if e.diverged.Step == 0 && !sameObservation(predicted.Observation, obs) {
+		e.diverged = Disagreement{Step: e.applied, Diff: cmp.Diff(predicted.Observation, obs)}
 	}
 	if r.ifUnchanged != "" && sameObservation(obs, e.before) {
 		r.line += r.ifUnchanged
@@ -465,7 +502,7 @@ func (e *Env) observe(ctx context.Context) (model.Observation, error) {
 		if err != nil {
 			return model.Observation{}, fmt.Errorf("handoff: reading the app database: %w", err)
 		}
-		app := observation(snap, nil)
+		app := shown(e.cfg.Design, observation(snap, nil))
 		obs.Approvals, obs.Outbox = app.Approvals, app.Outbox
 	}
 	tasks, err := e.crm.Tasks(ctx)

@@ -116,6 +116,9 @@ type PropertyConfig struct {
 	// Config): on PostgreSQL, in a schema of the property's own.
 	Backend     Backend
 	PostgresURL string
+	// Reproduce, if not empty, is the command a failure's report gives
+	// to reproduce and save it.
+	Reproduce string
 	// Stats (may be nil) counts what the sequences did.
 	Stats *Stats
 	// Recorder (may be nil) keeps the last failing run.
@@ -198,7 +201,7 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 		if ok && cfg.Transport == HTTP {
 			ok = apply(NewStep("transport", "name", string(HTTP)))
 		}
-		if c := drawConfig(t); ok && c.Directive != "" && cfg.Design.Workers {
+		if c := drawConfig(t); ok && c.Directive != "" && supported(cfg.Design, c) == nil {
 			ok = apply(c)
 		}
 		m := drawMix(t, !cfg.NoSwarm, cfg.Design, env.cfg.Backend)
@@ -225,7 +228,7 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 			}
 			// One call site for every violation: rapid's shrinker takes two
 			// failures for the same only when their tracebacks match.
-			t.Fatalf("%s", failure.Report(""))
+			t.Fatalf("%s", failure.Report(cfg.Reproduce))
 		}
 	}
 	return prop, done

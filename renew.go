@@ -201,7 +201,7 @@ func openLane(ctx context.Context, e *Env) (_ *lane, err error) {
 			l.close()
 		}
 	}()
-	app, err := e.cfg.Design.OpenApp(ctx, e.appTarget(), e.systemOptions("lane", nil))
+	app, err := e.openDesignApp(ctx, e.systemOptions("lane", nil))
 	if err != nil {
 		return nil, fmt.Errorf("handoff: opening the lane's app database: %w", err)
 	}

@@ -71,7 +71,7 @@ type mix struct {
 var swarmedFaults = append(append(slices.Clone(faults.DeliveryKinds), faults.CrashBetweenInserts), faults.DatabaseKinds...)
 
 // drawMix draws a mix for design d on backend b (without named workers,
-// time and repairs unless d.Workers; without faults of the databases
+// time or repairs unless d supports them; without faults of the databases
 // unless takesDatabaseFaults(d); without the faults that need the other
 // backend, which draw nothing, so that SQLite's sequences are what they
 // were before PostgreSQL's faults): whether to swarm (two bits, both 1 to swarm, so
@@ -90,8 +90,13 @@ func drawMix(t *rapid.T, swarm bool, d designs.Design, b Backend) mix {
 	}
 	m := mix{approve: draw("approve"), deliver: draw("deliver"), restart: draw("restart"), plain: draw("plain"),
 		worker: draw("worker"), tick: draw("tick"), operate: draw("operate")}
-	if !d.Workers {
-		m.worker, m.tick, m.operate = off, off, off
+	for _, k := range []struct {
+		level *level
+		need  need
+	}{{&m.worker, needWorkers}, {&m.tick, needTime}, {&m.operate, needOperator}} {
+		if !k.need.has(d.Supports) {
+			*k.level = off
+		}
 	}
 	m.faults, m.databases = map[faults.Kind]level{}, takesDatabaseFaults(d)
 	for _, k := range swarmedFaults {

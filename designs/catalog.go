@@ -51,7 +51,7 @@ var Fragile = []Design{
 			"code when the approval already exists as a table and the outbox is added later. A crash between " +
 			"the two leaves an approved action that nothing will ever deliver or flag (lost work). Invariant 2 " +
 			"catches it in one step: an approval with no outbox row.",
-		Failure: LostWork, Invariant: 2, MinimalSteps: 1,
+		Failure: LostWork, Invariant: 2, MinimalSteps: 1, Supports: oneWorker,
 		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App { return twoWrites{o, opts} }),
 		OpenCRM: openCRM,
 	},
@@ -62,7 +62,7 @@ var Fragile = []Design{
 			"stay deterministic): it looks right because each request is unique. After a lost reply the retry " +
 			"makes a second task (duplicate task). Invariant 3 catches it at the first send, in two steps: the " +
 			"task the row names carries a key that no approval has, so nobody could reconcile it by key.",
-		Failure: DuplicateTask, Invariant: 3, MinimalSteps: 2,
+		Failure: DuplicateTask, Invariant: 3, MinimalSteps: 2, Supports: oneWorker,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return freshKey{o} }),
 		OpenCRM: openCRM,
 	},
@@ -72,7 +72,7 @@ var Fragile = []Design{
 		Doc: "The receiver creates a task for every request and stores the key only as data: fine until " +
 			"anything is retried. A request delivered twice makes two tasks (duplicate task). Invariant 1 " +
 			"catches it in two steps: an approval and a delivery whose request arrives twice.",
-		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2, OwnReceiver: true,
+		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2, OwnReceiver: true, Supports: oneWorker,
 		OpenApp: openApp,
 		OpenCRM: func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
 			c, err := openPlainCRM(ctx, path, opts.Durability)
@@ -88,7 +88,7 @@ var Fragile = []Design{
 		Doc: "The sender treats a timeout as success, because the CRM usually did create the task. When it did " +
 			"not (offline), the row says sent and no task exists (lost work). Invariant 3 catches it in two " +
 			"steps: a sent row whose remote id names no task.",
-		Failure: LostWork, Invariant: 3, MinimalSteps: 2,
+		Failure: LostWork, Invariant: 3, MinimalSteps: 2, Supports: oneWorker,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return timeoutMeansSent{o} }),
 		OpenCRM: openCRM,
 	},
@@ -98,7 +98,7 @@ var Fragile = []Design{
 		Doc: "A failed send is logged and the row deleted, so that a poisoned message cannot block the queue. " +
 			"The action is gone and nobody is told (lost work). Invariant 2 catches it in two steps: an " +
 			"approval with no outbox row.",
-		Failure: LostWork, Invariant: 2, MinimalSteps: 2,
+		Failure: LostWork, Invariant: 2, MinimalSteps: 2, Supports: oneWorker,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return dropOnError{o} }),
 		OpenCRM: openCRM,
 	},
@@ -108,7 +108,7 @@ var Fragile = []Design{
 		Doc: "The worker counts an attempt when it records the answer, one write instead of two. A crash after " +
 			"the reply is never counted: the receiver sees more sends than the attempts say, and a worker that " +
 			"keeps crashing never runs out of budget. Invariant 4 catches it in two steps.",
-		Failure: DuplicateTask, Invariant: 4, MinimalSteps: 2,
+		Failure: DuplicateTask, Invariant: 4, MinimalSteps: 2, Supports: oneWorker,
 		OpenApp: openNaive(naiveWorker{countAfterSend: true}),
 		OpenCRM: openCRM,
 	},
@@ -118,7 +118,7 @@ var Fragile = []Design{
 		Doc: "The claim, the send and the record share one transaction, which looks atomic. A crash after the " +
 			"reply rolls the attempt back although the receiver acted, and the write lock is held for the whole " +
 			"network call. Invariant 4 catches it in two steps: a send the attempts do not cover.",
-		Failure: DuplicateTask, Invariant: 4, MinimalSteps: 2,
+		Failure: DuplicateTask, Invariant: 4, MinimalSteps: 2, Supports: oneWorker,
 		OpenApp: openNaive(naiveWorker{txAcrossSend: true}),
 		OpenCRM: openCRM,
 	},
@@ -129,7 +129,7 @@ var Fragile = []Design{
 			"approved instruction is silently replaced, and a row already sent no longer matches its task " +
 			"(silently replaced instruction). Invariant 6 catches it in two steps: the second approval is " +
 			"accepted where SPEC refuses it.",
-		Failure: ReplacedInstruction, Invariant: 6, MinimalSteps: 2,
+		Failure: ReplacedInstruction, Invariant: 6, MinimalSteps: 2, Supports: oneWorker,
 		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App { return overwrite{o, opts} }),
 		OpenCRM: openCRM,
 	},
@@ -140,7 +140,7 @@ var Fragile = []Design{
 			"idempotency check. When another system already put other content under the key, the request is " +
 			"answered with that task: the row says sent, and the task says something else (silently replaced " +
 			"instruction). Invariant 3 catches it in two steps: a sent row naming a task with other content.",
-		Failure: ReplacedInstruction, Invariant: 3, MinimalSteps: 2, OwnReceiver: true,
+		Failure: ReplacedInstruction, Invariant: 3, MinimalSteps: 2, OwnReceiver: true, Supports: oneWorker,
 		OpenApp: openApp,
 		OpenCRM: func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
 			c, err := system.OpenCRMWith(ctx, path, opts)
@@ -156,7 +156,7 @@ var Fragile = []Design{
 		Doc: "The row is marked sent (with a placeholder id) before the request, so that no other worker " +
 			"picks it up. A crash before the send leaves a sent row and no task (lost work). Invariant 3 " +
 			"catches it in two steps.",
-		Failure: LostWork, Invariant: 3, MinimalSteps: 2,
+		Failure: LostWork, Invariant: 3, MinimalSteps: 2, Supports: oneWorker,
 		OpenApp: openNaive(naiveWorker{sentBeforeSend: true}),
 		OpenCRM: openCRM,
 	},
@@ -167,7 +167,7 @@ var Fragile = []Design{
 			"cannot succeed is never blocked for a person, and every retry of a lost reply is one more request. " +
 			"Invariant 6 catches it in four steps: the third failed attempt leaves the row pending where SPEC " +
 			"blocks it.",
-		Failure: LostWork, Invariant: 6, MinimalSteps: 4,
+		Failure: LostWork, Invariant: 6, MinimalSteps: 4, Supports: oneWorker,
 		OpenApp: openNoBudget,
 		OpenCRM: openCRM,
 	},
@@ -177,7 +177,7 @@ var Fragile = []Design{
 		Doc: "The receiver checks for the key, then inserts in a second transaction, with no unique " +
 			"constraint: correct one request at a time. A duplicate request arriving between the lookup and the " +
 			"insert makes a second task (duplicate task). Invariant 1 catches it in two steps.",
-		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2, OwnReceiver: true,
+		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2, OwnReceiver: true, Supports: oneWorker,
 		OpenApp: openApp,
 		OpenCRM: func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
 			c, err := openPlainCRM(ctx, path, opts.Durability)
@@ -195,7 +195,7 @@ var Fragile = []Design{
 			"the row after it, and what that worker recorded, or is about to, is overwritten. Invariant 6 " +
 			"catches it in six steps: a worker's settle after its lease ran out and another delivery claimed " +
 			"the row writes where SPEC says stale.",
-		Failure: LostWork, Invariant: 6, MinimalSteps: 6, MostSteps: 8, Workers: true,
+		Failure: LostWork, Invariant: 6, MinimalSteps: 6, MostSteps: 8, Supports: Everything,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return noFencing{o} }),
 		OpenCRM: openCRM,
 	},
@@ -205,7 +205,7 @@ var Fragile = []Design{
 		Doc: "The claim takes the oldest pending row whoever holds it: fine with one worker. With two, both " +
 			"claim the same row, both send it, and the attempt budget is spent twice as fast. Invariant 6 " +
 			"catches it in three steps: a delivery claims the row a worker holds a live lease on.",
-		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 3, Workers: true,
+		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 3, Supports: Everything,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return leaseClaims{o, noLease} }),
 		OpenCRM: openCRM,
 	},
@@ -216,7 +216,7 @@ var Fragile = []Design{
 			"dies holding a lease and never comes back leaves its row pending for good: lost work that no " +
 			"worker will ever pick up. Invariant 6 catches it in three steps: after a worker's claim, the " +
 			"worker that converges once the lease ran out goes idle with the row still pending.",
-		Failure: LostWork, Invariant: 6, MinimalSteps: 3, Workers: true,
+		Failure: LostWork, Invariant: 6, MinimalSteps: 3, Supports: Everything,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return leaseClaims{o, leaseForever} }),
 		OpenCRM: openCRM,
 	},
@@ -227,7 +227,7 @@ var Fragile = []Design{
 			"recognise it. A receiver that forgets keys after its retention window takes a late retry for a new " +
 			"request and creates a second task (duplicate task). Invariant 6 catches it in five steps: a " +
 			"claim past first_claimed_at + retention − send timeout sends where SPEC blocks the row.",
-		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 5, Workers: true,
+		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 5, Supports: Everything,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return ignoreRetention{o} }),
 		OpenCRM: openCRM,
 	},
@@ -238,7 +238,7 @@ var Fragile = []Design{
 			"holds can get in the way. If the first attempts did create a task, the requeued one creates a " +
 			"second (duplicate task), and no key links the two. Invariant 6 catches it in three steps: the " +
 			"requeue makes a second approval and outbox row where SPEC starts the same row afresh.",
-		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Workers: true,
+		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Supports: Everything,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return freshKeyRequeue{o} }),
 		OpenCRM: openCRM,
 	},
@@ -249,8 +249,16 @@ var Fragile = []Design{
 			"person's decision still finds its fence and settles over it, blocking or marking sent a row the " +
 			"person just started afresh. Invariant 6 catches it in three steps: the requeued row keeps the " +
 			"fence SPEC moves on.",
-		Failure: LostWork, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Workers: true,
+		Failure: LostWork, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Supports: Everything,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return unfencedOperator{o} }),
 		OpenCRM: openCRM,
 	},
 }
+
+// oneWorker is what the single-worker catalog supports: the real outbox's
+// clock and leases, with one worker and nobody repairing rows, so that a
+// minimal counterexample stays one of a single worker.
+var oneWorker = Capabilities{Time: true, Leases: true}
+
+// The real outbox has every capability's interface.
+var _ FullApp = (*system.Outbox)(nil)

@@ -2,36 +2,70 @@
 // package system, and (see Catalog) deliberately fragile variants that each
 // take one shortcut real teams take. The harness must catch every fragile
 // one; that is the evidence that it would catch the same mistake in the
-// real thing.
+// real thing. A design of your own, from any module, is a Design too: an
+// App (and the interfaces of the Capabilities it declares) and a CRM,
+// which handoff.Verify checks in your go test.
 package designs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/outboxlab/handoff/system"
 )
 
-// App is the application side of a design: approvals, outbox and worker.
+// App is the application side of a design: approvals, outbox and the
+// default worker, one delivery at a time. Every design has it; the
+// interfaces below add what its Capabilities declare. Errors carry
+// package system's sentinels, which the harness compares with the
+// model's predictions: an approval refused for its input wraps
+// system.ErrInvalidInput, one whose key holds another payload
+// system.ErrKeyConflict. The app passes every system.FaultPoint it has
+// (between the approval's inserts, before the send, after the reply)
+// through system.Options.Hook, and stops where the hook returns an
+// error, as a process that died there would.
 type App interface {
 	RecordApproval(ctx context.Context, caseID, title string) (string, error)
 	DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error)
 	Snapshot(ctx context.Context) (system.Snapshot, error)
-	// Recover releases the leases of the design's worker: called when the
-	// worker starts again after a crash.
+	Close() error
+}
+
+// Leaser is the App of a design with leases: a worker that starts again
+// after a crash first releases the leases it held (see
+// system.Outbox.Recover).
+type Leaser interface {
 	Recover(ctx context.Context) (int, error)
-	// The phases of one delivery, for scenarios that interleave workers.
+}
+
+// Phases is the App of a design that runs many workers: the phases of
+// one delivery, which the harness interleaves between named workers.
+type Phases interface {
 	ClaimNext(ctx context.Context, retention time.Duration) (system.Claim, system.Delivery, error)
 	Send(ctx context.Context, c system.Claim, r system.Receiver) (int64, error)
 	Settle(ctx context.Context, c system.Claim, taskID int64, sendErr error) (system.Delivery, error)
-	// The operator actions.
+}
+
+// Operator is the App of a design that lets a person repair rows: the
+// operator actions, their audit log, and what needs a person.
+type Operator interface {
 	Requeue(ctx context.Context, key string, retention time.Duration, actor, reason string) error
 	Reconcile(ctx context.Context, key string, remoteID int64, actor, reason string) error
 	ReconcileAbsent(ctx context.Context, key, actor, reason string) error
 	Audit(ctx context.Context) ([]system.AuditEntry, error)
 	Stale(ctx context.Context, olderThan time.Duration) ([]system.Row, error)
-	Close() error
+}
+
+// FullApp is the App of a design with every capability: what
+// system.Outbox is.
+type FullApp interface {
+	App
+	Leaser
+	Phases
+	Operator
 }
 
 // CRM is the receiver side of a design.
@@ -60,29 +94,72 @@ type Design struct {
 	// search may shrink it to: interleavings of workers give the shrinker
 	// local minima that it cannot always leave.
 	Invariant, MinimalSteps, MostSteps int
-	// Workers says that the harness draws for it what only many workers
-	// show: named workers' interleaved phases, time, a person's repairs
-	// and options. A design of the single-worker catalog leaves it false,
-	// so that its minimal counterexample stays one of a single worker.
-	Workers bool
+	// Supports says what the design does beyond one worker without a
+	// clock; the harness draws nothing else for it, and compares nothing
+	// else with the model (see Capabilities).
+	Supports Capabilities
 	// OwnReceiver says that the design's shortcut is in the receiver, so
 	// that OpenCRM opens something else than system's CRM. Over HTTP the
 	// receiver is crm.Server in front of system's CRM: such a design runs
 	// in process only.
 	OwnReceiver bool
-	// OpenApp opens the app database at path.
+	// OpenApp opens the app database at path, with the clock, the hook,
+	// the worker's name and the options of opts. The harness gives every
+	// sequence a path of its own and opens it again on every restart,
+	// several times at once for several workers. Its App implements the
+	// interfaces that Supports asks for (see Check).
 	OpenApp func(ctx context.Context, path string, opts system.Options) (App, error)
-	// OpenCRM opens the receiver database at path.
+	// OpenCRM opens the receiver database at path: a receiver that starts
+	// empty on a new path (task ids from 1, as SPEC's receiver counts) and
+	// keeps what it holds across a restart on the same path.
 	OpenCRM func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error)
 }
 
+// ErrDesign is a design that cannot run: it lacks a part, or its
+// capabilities or its app do not hold together.
+var ErrDesign = errors.New("designs: invalid design")
+
 // Handoff is the real design: package system as it is.
 var Handoff = Design{
-	Name:    "handoff",
-	Summary: "transactional outbox, stable key on every attempt, idempotent durable receiver",
-	Workers: true,
-	OpenApp: openApp,
-	OpenCRM: openCRM,
+	Name:     "handoff",
+	Summary:  "transactional outbox, stable key on every attempt, idempotent durable receiver",
+	Supports: Everything,
+	OpenApp:  openApp,
+	OpenCRM:  openCRM,
+}
+
+// Check reports whether d can run: it has a name, both openers, and
+// capabilities that hold together (see Capabilities.Check).
+func (d Design) Check() error {
+	switch {
+	case d.Name == "":
+		return fmt.Errorf("%w: a design needs a Name", ErrDesign)
+	case d.OpenApp == nil || d.OpenCRM == nil:
+		return fmt.Errorf("%w: design %s needs both OpenApp and OpenCRM", ErrDesign, d.Name)
+	}
+	if err := d.Supports.Check(); err != nil {
+		return fmt.Errorf("design %s: %w", d.Name, err)
+	}
+	return nil
+}
+
+// CheckApp reports whether app, opened by d, implements what d's
+// capabilities ask for.
+func (d Design) CheckApp(app App) error {
+	var missing []string
+	if _, ok := app.(Leaser); !ok && d.Supports.Leases {
+		missing = append(missing, "Leaser (Recover), for Leases")
+	}
+	if _, ok := app.(Phases); !ok && d.Supports.Workers {
+		missing = append(missing, "Phases (ClaimNext, Send, Settle), for Workers")
+	}
+	if _, ok := app.(Operator); !ok && d.Supports.Operator {
+		missing = append(missing, "Operator (Requeue, Reconcile, ReconcileAbsent, Audit, Stale), for Operator")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: the app of design %s (%T) does not implement %s", ErrDesign, d.Name, app, strings.Join(missing, "; "))
+	}
+	return nil
 }
 
 // All is every design: Handoff first, then the fragile catalog.
@@ -98,4 +175,16 @@ func Lookup(name string) (Design, error) {
 		}
 	}
 	return Design{}, fmt.Errorf("designs: unknown design %q (see handoff designs)", name)
+}
+
+// WithReceiver is the real handoff in front of a receiver of your own (an
+// adapter in front of your CRM's API, or a client of a staging CRM): the
+// design that verifies that receiver against SPEC's receiver invariants.
+// open opens it at a path of its own for every sequence, as OpenCRM says;
+// a receiver that forgets keys after opts.Retention may set
+// Supports.Retention on the design returned.
+func WithReceiver(name, summary string, open func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error)) Design {
+	supports := Everything
+	supports.Retention = false
+	return Design{Name: name, Summary: summary, Supports: supports, OwnReceiver: true, OpenApp: openApp, OpenCRM: open}
 }

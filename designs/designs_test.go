@@ -16,8 +16,8 @@ func TestCatalogEntriesAreComplete(t *testing.T) {
 			t.Errorf("%s: name used twice", d.Name)
 		}
 		names[d.Name] = true
-		if d.Name == "" || d.Summary == "" || d.OpenApp == nil || d.OpenCRM == nil {
-			t.Errorf("%q: name, summary and both openers are required", d.Name)
+		if err := d.Check(); err != nil || d.Summary == "" {
+			t.Errorf("%q: a summary is required, and the design must hold together: %v", d.Name, err)
 		}
 		if d.Name == designs.Handoff.Name {
 			continue

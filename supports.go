@@ -1,0 +1,107 @@
+package handoff
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/model"
+)
+
+// ErrUnsupported is a step that needs a capability the Env's design does
+// not declare (see designs.Capabilities): a scenario with it does not
+// apply to the design. Such an error is an ErrScenario too.
+var ErrUnsupported = errors.New("not supported by the design")
+
+// need is one capability a step may need: its name in
+// designs.Capabilities, and whether a design's capabilities hold it.
+type need struct {
+	name string
+	has  func(designs.Capabilities) bool
+}
+
+// The capabilities steps need.
+var (
+	needTime      = need{"Time", func(c designs.Capabilities) bool { return c.Time }}
+	needLeases    = need{"Leases", func(c designs.Capabilities) bool { return c.Leases }}
+	needWorkers   = need{"Workers", func(c designs.Capabilities) bool { return c.Workers }}
+	needOperator  = need{"Operator", func(c designs.Capabilities) bool { return c.Operator }}
+	needRetention = need{"Retention", func(c designs.Capabilities) bool { return c.Retention }}
+)
+
+// directiveNeeds is the capability each directive needs, where it needs
+// one; configNeeds, each option of a config step.
+var (
+	directiveNeeds = map[string]need{
+		"tick": needTime, "claim": needWorkers, "send": needWorkers, "settle": needWorkers, "crash": needWorkers,
+		"requeue": needOperator, "reconcile": needOperator, "stale": needOperator,
+	}
+	configNeeds = map[string]need{
+		"lease": needLeases, "send-timeout": needLeases, "backoff-base": needTime, "backoff-cap": needTime,
+		"max-age": needTime, "retention": needRetention,
+	}
+)
+
+// needs returns the capabilities step s needs, in the order of its
+// directive then its options.
+func needs(s Step) []need {
+	var ns []need
+	if n, ok := directiveNeeds[s.Directive]; ok {
+		ns = append(ns, n)
+	}
+	if s.Directive == "config" {
+		for _, a := range s.Args {
+			if n, ok := configNeeds[a.Key]; ok {
+				ns = append(ns, n)
+			}
+		}
+	}
+	return ns
+}
+
+// supported reports whether design d supports step s: an ErrUnsupported
+// error that names the capability s needs, a transport d cannot run over
+// (see CheckTransport), or the fault of a database that d does not take
+// (see takesDatabaseFaults); or nil.
+func supported(d designs.Design, s Step) error {
+	for _, n := range needs(s) {
+		if !n.has(d.Supports) {
+			return fmt.Errorf("%w: %w: %s needs capability %s, which design %s does not declare", ErrScenario, ErrUnsupported, s.Directive, n.name, d.Name)
+		}
+	}
+	if v, ok := s.Arg("name"); ok && s.Directive == "transport" {
+		if err := CheckTransport(d, Transport(v)); err != nil {
+			return fmt.Errorf("%w: %w: %s", ErrScenario, ErrUnsupported, strings.TrimPrefix(err.Error(), "handoff: "))
+		}
+	}
+	if v, ok := s.Arg("fault"); ok && !takesDatabaseFaults(d) {
+		if k, err := faults.ParseKind(v, faults.DatabaseKinds...); err == nil {
+			return fmt.Errorf("%w: %w: %s fault=%s: the harness holds the databases of the real design only", ErrScenario, ErrUnsupported, s.Directive, k)
+		}
+	}
+	return nil
+}
+
+// shown is o as design d shows it: without the times of a design without
+// Time, and without the leases and fences of a design without Leases. The
+// model's predictions are compared the same way, so that a design is
+// held to what it declares.
+func shown(d designs.Design, o model.Observation) model.Observation {
+	if d.Supports.Time && d.Supports.Leases {
+		return o
+	}
+	o.Outbox = slices.Clone(o.Outbox)
+	for i, r := range o.Outbox {
+		if !d.Supports.Time {
+			r.CreatedAt, r.NextAttemptAt, r.FirstClaimedAt = 0, 0, 0
+		}
+		if !d.Supports.Leases {
+			r.LeaseOwner, r.LeaseUntil, r.Fence = "", 0, 0
+		}
+		o.Outbox[i] = r
+	}
+	return o
+}

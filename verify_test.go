@@ -1,0 +1,140 @@
+package handoff
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/outboxlab/handoff/designs"
+)
+
+// Verify's own tests run a design chosen by the environment, so that
+// TestVerifyReportsWhatBroke can run TestVerify as a child process on a
+// design that must fail, and read what a user's go test prints.
+const (
+	verifyDesignEnv = "HANDOFF_VERIFY_DESIGN" // a catalog name, or receiver:NAME for WithReceiver of NAME's receiver
+	verifyCorpusEnv = "HANDOFF_VERIFY_CORPUS" // the child's VerifyOptions.Corpus
+)
+
+// verifyDesign is the design the environment names for TestVerify:
+// designs.Handoff when it names none.
+func verifyDesign(t *testing.T) designs.Design {
+	name := os.Getenv(verifyDesignEnv)
+	if name == "" {
+		return designs.Handoff
+	}
+	receiver, own := strings.CutPrefix(name, "receiver:")
+	d, err := designs.Lookup(receiver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own {
+		return designs.WithReceiver("my-receiver", "the real handoff in front of "+d.Name+"'s receiver", d.OpenCRM)
+	}
+	return d
+}
+
+// TestVerify verifies the real design as a user's go test would, with
+// the module's corpus, through the one public entry point. As the child
+// of TestVerifyReportsWhatBroke it verifies the design that one names.
+func TestVerify(t *testing.T) {
+	Verify(t, verifyDesign(t), VerifyOptions{Builtin: true, Corpus: os.Getenv(verifyCorpusEnv), Enumerate: os.Getenv(verifyDesignEnv) != ""})
+}
+
+// TestVerifyReportsWhatBroke runs TestVerify in a child process on
+// designs that break SPEC, an outbox's shortcut and a receiver's, and
+// checks what the user sees: the test fails, names the invariant, shows
+// the minimal scenario and the command that saves it, and with
+// HANDOFF_SAVE=1 saves it into the corpus folder, from which the next
+// run replays it and fails again.
+func TestVerifyReportsWhatBroke(t *testing.T) {
+	tests := []struct {
+		design    string
+		invariant string
+	}{
+		{"count-after-send", "broke invariant 4"},
+		{"receiver:non-idempotent-receiver", "broke invariant 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.design, func(t *testing.T) {
+			t.Parallel()
+			corpus, work := t.TempDir(), t.TempDir()
+			child := func(save string) string {
+				cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestVerify$", "-test.count=1", "-test.v")
+				cmd.Env = append(os.Environ(), verifyDesignEnv+"="+tt.design, verifyCorpusEnv+"="+corpus, SaveEnv+"="+save)
+				cmd.Dir = work // where rapid writes its fail files, as in a user's package
+				out, err := cmd.CombinedOutput()
+				if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) {
+					t.Fatalf("TestVerify on %s did not fail as a test fails (%v):\n%s", tt.design, err, out)
+				}
+				return string(out)
+			}
+			out := child("1")
+			for _, want := range []string{"--- FAIL: TestVerify/property", tt.invariant, "minimal scenario (",
+				"reproduce and save: HANDOFF_SAVE=1 go test -run '^TestVerify/property$'", "saved the minimal scenario as " + corpus} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the output lacks %q:\n%s", want, out)
+				}
+			}
+			saved, err := filepath.Glob(filepath.Join(corpus, "*.txt"))
+			if err != nil || len(saved) != 1 {
+				t.Fatalf("saved %v (%v), want one scenario", saved, err)
+			}
+			out = child("")
+			if want := "--- FAIL: TestVerify/replay/" + filepath.Base(saved[0]); !strings.Contains(out, want) || !strings.Contains(out, tt.invariant) {
+				t.Errorf("the next run does not fail on the saved scenario (want %q and %q):\n%s", want, tt.invariant, out)
+			}
+		})
+	}
+}
+
+// TestVerifyScenarios checks which scenarios Verify replays: the
+// module's corpus of the real design but what a design cannot run, and a
+// user's folder, refusing a file of another design.
+func TestVerifyScenarios(t *testing.T) {
+	names := func(scenarios []Scenario) []string {
+		var ns []string
+		for _, sc := range scenarios {
+			ns = append(ns, sc.Name)
+		}
+		return ns
+	}
+	all, err := verifyScenarios(designs.Handoff, VerifyOptions{Builtin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneWorker, err := verifyScenarios(designs.Design{Name: "mine", Supports: designs.Capabilities{}}, VerifyOptions{Builtin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		list    []string
+		name    string
+		present bool
+	}{
+		{names(all), "corpus/lost-reply-demo.txt", true},
+		{names(all), "corpus/workers-stale-settle.txt", true},
+		{names(all), "corpus/app-busy.txt", true},
+		{names(all), "corpus/commit-lost.txt", false}, // PostgreSQL only
+		{names(all), "corpus/fragile/two-writes.txt", false},
+		{names(oneWorker), "corpus/lost-reply-demo.txt", true},
+		{names(oneWorker), "corpus/workers-stale-settle.txt", false}, // named workers
+		{names(oneWorker), "corpus/app-busy.txt", false},             // a fault of the databases
+	} {
+		if got := slices.Contains(tt.list, tt.name); got != tt.present {
+			t.Errorf("%s replayed: %v, want %v", tt.name, got, tt.present)
+		}
+	}
+
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "other.txt"), []byte("design name=two-writes\n----\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verifyScenarios(designs.Design{Name: "mine"}, VerifyOptions{Corpus: dir}); err == nil || !strings.Contains(err.Error(), "runs design two-writes, not mine") {
+		t.Errorf("a scenario of another design: got %v", err)
+	}
+}
