@@ -115,3 +115,11 @@ func TestFragileCorpusOnPostgres(t *testing.T) {
 	server := pgtest.URL(t)
 	fragileCorpus(t, Config{Backend: Postgres, PostgresURL: server})
 }
+
+// TestVerifyOnPostgres verifies the real design with its app database in
+// PostgreSQL, as a user's outbox on PostgreSQL would be verified: OpenApp
+// gets the URL of a schema of the run's own, emptied between sequences.
+func TestVerifyOnPostgres(t *testing.T) {
+	t.Parallel()
+	Verify(t, designs.Handoff, VerifyOptions{Steps: 5, Backend: Postgres, PostgresURL: pgtest.URL(t)})
+}

@@ -116,6 +116,10 @@ type PropertyConfig struct {
 	// Config): on PostgreSQL, in a schema of the property's own.
 	Backend     Backend
 	PostgresURL string
+	// Fresh gives every sequence new databases (a new folder, a new
+	// schema) instead of emptying the last ones: for a design whose
+	// databases the harness cannot empty, not being SQLite files, say.
+	Fresh bool
 	// Reproduce, if not empty, is the command a failure's report gives
 	// to reproduce and save it.
 	Reproduce string
@@ -130,7 +134,8 @@ type PropertyConfig struct {
 // (about 19 on average, cfg.MaxSteps at most) applied to the design and
 // the model with every invariant checked after each, then faults off and
 // converge. Its runs share the databases, emptied between them (see
-// renew); done closes them and removes their folder, after the last run.
+// renew), unless cfg.Fresh; done closes them and removes their folder,
+// after the last run.
 //
 // It counts a run into cfg.Stats as a sequence until cfg.Recorder holds a
 // failure, and as a shrink run after: rapid shrinks right after the first
@@ -162,8 +167,11 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 			t.SkipNow()
 		}
 		var err error
+		if env != nil && cfg.Fresh {
+			done()
+		}
 		if env == nil {
-			env, closeEnv, err = newEnvIn(dbCtx, envOptions{Dir: cfg.Dir, Design: cfg.Design, Stats: stats, Renewable: true,
+			env, closeEnv, err = newEnvIn(dbCtx, envOptions{Dir: cfg.Dir, Design: cfg.Design, Stats: stats, Renewable: !cfg.Fresh,
 				Backend: cfg.Backend, PostgresURL: cfg.PostgresURL})
 		} else {
 			err = env.renew(dbCtx)

@@ -30,8 +30,21 @@ type VerifyOptions struct {
 	// real design whose steps the design supports.
 	Builtin bool
 	// Enumerate crashes every replayed scenario at every fault point it
-	// passes, once each (see Enumerate).
+	// passes, once each (see Enumerate); on SQLite only.
 	Enumerate bool
+	// Backend is where the app database lives: the zero value means a
+	// SQLite file, whose path OpenApp gets; Postgres means a schema of its
+	// own for every sequence on the server PostgresURL names, whose URL
+	// (with schema=) OpenApp gets.
+	Backend     Backend
+	PostgresURL string
+	// Fresh gives every sequence new databases at new paths. Without it
+	// the harness empties them between sequences, which is faster and
+	// takes any tables, but only of a SQLite file at the path OpenApp or
+	// OpenCRM gets, or of the schema in the URL OpenApp gets: a design
+	// that keeps its state elsewhere (a receiver in front of a staging
+	// CRM, say, that uses its path as a namespace) needs Fresh.
+	Fresh bool
 }
 
 // Verify checks design d, from any module, against SPEC's model and
@@ -43,7 +56,10 @@ type VerifyOptions struct {
 // invariant and the minimal scenario, readable and ready to save. It logs
 // the guarantees that d's capabilities leave unchecked.
 //
-// d's databases live under t.TempDir(), the app's on SQLite.
+// d's databases live under t.TempDir() (the app's, on PostgreSQL, in a
+// schema of its own); a restart opens them again at the same paths. Every
+// replay opens them at new paths, and so does every sequence with
+// opts.Fresh; otherwise sequences empty them (see VerifyOptions.Fresh).
 func Verify(t *testing.T, d designs.Design, opts VerifyOptions) {
 	t.Helper()
 	if err := d.Check(); err != nil {
@@ -51,6 +67,15 @@ func Verify(t *testing.T, d designs.Design, opts VerifyOptions) {
 	}
 	if opts.Steps == 0 {
 		opts.Steps = DefaultSteps
+	}
+	if opts.Backend == "" {
+		opts.Backend = SQLite
+	}
+	if err := checkBackend(opts.Backend, opts.PostgresURL); err != nil {
+		t.Fatal(err)
+	}
+	if opts.Enumerate && opts.Backend != SQLite {
+		t.Fatalf("handoff: Enumerate runs on SQLite; verify on %s without it", opts.Backend)
 	}
 	t.Logf("design %s supports: %s", d.Name, d.Supports)
 	for _, line := range Unchecked(d) {
@@ -61,7 +86,7 @@ func Verify(t *testing.T, d designs.Design, opts VerifyOptions) {
 		t.Fatal(err)
 	}
 	for _, sc := range scenarios {
-		t.Run("replay/"+filepath.Base(sc.Name), func(t *testing.T) { verifyReplay(t, d, sc, opts.Enumerate) })
+		t.Run("replay/"+filepath.Base(sc.Name), func(t *testing.T) { verifyReplay(t, d, sc, opts) })
 	}
 	t.Run("property", func(t *testing.T) { verifyProperty(t, d, opts) })
 }
@@ -79,7 +104,7 @@ func Unchecked(d designs.Design) []string {
 
 // verifyScenarios returns the scenarios Verify replays for d: those of
 // opts.Corpus, then, with opts.Builtin, those of the module's corpus that
-// run the real design on SQLite and need nothing d lacks.
+// run the real design on opts.Backend and need nothing d lacks.
 func verifyScenarios(d designs.Design, opts VerifyOptions) ([]Scenario, error) {
 	var scenarios []Scenario
 	if opts.Corpus != "" {
@@ -104,7 +129,7 @@ func verifyScenarios(d designs.Design, opts VerifyOptions) ([]Scenario, error) {
 			return nil, err
 		}
 		for _, sc := range builtin {
-			if sc.Design() == designs.Handoff.Name && sc.Backend() != Postgres && scenarioSupported(d, sc) == nil {
+			if b := sc.Backend(); sc.Design() == designs.Handoff.Name && (b == "" || b == opts.Backend) && scenarioSupported(d, sc) == nil {
 				scenarios = append(scenarios, sc)
 			}
 		}
@@ -124,15 +149,16 @@ func scenarioSupported(d designs.Design, sc Scenario) error {
 }
 
 // verifyReplay replays sc on d, checking every invariant after every
-// step, then, if enumerate, crashes it at every fault point it passes.
-func verifyReplay(t *testing.T, d designs.Design, sc Scenario, enumerate bool) {
+// step, then, with opts.Enumerate, crashes it at every fault point it
+// passes.
+func verifyReplay(t *testing.T, d designs.Design, sc Scenario, opts VerifyOptions) {
 	if err := scenarioSupported(d, sc); err != nil {
 		t.Fatal(err)
 	}
 	if len(sc.Cases) > 0 && sc.Cases[0].Step.Directive == "design" {
 		sc.Cases = sc.Cases[1:] // the Env runs d already
 	}
-	env, err := NewEnv(t.Context(), Config{Design: d, Dir: t.TempDir(), Durability: system.ProcessSafe})
+	env, err := NewEnv(t.Context(), Config{Design: d, Dir: t.TempDir(), Durability: system.ProcessSafe, Backend: opts.Backend, PostgresURL: opts.PostgresURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +176,7 @@ func verifyReplay(t *testing.T, d designs.Design, sc Scenario, enumerate bool) {
 				sc.Name, c.Line, d.Name, f.Violation.Invariant, f.Violation.Name(), f.Violation.Detail, run.Scenario(), f.Diverged())
 		}
 	}
-	if !enumerate {
+	if !opts.Enumerate {
 		return
 	}
 	points, err := Enumerate(t.Context(), sc, d, t.TempDir())
@@ -189,7 +215,8 @@ func verifyProperty(t *testing.T, d designs.Design, opts VerifyOptions) {
 		}
 		t.Logf("saved the minimal scenario as %s", path)
 	}()
-	prop, done := Property(t.Context(), PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: opts.Steps, Recorder: rec, Reproduce: save})
+	prop, done := Property(t.Context(), PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: opts.Steps, Fresh: opts.Fresh,
+		Backend: opts.Backend, PostgresURL: opts.PostgresURL, Recorder: rec, Reproduce: save})
 	defer done()
 	rapid.Check(t, prop)
 }

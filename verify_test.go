@@ -40,9 +40,13 @@ func verifyDesign(t *testing.T) designs.Design {
 
 // TestVerify verifies the real design as a user's go test would, with
 // the module's corpus, through the one public entry point. As the child
-// of TestVerifyReportsWhatBroke it verifies the design that one names.
+// of TestVerifyReportsWhatBroke it verifies the design that one names,
+// with every scenario crashed at every fault point, and a receiver of
+// its own with new databases for every sequence (VerifyOptions.Fresh).
 func TestVerify(t *testing.T) {
-	Verify(t, verifyDesign(t), VerifyOptions{Builtin: true, Corpus: os.Getenv(verifyCorpusEnv), Enumerate: os.Getenv(verifyDesignEnv) != ""})
+	name := os.Getenv(verifyDesignEnv)
+	Verify(t, verifyDesign(t), VerifyOptions{Builtin: true, Corpus: os.Getenv(verifyCorpusEnv), Enumerate: name != "",
+		Fresh: strings.HasPrefix(name, "receiver:")})
 }
 
 // TestVerifyReportsWhatBroke runs TestVerify in a child process on
@@ -103,11 +107,11 @@ func TestVerifyScenarios(t *testing.T) {
 		}
 		return ns
 	}
-	all, err := verifyScenarios(designs.Handoff, VerifyOptions{Builtin: true})
+	all, err := verifyScenarios(designs.Handoff, VerifyOptions{Builtin: true, Backend: SQLite})
 	if err != nil {
 		t.Fatal(err)
 	}
-	oneWorker, err := verifyScenarios(designs.Design{Name: "mine", Supports: designs.Capabilities{}}, VerifyOptions{Builtin: true})
+	oneWorker, err := verifyScenarios(designs.Design{Name: "mine", Supports: designs.Capabilities{}}, VerifyOptions{Builtin: true, Backend: SQLite})
 	if err != nil {
 		t.Fatal(err)
 	}
