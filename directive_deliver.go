@@ -3,6 +3,7 @@ package handoff
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/model"
@@ -14,14 +15,30 @@ import (
 // database refuses the task, and a full one a task that needs another
 // page.
 //
-//	deliver [fault=duplicate-request|foreign-task|offline|lost-reply|crash-after-reply|crash-before-send|app-busy|crm-busy|crm-full|commit-lost]
+// A transient failure with backoff on waits jitter milliseconds (0 if
+// none is given), which must be within the backoff ceiling.
+//
+//	deliver [jitter=MS] [fault=duplicate-request|foreign-task|offline|lost-reply|crash-after-reply|crash-before-send|app-busy|crm-busy|crm-full|commit-lost]
 func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("fault"); err != nil {
+	if err := s.only("jitter", "fault"); err != nil {
 		return stepResult{}, err
 	}
 	fault, err := e.faultArg(s, deliverFaults...)
 	if err != nil {
 		return stepResult{}, err
+	}
+	jitter, err := jitterArg(s)
+	if err != nil {
+		return stepResult{}, err
+	}
+	effect := faultTable[fault]
+	req := e.request(fault, 0)
+	in := model.Delivery{Network: req.Network, RetryAfter: req.RetryAfter, Crash: effect.crash, Foreign: req.Foreign, Jitter: jitter}
+	if effect.database == appFile {
+		in.App = effect.refusal
+	}
+	if _, res, _ := e.model.Deliver(in); res == model.ResultInvalidJitter {
+		return stepResult{}, fmt.Errorf("%w: deliver jitter=%d is outside the backoff ceiling of the attempt it settles", ErrScenario, jitter)
 	}
 	network, err := e.network(fault, 0)
 	if err != nil {
@@ -30,12 +47,13 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 	sent := e.sendCount()
 	var d system.Delivery
 	e.injector.Arm(FaultPoint(fault))
+	e.jitter = time.Duration(jitter) * time.Millisecond
 	if ferr := e.withDatabaseFault(ctx, fault, e.app, func() { d, err = e.app.DeliverOne(ctx, faults.Counted(e.sends, network)) }); ferr != nil {
 		return stepResult{}, ferr
 	}
 	e.injector.Arm("")
+	e.jitter = 0
 	var r stepResult
-	effect := faultTable[fault]
 	if FaultPoint(fault) == "" && e.sendCount() > sent || effect.database == appFile {
 		r.fired = fault
 	}
@@ -55,11 +73,6 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 		}
 	}
 
-	req := e.request(fault, 0)
-	in := model.Delivery{Network: req.Network, RetryAfter: req.RetryAfter, Crash: effect.crash, Foreign: req.Foreign}
-	if effect.database == appFile {
-		in.App = effect.refusal
-	}
 	if c := crashAt(crashed).crash; c != model.NoCrash { // also a crash the harness enumerated
 		in.Crash = c
 	}

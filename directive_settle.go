@@ -27,12 +27,9 @@ func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
 	if err != nil {
 		return stepResult{}, err
 	}
-	var jitter int64
-	if v, ok := s.Arg("jitter"); ok {
-		var err error
-		if jitter, err = strconv.ParseInt(v, 10, 64); err != nil {
-			return stepResult{}, fmt.Errorf("%w: jitter=%q is not a whole number of milliseconds", ErrScenario, v)
-		}
+	jitter, err := jitterArg(s)
+	if err != nil {
+		return stepResult{}, err
 	}
 	name, w, err := e.worker(ctx, s)
 	if err != nil {
@@ -80,4 +77,18 @@ func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
 	e.model, r.key = next, key
 	r.want = Answer{Kind: resultAnswers[res], Key: key}
 	return r, nil
+}
+
+// jitterArg reads the step's jitter= argument in milliseconds, 0 when it
+// has none.
+func jitterArg(s Step) (int64, error) {
+	v, ok := s.Arg("jitter")
+	if !ok {
+		return 0, nil
+	}
+	jitter, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: jitter=%q is not a whole number of milliseconds", ErrScenario, v)
+	}
+	return jitter, nil
 }

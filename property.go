@@ -312,10 +312,13 @@ func (f *Failure) Table() string {
 	return b.String()
 }
 
-// Header is the comment a saved counterexample starts with.
+// Header is the comment a saved counterexample starts with: for a design
+// of the catalog, what go test does with it; for another, what Verify
+// does.
 func (f *Failure) Header() []string {
-	return []string{
-		fmt.Sprintf("Found by exploration: design %s breaks invariant %d (%s).", f.Design, f.Violation.Invariant, f.Violation.Name()),
-		"Minimal after shrinking. For the real design this is a bug: fix it, then rewrite the expectations.",
+	next := "Minimal after shrinking. For the real design this is a bug: fix it, then rewrite the expectations."
+	if _, err := designs.Lookup(f.Design); err != nil {
+		next = "Minimal after shrinking. Verify replays it and fails until the design is fixed; the outputs below are the broken design's, and Verify does not compare them."
 	}
+	return []string{fmt.Sprintf("Found by exploration: design %s breaks invariant %d (%s).", f.Design, f.Violation.Invariant, f.Violation.Name()), next}
 }

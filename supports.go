@@ -13,8 +13,25 @@ import (
 
 // ErrUnsupported is a step that needs a capability the Env's design does
 // not declare (see designs.Capabilities): a scenario with it does not
-// apply to the design. Such an error is an ErrScenario too.
-var ErrUnsupported = errors.New("not supported by the design")
+// apply to the design. Such an error is an ErrScenario too: the scenario
+// cannot run.
+var ErrUnsupported = errors.New("handoff: the design does not support the step")
+
+// unsupportedError is an ErrUnsupported error: why the design does not
+// support the step.
+type unsupportedError struct{ why string }
+
+func (e *unsupportedError) Error() string { return "handoff: " + e.why }
+
+// Is makes an unsupportedError both ErrUnsupported and ErrScenario.
+func (e *unsupportedError) Is(target error) bool {
+	return target == ErrUnsupported || target == ErrScenario
+}
+
+// unsupported returns the ErrUnsupported error that says why.
+func unsupported(format string, args ...any) error {
+	return &unsupportedError{fmt.Sprintf(format, args...)}
+}
 
 // need is one capability a step may need: its name in
 // designs.Capabilities, and whether a design's capabilities hold it.
@@ -45,17 +62,24 @@ var (
 	}
 )
 
+// needed is a capability a step needs, and what of the step needs it: its
+// directive, or one of a config step's options.
+type needed struct {
+	what string
+	need
+}
+
 // needs returns the capabilities step s needs, in the order of its
 // directive then its options.
-func needs(s Step) []need {
-	var ns []need
+func needs(s Step) []needed {
+	var ns []needed
 	if n, ok := directiveNeeds[s.Directive]; ok {
-		ns = append(ns, n)
+		ns = append(ns, needed{s.Directive, n})
 	}
 	if s.Directive == "config" {
 		for _, a := range s.Args {
 			if n, ok := configNeeds[a.Key]; ok {
-				ns = append(ns, n)
+				ns = append(ns, needed{"config " + a.Key, n})
 			}
 		}
 	}
@@ -69,17 +93,17 @@ func needs(s Step) []need {
 func supported(d designs.Design, s Step) error {
 	for _, n := range needs(s) {
 		if !n.has(d.Supports) {
-			return fmt.Errorf("%w: %w: %s needs capability %s, which design %s does not declare", ErrScenario, ErrUnsupported, s.Directive, n.name, d.Name)
+			return unsupported("design %s does not support %s: it needs capability %s", d.Name, n.what, n.name)
 		}
 	}
 	if v, ok := s.Arg("name"); ok && s.Directive == "transport" {
 		if err := CheckTransport(d, Transport(v)); err != nil {
-			return fmt.Errorf("%w: %w: %s", ErrScenario, ErrUnsupported, strings.TrimPrefix(err.Error(), "handoff: "))
+			return unsupported("%s", strings.TrimPrefix(err.Error(), "handoff: "))
 		}
 	}
 	if v, ok := s.Arg("fault"); ok && !takesDatabaseFaults(d) {
 		if k, err := faults.ParseKind(v, faults.DatabaseKinds...); err == nil {
-			return fmt.Errorf("%w: %w: %s fault=%s: the harness holds the databases of the real design only", ErrScenario, ErrUnsupported, s.Directive, k)
+			return unsupported("design %s does not support %s fault=%s: the harness holds the databases of the real design only", d.Name, s.Directive, k)
 		}
 	}
 	return nil

@@ -148,7 +148,7 @@ func (m mix) drawStep(t *rapid.T, e *Env) Step {
 	case 1:
 		return m.drawApprove(t)
 	case 2:
-		return m.drawDeliver(t)
+		return m.drawDeliver(t, e)
 	case 3:
 		return NewStep("restart")
 	case 4:
@@ -189,11 +189,17 @@ func (m mix) drawApprove(t *rapid.T) Step {
 
 // drawDeliver draws a delivery: by default two in five without a fault,
 // the rest spread over every delivery fault, in the order deliverFaults
-// gives.
-func (m mix) drawDeliver(t *rapid.T) Step {
-	i := choose(t, "delivery", faultBits, m.deliveryWeights()...)
-	if i == 0 {
-		return NewStep("deliver")
+// gives; with backoff on, the jitter a transient failure would wait, up
+// to the backoff base (within the ceiling of every attempt).
+func (m mix) drawDeliver(t *rapid.T, e *Env) Step {
+	s := NewStep("deliver")
+	if i := choose(t, "delivery", faultBits, m.deliveryWeights()...); i > 0 {
+		s.Args = append(s.Args, Arg{"fault", deliverFaults[i-1].String()})
 	}
-	return NewStep("deliver", "fault", deliverFaults[i-1].String())
+	if base := e.model.BackoffBase; base > 0 {
+		if j := base * int64(pickOf(t, "jitter", 5)) / 4; j > 0 {
+			s.Args = append([]Arg{{"jitter", itoa(j)}}, s.Args...)
+		}
+	}
+	return s
 }

@@ -77,61 +77,99 @@ func Verify(t *testing.T, d designs.Design, opts VerifyOptions) {
 	if opts.Enumerate && opts.Backend != SQLite {
 		t.Fatalf("handoff: Enumerate runs on SQLite; verify on %s without it", opts.Backend)
 	}
+	env, err := NewEnv(t.Context(), Config{Design: d, Dir: t.TempDir(), Durability: system.ProcessSafe, Backend: opts.Backend, PostgresURL: opts.PostgresURL})
+	if err != nil {
+		t.Fatal(err) // the design cannot open, or its app lacks what it declares: once, before any run
+	}
+	if err := env.Close(); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("design %s supports: %s", d.Name, d.Supports)
 	for _, line := range Unchecked(d) {
 		t.Logf("not checked %s", line)
 	}
-	scenarios, err := verifyScenarios(d, opts)
+	paths, err := corpusPaths(opts.Corpus)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sc := range scenarios {
-		t.Run("replay/"+filepath.Base(sc.Name), func(t *testing.T) { verifyReplay(t, d, sc, opts) })
+	if opts.Corpus != "" && paths == nil {
+		t.Logf("no scenario of yours to replay: %s holds no *.txt file (%s=1 saves a failure's there)", opts.Corpus, SaveEnv)
+	}
+	for _, path := range paths {
+		t.Run("replay/"+filepath.Base(path), func(t *testing.T) {
+			sc, err := readOwnScenario(path, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			verifyReplay(t, d, sc, opts)
+		})
+	}
+	if opts.Builtin {
+		builtin, err := builtinScenarios(d, opts.Backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sc := range builtin {
+			t.Run("replay/handoff/"+filepath.Base(sc.Name), func(t *testing.T) { verifyReplay(t, d, sc, opts) })
+		}
 	}
 	t.Run("property", func(t *testing.T) { verifyProperty(t, d, opts) })
 }
 
 // Unchecked lists the guarantees of SPEC that a run on design d does not
-// check: those of the capabilities it lacks, and the faults of the
-// databases for any design but the real one.
+// check: those of the capabilities it lacks, the faults of the databases
+// for any design but the real one, and, for a receiver of the design's
+// own, how it maps its CRM's refusals.
 func Unchecked(d designs.Design) []string {
 	lines := d.Supports.Unchecked()
 	if !takesDatabaseFaults(d) {
 		lines = append(lines, "for any design but the real one: busy and full databases, and a lost commit (the harness holds the real design's databases only)")
 	}
+	if d.OwnReceiver {
+		lines = append(lines, "for a receiver of your own: how it maps its CRM's refusals and retry hints to system.ErrRejected and system.RetryHint (the harness answers refused and throttled itself)")
+	}
 	return lines
 }
 
-// verifyScenarios returns the scenarios Verify replays for d: those of
-// opts.Corpus, then, with opts.Builtin, those of the module's corpus that
-// run the real design on opts.Backend and need nothing d lacks.
-func verifyScenarios(d designs.Design, opts VerifyOptions) ([]Scenario, error) {
-	var scenarios []Scenario
-	if opts.Corpus != "" {
-		paths, err := filepath.Glob(filepath.Join(opts.Corpus, "*.txt"))
-		if err != nil {
-			return nil, fmt.Errorf("handoff: %w", err)
-		}
-		for _, p := range paths {
-			sc, err := ReadScenario(p)
-			if err != nil {
-				return nil, err
-			}
-			if name := sc.Design(); name != d.Name && name != designs.Handoff.Name {
-				return nil, fmt.Errorf("handoff: %s runs design %s, not %s", p, name, d.Name)
-			}
-			scenarios = append(scenarios, sc)
-		}
+// corpusPaths lists the scenario files (*.txt) of dir, none when dir is
+// "" or does not exist yet.
+func corpusPaths(dir string) ([]string, error) {
+	if dir == "" {
+		return nil, nil
 	}
-	if opts.Builtin {
-		builtin, err := CorpusScenarios()
-		if err != nil {
-			return nil, err
-		}
-		for _, sc := range builtin {
-			if b := sc.Backend(); sc.Design() == designs.Handoff.Name && (b == "" || b == opts.Backend) && scenarioSupported(d, sc) == nil {
-				scenarios = append(scenarios, sc)
-			}
+	paths, err := filepath.Glob(filepath.Join(dir, "*.txt"))
+	if err != nil {
+		return nil, fmt.Errorf("handoff: %w", err)
+	}
+	return paths, nil
+}
+
+// readOwnScenario reads the scenario file at path of a user's corpus for
+// design d: one that names d, or no design.
+func readOwnScenario(path string, d designs.Design) (Scenario, error) {
+	sc, err := ReadScenario(path)
+	if err != nil {
+		return Scenario{}, fmt.Errorf("%w (every *.txt file of the corpus folder is a scenario)", err)
+	}
+	if name := sc.Design(); name != d.Name && name != designs.Handoff.Name {
+		return Scenario{}, fmt.Errorf("handoff: %s runs design %s, not %s: edit its design line, or move it out of the folder", path, name, d.Name)
+	}
+	return sc, nil
+}
+
+// builtinScenarios are the scenarios of the module's corpus that run the
+// real design on backend b and need nothing d lacks, each named
+// handoff/corpus/FILE.
+func builtinScenarios(d designs.Design, b Backend) ([]Scenario, error) {
+	all, err := CorpusScenarios()
+	if err != nil {
+		return nil, err
+	}
+	var scenarios []Scenario
+	for _, sc := range all {
+		if only := sc.Backend(); sc.Design() == designs.Handoff.Name && (only == "" || only == b) && scenarioSupported(d, sc) == nil {
+			sc.Name = "handoff/" + sc.Name
+			scenarios = append(scenarios, sc)
 		}
 	}
 	return scenarios, nil
@@ -191,8 +229,9 @@ func verifyReplay(t *testing.T, d designs.Design, sc Scenario, opts VerifyOption
 	}
 	if len(broken) > 0 {
 		p := broken[0]
-		t.Errorf("%s:%d: a crash at pass %d of a fault point (%s), then convergence (%s of %d broke an invariant):\n%s",
-			sc.Name, p.Case.Line, p.Pass, p.Point, plural(len(broken), "crash point", "crash points"), len(points), p.Output)
+		t.Errorf("%s:%d: %s crashed at %s (fault point %d of the %d the scenario passes), then restarted, faults off and delivering until idle: invariant %d (%s) broke:\n  %s\nthe step that broke it:\n%s\n(%s of %d broke an invariant)",
+			sc.Name, p.Case.Line, p.Case.Step.Directive, p.Point, p.Pass, len(points), p.Violation.Invariant, p.Violation.Name(), p.Violation.Detail,
+			p.Output, plural(len(broken), "crash", "crashes"), len(points))
 	}
 }
 
@@ -200,7 +239,7 @@ func verifyReplay(t *testing.T, d designs.Design, sc Scenario, opts VerifyOption
 // failing scenario into opts.Corpus when the environment asks to.
 func verifyProperty(t *testing.T, d designs.Design, opts VerifyOptions) {
 	rec := &Recorder{}
-	save := fmt.Sprintf("%s=1 go test -run '^%s$' with the -rapid.seed or -rapid.failfile that rapid prints", SaveEnv, t.Name())
+	save := fmt.Sprintf("%s=1 go test -run '^%s$' in this package's folder (rapid replays its fail file, in testdata/rapid, first)", SaveEnv, t.Name())
 	if opts.Corpus == "" {
 		save = "set VerifyOptions.Corpus to a folder, then " + save
 	}

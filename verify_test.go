@@ -79,7 +79,7 @@ func TestVerifyReportsWhatBroke(t *testing.T) {
 			}
 			out := child("1")
 			for _, want := range []string{"--- FAIL: TestVerify/property", tt.invariant, "minimal scenario (",
-				"reproduce and save: HANDOFF_SAVE=1 go test -run '^TestVerify/property$'", "saved the minimal scenario as " + corpus} {
+				"reproduce and save: HANDOFF_SAVE=1 go test -run '^TestVerify/property$' in this package's folder", "saved the minimal scenario as " + corpus} {
 				if !strings.Contains(out, want) {
 					t.Errorf("the output lacks %q:\n%s", want, out)
 				}
@@ -98,36 +98,33 @@ func TestVerifyReportsWhatBroke(t *testing.T) {
 
 // TestVerifyScenarios checks which scenarios Verify replays: the
 // module's corpus of the real design but what a design cannot run, and a
-// user's folder, refusing a file of another design.
+// user's folder, refusing a file of another design or not a scenario.
 func TestVerifyScenarios(t *testing.T) {
-	names := func(scenarios []Scenario) []string {
+	names := func(d designs.Design) []string {
+		scenarios, err := builtinScenarios(d, SQLite)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var ns []string
 		for _, sc := range scenarios {
 			ns = append(ns, sc.Name)
 		}
 		return ns
 	}
-	all, err := verifyScenarios(designs.Handoff, VerifyOptions{Builtin: true, Backend: SQLite})
-	if err != nil {
-		t.Fatal(err)
-	}
-	oneWorker, err := verifyScenarios(designs.Design{Name: "mine", Supports: designs.Capabilities{}}, VerifyOptions{Builtin: true, Backend: SQLite})
-	if err != nil {
-		t.Fatal(err)
-	}
+	all, oneWorker := names(designs.Handoff), names(designs.Design{Name: "mine"})
 	for _, tt := range []struct {
 		list    []string
 		name    string
 		present bool
 	}{
-		{names(all), "corpus/lost-reply-demo.txt", true},
-		{names(all), "corpus/workers-stale-settle.txt", true},
-		{names(all), "corpus/app-busy.txt", true},
-		{names(all), "corpus/commit-lost.txt", false}, // PostgreSQL only
-		{names(all), "corpus/fragile/two-writes.txt", false},
-		{names(oneWorker), "corpus/lost-reply-demo.txt", true},
-		{names(oneWorker), "corpus/workers-stale-settle.txt", false}, // named workers
-		{names(oneWorker), "corpus/app-busy.txt", false},             // a fault of the databases
+		{all, "handoff/corpus/lost-reply-demo.txt", true},
+		{all, "handoff/corpus/workers-stale-settle.txt", true},
+		{all, "handoff/corpus/app-busy.txt", true},
+		{all, "handoff/corpus/commit-lost.txt", false}, // PostgreSQL only
+		{all, "handoff/corpus/fragile/two-writes.txt", false},
+		{oneWorker, "handoff/corpus/lost-reply-demo.txt", true},
+		{oneWorker, "handoff/corpus/workers-stale-settle.txt", false}, // named workers
+		{oneWorker, "handoff/corpus/app-busy.txt", false},             // a fault of the databases
 	} {
 		if got := slices.Contains(tt.list, tt.name); got != tt.present {
 			t.Errorf("%s replayed: %v, want %v", tt.name, got, tt.present)
@@ -135,10 +132,30 @@ func TestVerifyScenarios(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "other.txt"), []byte("design name=two-writes\n----\n"), 0o644); err != nil {
-		t.Fatal(err)
+	for name, text := range map[string]string{
+		"other.txt": "design name=two-writes\n----\n",
+		"notes.txt": "Scenarios our team found. Keep them.\n",
+		"mine.txt":  "design name=mine\n----\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := verifyScenarios(designs.Design{Name: "mine"}, VerifyOptions{Corpus: dir}); err == nil || !strings.Contains(err.Error(), "runs design two-writes, not mine") {
-		t.Errorf("a scenario of another design: got %v", err)
+	paths, err := corpusPaths(dir)
+	if err != nil || len(paths) != 3 {
+		t.Fatalf("corpusPaths: %v, %v; want three files", paths, err)
+	}
+	for _, tt := range []struct{ file, want string }{
+		{"other.txt", "runs design two-writes, not mine: edit its design line"},
+		{"notes.txt", "every *.txt file of the corpus folder is a scenario"},
+		{"mine.txt", ""},
+	} {
+		_, err := readOwnScenario(filepath.Join(dir, tt.file), designs.Design{Name: "mine"})
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%s: got %v, want %q", tt.file, err, tt.want)
+		}
+	}
+	if paths, err := corpusPaths(filepath.Join(dir, "not-yet")); paths != nil || err != nil {
+		t.Errorf("a corpus folder not made yet: got %v, %v; want nothing to replay", paths, err)
 	}
 }

@@ -61,19 +61,38 @@ var capabilities = []capability{
 		"a receiver that forgets keys: no late claim (invariant 11)"},
 }
 
-// Check reports capabilities that need one c lacks.
+// Check reports every capability of c that needs one c lacks, as an
+// ErrDesign error.
 func (c Capabilities) Check() error {
-	for _, k := range capabilities {
-		if !k.has(c) || k.needs == "" {
-			continue
-		}
-		for _, n := range capabilities {
-			if n.name == k.needs && !n.has(c) {
-				return fmt.Errorf("%w: capability %s needs %s", ErrDesign, k.name, n.name)
-			}
-		}
+	if p := c.problems(); p != "" {
+		return fmt.Errorf("%w: %s", ErrDesign, p)
 	}
 	return nil
+}
+
+// problems says, in one line, which capabilities of c need others that
+// c lacks, directly or through another; "" when none does.
+func (c Capabilities) problems() string {
+	byName := map[string]capability{}
+	for _, k := range capabilities {
+		byName[k.name] = k
+	}
+	var ps []string
+	for _, k := range capabilities {
+		if !k.has(c) {
+			continue
+		}
+		var missing []string
+		for n := k.needs; n != ""; n = byName[n].needs {
+			if !byName[n].has(c) {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) > 0 {
+			ps = append(ps, fmt.Sprintf("capability %s needs %s", k.name, strings.Join(missing, " and ")))
+		}
+	}
+	return strings.Join(ps, "; ")
 }
 
 // Unchecked lists, for every capability c lacks, the guarantees of SPEC

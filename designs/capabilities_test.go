@@ -110,9 +110,13 @@ func TestDesignCheck(t *testing.T) {
 		want string
 	}{
 		{"no name", func(d *designs.Design) { d.Name = "" }, "needs a Name"},
-		{"no app", func(d *designs.Design) { d.OpenApp = nil }, "needs both OpenApp and OpenCRM"},
+		{"no app", func(d *designs.Design) { d.OpenApp = nil }, "invalid design handoff: it needs both OpenApp and OpenCRM"},
 		{"no receiver", func(d *designs.Design) { d.OpenCRM = nil }, "needs both OpenApp and OpenCRM"},
-		{"workers without leases", func(d *designs.Design) { d.Supports.Leases = false }, "Workers needs Leases"},
+		{"workers without leases", func(d *designs.Design) { d.Supports.Leases = false }, "invalid design handoff: capability Workers needs Leases"},
+		{"workers alone", func(d *designs.Design) { d.Supports = designs.Capabilities{Workers: true} },
+			"capability Workers needs Leases and Time"},
+		{"operator and workers without time", func(d *designs.Design) { d.Supports.Time = false },
+			"capability Leases needs Time; capability Workers needs Time; capability Operator needs Time; capability Retention needs Time"},
 	}
 	for _, tt := range tests {
 		d := ok

@@ -26,7 +26,9 @@ import (
 // system.ErrKeyConflict. The app passes every system.FaultPoint it has
 // (between the approval's inserts, before the send, after the reply)
 // through system.Options.Hook, and stops where the hook returns an
-// error, as a process that died there would.
+// error, as a process that died there would; DeliverOne then returns the
+// hook's error with the Delivery it was making (its Key and Attempts), as
+// system.Outbox does.
 type App interface {
 	RecordApproval(ctx context.Context, caseID, title string) (string, error)
 	DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error)
@@ -135,10 +137,10 @@ func (d Design) Check() error {
 	case d.Name == "":
 		return fmt.Errorf("%w: a design needs a Name", ErrDesign)
 	case d.OpenApp == nil || d.OpenCRM == nil:
-		return fmt.Errorf("%w: design %s needs both OpenApp and OpenCRM", ErrDesign, d.Name)
+		return fmt.Errorf("%w %s: it needs both OpenApp and OpenCRM", ErrDesign, d.Name)
 	}
-	if err := d.Supports.Check(); err != nil {
-		return fmt.Errorf("design %s: %w", d.Name, err)
+	if p := d.Supports.problems(); p != "" {
+		return fmt.Errorf("%w %s: %s", ErrDesign, d.Name, p)
 	}
 	return nil
 }
@@ -157,7 +159,8 @@ func (d Design) CheckApp(app App) error {
 		missing = append(missing, "Operator (Requeue, Reconcile, ReconcileAbsent, Audit, Stale), for Operator")
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: the app of design %s (%T) does not implement %s", ErrDesign, d.Name, app, strings.Join(missing, "; "))
+		return fmt.Errorf("%w %s: its app (%T) does not implement %s (a line such as var _ designs.Operator = (*Outbox)(nil) makes the compiler check)",
+			ErrDesign, d.Name, app, strings.Join(missing, "; "))
 	}
 	return nil
 }
