@@ -6,21 +6,27 @@ import (
 )
 
 // Pipeline delivers rows for one worker, one after the other, as
-// DeliverOne does, but records each answer while the next row is sent: a
-// worker then waits on its receiver and on its claims, not on recording
-// answers. The protocol is DeliverOne's: every claim commits before its
-// send, every settle is fenced, and a row whose answer is not yet
-// recorded keeps its lease, so no other worker takes it meanwhile. A
-// Pipeline passes no fault points: the harness crashes DeliverOne, and
-// real crashes (handoff trial) a Pipeline. It is not safe for concurrent
-// use; run one per worker.
+// DeliverOne does, but hides the database's latency behind the receiver's:
+// while a row is sent, it records the answer of the row before and claims
+// the row after. A worker then waits on its receiver, not on its claims
+// and answers. The protocol is DeliverOne's: every claim commits before
+// its send, every settle is fenced, and a row claimed ahead, or whose
+// answer is not yet recorded, keeps its lease, so no other worker takes
+// it meanwhile. A row claimed ahead must be sent by its claim's time plus
+// the send timeout (see Send), so a Pipeline claims ahead only while the
+// receiver answers within half the send timeout. A Pipeline passes no
+// fault points: the harness crashes DeliverOne, and real crashes (handoff
+// trial) a Pipeline. It is not safe for concurrent use; run one per
+// worker.
 type Pipeline struct {
 	o         *Outbox
 	r         Receiver
 	retention time.Duration
 	sent      *answer  // the last send, whose answer is not yet recorded
+	ahead     *claimed // a claim made while the last row was sent
 	ready     *settled // a result to return before claiming again
 	heard     error    // what the send of the delivery last returned heard
+	slow      bool     // the last send took more than half the send timeout: claim no row ahead
 }
 
 // answer is what the send of a claim heard.
@@ -29,6 +35,16 @@ type answer struct {
 	taskID int64
 	err    error
 }
+
+// claimed is what a claim came to.
+type claimed struct {
+	c   Claim
+	d   Delivery
+	err error
+}
+
+// pending reports whether the claim took a row to send.
+func (c claimed) pending() bool { return c.err == nil && c.d.Result == ResultPending }
 
 // settled is what a delivery came to, and what its send heard.
 type settled struct {
@@ -54,12 +70,13 @@ func (o *Outbox) Pipeline(r Receiver) (*Pipeline, error) {
 // Next returns the next delivery this worker made, in the order it made
 // them, as DeliverOne would have returned it: a settled one (sent,
 // pending for a retry, blocked, stale, or an *AttemptError), a row
-// blocked at its claim, Idle, or the error of a claim. It claims the next
-// row first, then records the answer of the last send while it sends
-// that row, and leaves the new answer unrecorded until the next call (or
-// Flush). Idle comes only when every answer is recorded, so its
-// NextEligible is up to date. A cancelled ctx stops the claiming (Next
-// then returns its error, after the answer not yet recorded); a claim,
+// blocked at its claim, Idle, or the error of a claim. It sends the row
+// claimed ahead, or claims one, and while it sends that row it records
+// the answer of the last send and claims the next row; it leaves the new
+// answer unrecorded until the next call (or Flush). Idle comes only when
+// every answer is recorded, so its NextEligible is up to date. A
+// cancelled ctx stops the claiming (Next then returns its error, after
+// the rows already claimed are sent and their answers recorded); a claim,
 // a send under way and the recording of answers run to their end.
 func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 	for {
@@ -70,21 +87,24 @@ func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 		// An interrupt stops the claiming between claims, never in one:
 		// a claim cancelled during its COMMIT may have taken its row
 		// all the same, and nobody would release that lease.
-		var c Claim
-		var d Delivery
-		err := ctx.Err()
-		if err == nil {
-			c, d, err = p.o.ClaimNext(context.WithoutCancel(ctx), p.retention)
+		var next claimed
+		switch {
+		case p.ahead != nil:
+			next, p.ahead = *p.ahead, nil
+		case ctx.Err() != nil:
+			next = claimed{err: ctx.Err()}
+		default:
+			next = p.claim(ctx)
 		}
 		switch {
-		case p.sent == nil && (err != nil || d.Result != ResultPending):
-			return p.deliver(settled{d: d, err: err})
-		case err == nil && d.Result == Idle:
+		case p.sent == nil && !next.pending():
+			return p.deliver(settled{d: next.d, err: next.err})
+		case next.err == nil && next.d.Result == Idle:
 			// The row whose answer is unrecorded may be what keeps the
 			// outbox from being idle: claim again once it is recorded.
 			return p.record(ctx)
-		case err != nil || d.Result != ResultPending:
-			p.ready = &settled{d: d, err: err}
+		case !next.pending():
+			p.ready = &settled{d: next.d, err: next.err}
 			return p.record(ctx)
 		}
 		var recorded chan settled
@@ -92,8 +112,16 @@ func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 			recorded = make(chan settled, 1)
 			go func() { recorded <- p.settle(ctx, earlier) }()
 		}
-		taskID, sendErr := p.o.Send(context.WithoutCancel(ctx), c, p.r)
-		p.sent = &answer{c, taskID, sendErr}
+		var after chan claimed
+		if ctx.Err() == nil && !p.slow {
+			after = make(chan claimed, 1)
+			go func() { after <- p.claim(ctx) }()
+		}
+		p.sent = p.send(ctx, next.c)
+		if after != nil {
+			a := <-after
+			p.ahead = &a
+		}
 		if recorded != nil {
 			return p.deliver(<-recorded)
 		}
@@ -101,14 +129,21 @@ func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 }
 
 // Flush records the answer of the last send, if any, and returns what its
-// delivery came to, or returns a delivery Next made but has not returned
-// yet (a row blocked at its claim); flushed is false when there is none
-// left. A worker that stops calls it until then, so that it leaves no
-// answer unrecorded and no delivery unreported.
+// delivery came to; or sends the row claimed ahead and records its
+// answer; or returns a delivery Next made but has not returned yet (a row
+// blocked at its claim); flushed is false when there is none left. A
+// worker that stops calls it until then, so that it leaves no row claimed
+// and unsent, no answer unrecorded and no delivery unreported.
 func (p *Pipeline) Flush(ctx context.Context) (d Delivery, flushed bool, err error) {
 	switch {
 	case p.sent != nil:
 		d, err = p.record(ctx)
+	case p.ahead != nil && p.ahead.pending():
+		p.sent, p.ahead = p.send(ctx, p.ahead.c), nil
+		d, err = p.record(ctx)
+	case p.ahead != nil:
+		d, err = p.deliver(settled{d: p.ahead.d, err: p.ahead.err})
+		p.ahead = nil
 	case p.ready != nil:
 		d, err = p.deliver(*p.ready)
 		p.ready = nil
@@ -116,6 +151,21 @@ func (p *Pipeline) Flush(ctx context.Context) (d Delivery, flushed bool, err err
 		return Delivery{}, false, nil
 	}
 	return d, true, err
+}
+
+// claim claims the next row.
+func (p *Pipeline) claim(ctx context.Context) claimed {
+	c, d, err := p.o.ClaimNext(context.WithoutCancel(ctx), p.retention)
+	return claimed{c, d, err}
+}
+
+// send sends c and notes whether the receiver took more than half the
+// send timeout to answer.
+func (p *Pipeline) send(ctx context.Context, c Claim) *answer {
+	start := p.o.opts.Now()
+	taskID, err := p.o.Send(context.WithoutCancel(ctx), c, p.r)
+	p.slow = p.o.opts.Now().Sub(start) > p.o.opts.SendTimeout/2
+	return &answer{c, taskID, err}
 }
 
 // Heard is what the send of the delivery that Next or Flush last

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,9 +129,9 @@ func untilIdle(t *testing.T, p *system.Pipeline, n int) map[string]system.Delive
 
 // TestPipelineInterrupted cancels a Pipeline's context in the middle of a
 // claim, just before its COMMIT (on SQLite, which passes no such point,
-// between deliveries): the claim under way, its send and every answer run
-// to their end, Next then says the context was cancelled, and no row is
-// left leased.
+// between deliveries): the claim under way, the row claimed ahead, their
+// sends and every answer run to their end, no further row is claimed,
+// Next then says the context was cancelled, and no row is left leased.
 func TestPipelineInterrupted(t *testing.T) { eachBackend(t, pipelineInterrupted) }
 
 func pipelineInterrupted(t *testing.T, b backend) {
@@ -156,12 +158,23 @@ func pipelineInterrupted(t *testing.T, b backend) {
 	if b.name == "sqlite" {
 		cancel()
 	}
-	d, err = p.Next(ctx)
-	if err != nil || d.Result != system.ResultSent || d.Key != mustKey(t, "case-2") {
-		t.Fatalf("after the interrupt: %+v, %v; want case-2's answer recorded, sent", d, err)
+	// The rows already claimed (the one sent, and one claimed ahead) are
+	// sent and their answers recorded; then Next says it was interrupted.
+	var after []string
+	for {
+		d, err = p.Next(ctx)
+		if errors.Is(err, context.Canceled) {
+			break
+		}
+		if err != nil || d.Result != system.ResultSent {
+			t.Fatalf("after the interrupt: %+v, %v; want the rows claimed before it sent", d, err)
+		}
+		if after = append(after, d.Key); len(after) > 2 {
+			t.Fatalf("after the interrupt Next went on claiming: %v", after)
+		}
 	}
-	if _, err := p.Next(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("then: %v, want the interrupt", err)
+	if len(after) == 0 || after[0] != mustKey(t, "case-2") {
+		t.Fatalf("after the interrupt: %v; want case-2's answer recorded first", after)
 	}
 	if _, flushed, err := p.Flush(ctx); flushed || err != nil {
 		t.Errorf("flush after the interrupt: %v, %v; want nothing left", flushed, err)
@@ -211,5 +224,105 @@ func pipelineFlush(t *testing.T, b backend) {
 	}
 	if _, flushed, _ := p.Flush(ctx); flushed {
 		t.Errorf("a second Flush found another delivery")
+	}
+}
+
+// sharedClock is a virtual clock that a receiver moves while a Pipeline's
+// claim ahead reads it.
+type sharedClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *sharedClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *sharedClock) tick(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// TestPipelineClaimsAhead checks when a Pipeline claims the next row
+// while it sends one: during the first send the second row is claimed
+// (leased to the worker); a send that takes more than half the send
+// timeout stops it, so that during the third send the fourth row is not
+// claimed, and a fast one starts it again; and Flush sends a row claimed
+// ahead and records its answer, leaving no lease behind.
+func TestPipelineClaimsAhead(t *testing.T) { eachBackend(t, pipelineClaimsAhead) }
+
+func pipelineClaimsAhead(t *testing.T, b backend) {
+	ctx := context.Background()
+	clk := &sharedClock{now: approvedAt}
+	opts := system.Options{Durability: system.ProcessSafe, NoBackoff: true, Now: clk.Now, Worker: "A"}
+	app, err := system.Open(ctx, b.app(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	crm, err := system.OpenCRMWith(ctx, filepath.Join(t.TempDir(), "crm.db"), system.CRMOptions{Durability: system.ProcessSafe, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crm.Close()
+	mustApprove(t, app, "case-1", "case-2", "case-3", "case-4", "case-5")
+	leased := func(caseID string) bool {
+		row, err := app.Row(ctx, mustKey(t, caseID))
+		if err != nil {
+			t.Error(err)
+		}
+		return row.LeaseOwner == "A"
+	}
+	var problems []string
+	calls := 0
+	r := receiverFunc(func(ctx context.Context, key, payload string) (int64, error) {
+		switch calls++; calls {
+		case 1: // the second row is claimed while the first is sent
+			deadline := time.Now().Add(10 * time.Second)
+			for !leased("case-2") && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			if !leased("case-2") {
+				problems = append(problems, "case-2 was not claimed while case-1 was sent")
+			}
+		case 2: // a slow answer
+			clk.tick(system.DefaultSendTimeout/2 + time.Millisecond)
+		case 3: // after it, no row is claimed ahead
+			time.Sleep(50 * time.Millisecond)
+			if leased("case-4") {
+				problems = append(problems, "case-4 was claimed ahead after a slow answer")
+			}
+		}
+		return crm.CreateTask(ctx, key, payload)
+	})
+	p, err := app.Pipeline(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"case-1", "case-2", "case-3"} {
+		if d, err := p.Next(ctx); err != nil || d.Result != system.ResultSent || d.Key != mustKey(t, want) {
+			t.Fatalf("Next: %+v, %v; want %s sent", d, err, want)
+		}
+	}
+	// case-4's answer is unrecorded; case-5 was claimed ahead while case-4
+	// was sent, fast again.
+	for _, want := range []string{"case-4", "case-5"} {
+		if d, flushed, err := p.Flush(ctx); err != nil || !flushed || d.Result != system.ResultSent || d.Key != mustKey(t, want) {
+			t.Fatalf("Flush: %+v, %v, %v; want %s sent", d, flushed, err, want)
+		}
+	}
+	if _, flushed, _ := p.Flush(ctx); flushed {
+		t.Error("a third Flush found another delivery")
+	}
+	for _, problem := range problems {
+		t.Error(problem)
+	}
+	for _, row := range snapshot(t, app).Outbox {
+		if row.State != system.Sent || row.Attempts != 1 || row.LeaseOwner != "" {
+			t.Errorf("%s is %s after %d attempts, leased by %q: want sent after one, no lease", row.Key, row.State, row.Attempts, row.LeaseOwner)
+		}
 	}
 }
