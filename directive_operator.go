@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/outboxlab/handoff/designs"
 	"strconv"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )

@@ -80,3 +80,26 @@ func TestShownHidesWhatADesignDoesNotKeep(t *testing.T) {
 		t.Error("shown made an empty outbox of none")
 	}
 }
+
+// TestTheRealDesignSupportsTheCorpus: every step of every corpus file of
+// the real design (on SQLite) is one it supports, so that nothing is
+// skipped or masked for it.
+func TestTheRealDesignSupportsTheCorpus(t *testing.T) {
+	scenarios, err := CorpusScenarios()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, sc := range scenarios {
+		if sc.Design() != designs.Handoff.Name {
+			continue
+		}
+		if err := scenarioSupported(designs.Handoff, sc); err != nil {
+			t.Error(err)
+		}
+		n++
+	}
+	if n < 30 {
+		t.Errorf("only %d corpus files of the real design", n)
+	}
+}

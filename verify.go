@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/outboxlab/handoff/designs"
@@ -65,6 +66,9 @@ func Verify(t *testing.T, d designs.Design, opts VerifyOptions) {
 	if err := d.Check(); err != nil {
 		t.Fatal(err)
 	}
+	if err := nameClash(d); err != nil {
+		t.Fatal(err)
+	}
 	if opts.Steps == 0 {
 		opts.Steps = DefaultSteps
 	}
@@ -109,11 +113,23 @@ func Verify(t *testing.T, d designs.Design, opts VerifyOptions) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("replaying %d of the handoff's corpus files: those of the real design on %s whose steps design %s supports", len(builtin), opts.Backend, d.Name)
 		for _, sc := range builtin {
 			t.Run("replay/handoff/"+filepath.Base(sc.Name), func(t *testing.T) { verifyReplay(t, d, sc, opts) })
 		}
 	}
 	t.Run("property", func(t *testing.T) { verifyProperty(t, d, opts) })
+}
+
+// nameClash reports a design that takes the name of one of the catalog
+// without being it: the harness treats the catalog's designs by name (the
+// real one takes faults of its databases), and a saved scenario names its
+// design.
+func nameClash(d designs.Design) error {
+	if c, err := designs.Lookup(d.Name); err == nil && reflect.ValueOf(c.OpenApp).Pointer() != reflect.ValueOf(d.OpenApp).Pointer() {
+		return fmt.Errorf("handoff: %s names a design of the catalog (handoff designs lists them): name yours otherwise", d.Name)
+	}
+	return nil
 }
 
 // Unchecked lists the guarantees of SPEC that a run on design d does not

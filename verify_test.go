@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/system"
 )
 
 // Verify's own tests run a design chosen by the environment, so that
@@ -157,5 +159,22 @@ func TestVerifyScenarios(t *testing.T) {
 	}
 	if paths, err := corpusPaths(filepath.Join(dir, "not-yet")); paths != nil || err != nil {
 		t.Errorf("a corpus folder not made yet: got %v, %v; want nothing to replay", paths, err)
+	}
+}
+
+func TestNameClash(t *testing.T) {
+	mine := designs.WithReceiver("handoff", "", designs.Handoff.OpenCRM)
+	mine.OpenApp = func(ctx context.Context, path string, opts system.Options) (designs.App, error) {
+		return designs.Handoff.OpenApp(ctx, path, opts)
+	}
+	renamed := mine
+	renamed.Name = "mine"
+	for _, tt := range []struct {
+		d     designs.Design
+		clash bool
+	}{{designs.Handoff, false}, {designs.Fragile[0], false}, {mine, true}, {renamed, false}} {
+		if err := nameClash(tt.d); (err != nil) != tt.clash {
+			t.Errorf("%s: got %v, want a clash: %t", tt.d.Name, err, tt.clash)
+		}
 	}
 }

@@ -61,15 +61,6 @@ var capabilities = []capability{
 		"a receiver that forgets keys: no late claim (invariant 11)"},
 }
 
-// Check reports every capability of c that needs one c lacks, as an
-// ErrDesign error.
-func (c Capabilities) Check() error {
-	if p := c.problems(); p != "" {
-		return fmt.Errorf("%w: %s", ErrDesign, p)
-	}
-	return nil
-}
-
 // problems says, in one line, which capabilities of c need others that
 // c lacks, directly or through another; "" when none does.
 func (c Capabilities) problems() string {

@@ -11,7 +11,7 @@ import (
 	"github.com/outboxlab/handoff/system"
 )
 
-func TestCapabilitiesCheck(t *testing.T) {
+func TestCapabilitiesHoldTogether(t *testing.T) {
 	tests := []struct {
 		c    designs.Capabilities
 		want string // in the error; "" for none
@@ -20,18 +20,21 @@ func TestCapabilitiesCheck(t *testing.T) {
 		{designs.Everything, ""},
 		{designs.Capabilities{Time: true}, ""},
 		{designs.Capabilities{Time: true, Leases: true}, ""},
-		{designs.Capabilities{Leases: true}, "Leases needs Time"},
-		{designs.Capabilities{Time: true, Workers: true}, "Workers needs Leases"},
-		{designs.Capabilities{Operator: true}, "Operator needs Time"},
-		{designs.Capabilities{Retention: true}, "Retention needs Time"},
+		{designs.Capabilities{Leases: true}, "capability Leases needs Time"},
+		{designs.Capabilities{Time: true, Workers: true}, "capability Workers needs Leases"},
+		{designs.Capabilities{Workers: true}, "capability Workers needs Leases and Time"},
+		{designs.Capabilities{Operator: true}, "capability Operator needs Time"},
+		{designs.Capabilities{Retention: true}, "capability Retention needs Time"},
 	}
 	for _, tt := range tests {
-		err := tt.c.Check()
+		d := designs.Handoff
+		d.Supports = tt.c
+		err := d.Check()
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("%+v: %v", tt.c, err)
-		case tt.want != "" && (!errors.Is(err, designs.ErrDesign) || !strings.Contains(err.Error(), tt.want)):
-			t.Errorf("%+v: got %v, want ErrDesign saying %q", tt.c, err, tt.want)
+		case tt.want != "" && (!errors.Is(err, designs.ErrDesign) || !strings.HasSuffix(err.Error(), ": "+tt.want)):
+			t.Errorf("%+v: got %v, want ErrDesign ending %q", tt.c, err, tt.want)
 		}
 	}
 }
@@ -74,11 +77,12 @@ func TestCheckApp(t *testing.T) {
 	tests := []struct {
 		app      designs.App
 		supports designs.Capabilities
-		want     []string // what the error names; nil for none
+		want     []string // the interfaces the error names, in order; nil for none
 	}{
 		{o, designs.Everything, nil},
 		{coreApp{o}, designs.Capabilities{Time: true}, nil},
 		{coreApp{o}, designs.Capabilities{Time: true, Leases: true}, []string{"Leaser"}},
+		{coreApp{o}, designs.Capabilities{Time: true, Operator: true}, []string{"Operator"}},
 		{coreApp{o}, designs.Everything, []string{"Leaser", "Phases", "Operator"}},
 	}
 	for _, tt := range tests {
@@ -94,10 +98,17 @@ func TestCheckApp(t *testing.T) {
 			t.Errorf("%T with %v: got %v, want ErrDesign", tt.app, tt.supports, err)
 			continue
 		}
-		for _, w := range tt.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%T with %v: %q does not name %s", tt.app, tt.supports, err, w)
+		var named []string
+		for _, i := range []string{"Leaser", "Phases", "Operator"} {
+			if strings.Contains(err.Error(), "designs."+i+" (") {
+				named = append(named, i)
 			}
+		}
+		if strings.Join(named, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("%T with %v: %q names %v, want %v", tt.app, tt.supports, err, named, tt.want)
+		}
+		if want := "var _ designs." + tt.want[0] + " = designs_test.coreApp{}"; !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not show %q", err, want)
 		}
 	}
 }

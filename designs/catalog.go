@@ -261,4 +261,9 @@ var Fragile = []Design{
 var oneWorker = Capabilities{Time: true, Leases: true}
 
 // The real outbox has every capability's interface.
-var _ FullApp = (*system.Outbox)(nil)
+var _ interface {
+	App
+	Leaser
+	Phases
+	Operator
+} = (*system.Outbox)(nil)

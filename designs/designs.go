@@ -8,9 +8,11 @@
 package designs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -61,15 +63,6 @@ type Operator interface {
 	Stale(ctx context.Context, olderThan time.Duration) ([]system.Row, error)
 }
 
-// FullApp is the App of a design with every capability: what
-// system.Outbox is.
-type FullApp interface {
-	App
-	Leaser
-	Phases
-	Operator
-}
-
 // CRM is the receiver side of a design.
 type CRM interface {
 	system.Receiver
@@ -109,7 +102,7 @@ type Design struct {
 	// the worker's name and the options of opts. The harness gives every
 	// sequence a path of its own and opens it again on every restart,
 	// several times at once for several workers. Its App implements the
-	// interfaces that Supports asks for (see Check).
+	// interfaces that Supports asks for (see CheckApp).
 	OpenApp func(ctx context.Context, path string, opts system.Options) (App, error)
 	// OpenCRM opens the receiver database at path: a receiver that starts
 	// empty on a new path (task ids from 1, as SPEC's receiver counts) and
@@ -131,7 +124,8 @@ var Handoff = Design{
 }
 
 // Check reports whether d can run: it has a name, both openers, and
-// capabilities that hold together (see Capabilities.Check).
+// capabilities that hold together (each has the capabilities it needs),
+// as an ErrDesign error.
 func (d Design) Check() error {
 	switch {
 	case d.Name == "":
@@ -149,20 +143,35 @@ func (d Design) Check() error {
 // capabilities ask for.
 func (d Design) CheckApp(app App) error {
 	var missing []string
-	if _, ok := app.(Leaser); !ok && d.Supports.Leases {
-		missing = append(missing, "Leaser (Recover), for Leases")
-	}
-	if _, ok := app.(Phases); !ok && d.Supports.Workers {
-		missing = append(missing, "Phases (ClaimNext, Send, Settle), for Workers")
-	}
-	if _, ok := app.(Operator); !ok && d.Supports.Operator {
-		missing = append(missing, "Operator (Requeue, Reconcile, ReconcileAbsent, Audit, Stale), for Operator")
+	first := ""
+	for _, i := range []struct {
+		name, methods string
+		needed, has   bool
+	}{
+		{"Leaser", "Recover", d.Supports.Leases, is[Leaser](app)},
+		{"Phases", "ClaimNext, Send, Settle", d.Supports.Workers, is[Phases](app)},
+		{"Operator", "Requeue, Reconcile, ReconcileAbsent, Audit, Stale", d.Supports.Operator, is[Operator](app)},
+	} {
+		if i.needed && !i.has {
+			missing = append(missing, fmt.Sprintf("designs.%s (%s)", i.name, i.methods))
+			first = cmp.Or(first, i.name)
+		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w %s: its app (%T) does not implement %s (a line such as var _ designs.Operator = (*Outbox)(nil) makes the compiler check)",
-			ErrDesign, d.Name, app, strings.Join(missing, "; "))
+		value := fmt.Sprintf("%T{}", app)
+		if reflect.TypeOf(app).Kind() == reflect.Pointer {
+			value = fmt.Sprintf("(%T)(nil)", app)
+		}
+		return fmt.Errorf("%w %s: its app (%T) does not implement %s, which its capabilities need (var _ designs.%s = %s has the compiler check it)",
+			ErrDesign, d.Name, app, strings.Join(missing, " and "), first, value)
 	}
 	return nil
+}
+
+// is reports whether app implements I.
+func is[I any](app App) bool {
+	_, ok := app.(I)
+	return ok
 }
 
 // All is every design: Handoff first, then the fragile catalog.

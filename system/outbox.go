@@ -132,11 +132,13 @@ type Options struct {
 	// write lock before it fails with ErrBusy; 0 means DefaultBusyTimeout.
 	BusyTimeout time.Duration
 
-	// Hook is called at every FaultPoint; nil lets everything pass.
+	// Hook is called at every FaultPoint; nil lets everything pass. A
+	// Pipeline calls it from two goroutines at once.
 	Hook Hook
 
 	// Now is the clock; nil means time.Now. The simulation passes a
 	// virtual clock. Times are stored as milliseconds since the Unix epoch.
+	// A Pipeline calls it from two goroutines at once.
 	Now func() time.Time
 
 	// Jitter draws the backoff delay after a transient failure, uniform in

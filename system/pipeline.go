@@ -13,11 +13,15 @@ import (
 // its send, every settle is fenced, and a row claimed ahead, or whose
 // answer is not yet recorded, keeps its lease, so no other worker takes
 // it meanwhile. A row claimed ahead must be sent by its claim's time plus
-// the send timeout (see Send), so a Pipeline claims ahead only while the
-// receiver answers within half the send timeout. A Pipeline passes no
-// fault points: the harness crashes DeliverOne, and real crashes (handoff
-// trial) a Pipeline. It is not safe for concurrent use; run one per
-// worker.
+// the send timeout (see Send), and the send before it takes from that
+// window: a Pipeline claims ahead only once the receiver has answered
+// within half the send timeout, and stops as soon as an answer takes
+// longer or a row's window runs out, so that a receiver that turns slow
+// costs at most the one row claimed ahead during its first slow answer an
+// attempt. Its claims and settles run on two goroutines at once, and so
+// may Options.Hook and Options.Now. The harness crashes DeliverOne, not a
+// Pipeline; real crashes (handoff trial) crash a Pipeline. It is not
+// safe for concurrent use; run one per worker.
 type Pipeline struct {
 	o         *Outbox
 	r         Receiver
@@ -26,7 +30,7 @@ type Pipeline struct {
 	ahead     *claimed // a claim made while the last row was sent
 	ready     *settled // a result to return before claiming again
 	heard     error    // what the send of the delivery last returned heard
-	slow      bool     // the last send took more than half the send timeout: claim no row ahead
+	fast      bool     // the last send was answered within half the send timeout and its window: claim ahead
 }
 
 // answer is what the send of a claim heard.
@@ -113,7 +117,7 @@ func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 			go func() { recorded <- p.settle(ctx, earlier) }()
 		}
 		var after chan claimed
-		if ctx.Err() == nil && !p.slow {
+		if ctx.Err() == nil && p.fast {
 			after = make(chan claimed, 1)
 			go func() { after <- p.claim(ctx) }()
 		}
@@ -131,7 +135,8 @@ func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 // Flush records the answer of the last send, if any, and returns what its
 // delivery came to; or sends the row claimed ahead and records its
 // answer; or returns a delivery Next made but has not returned yet (a row
-// blocked at its claim); flushed is false when there is none left. A
+// blocked at its claim, or a claim's error); flushed is false when there
+// is none left (an Idle claimed ahead is dropped: it is no delivery). A
 // worker that stops calls it until then, so that it leaves no row claimed
 // and unsent, no answer unrecorded and no delivery unreported.
 func (p *Pipeline) Flush(ctx context.Context) (d Delivery, flushed bool, err error) {
@@ -141,6 +146,11 @@ func (p *Pipeline) Flush(ctx context.Context) (d Delivery, flushed bool, err err
 	case p.ahead != nil && p.ahead.pending():
 		p.sent, p.ahead = p.send(ctx, p.ahead.c), nil
 		d, err = p.record(ctx)
+	case p.ahead != nil && p.ahead.err == nil && p.ahead.d.Result == Idle:
+		// Claimed while a row was in flight: its NextEligible is out of
+		// date, and Next claims afresh.
+		p.ahead = nil
+		return p.Flush(ctx)
 	case p.ahead != nil:
 		d, err = p.deliver(settled{d: p.ahead.d, err: p.ahead.err})
 		p.ahead = nil
@@ -159,12 +169,14 @@ func (p *Pipeline) claim(ctx context.Context) claimed {
 	return claimed{c, d, err}
 }
 
-// send sends c and notes whether the receiver took more than half the
-// send timeout to answer.
+// send sends c and notes whether the receiver answered fast: within
+// half the send timeout, and before c's window ran out (a send cut short,
+// or never made, says nothing of the receiver's speed).
 func (p *Pipeline) send(ctx context.Context, c Claim) *answer {
 	start := p.o.opts.Now()
 	taskID, err := p.o.Send(context.WithoutCancel(ctx), c, p.r)
-	p.slow = p.o.opts.Now().Sub(start) > p.o.opts.SendTimeout/2
+	end := p.o.opts.Now()
+	p.fast = end.Sub(start) <= p.o.opts.SendTimeout/2 && end.Before(c.SendBy)
 	return &answer{c, taskID, err}
 }
 

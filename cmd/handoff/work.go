@@ -241,10 +241,11 @@ func (p *pool) runShowing(ctx context.Context, status *statusLine) error {
 }
 
 // worker releases the leases held under its name, then delivers one row
-// after the other through a Pipeline, which records each answer while
-// the next row is sent. An interrupt stops the claiming, not a delivery
-// under way: its send (bounded by the send timeout) and its settle
-// finish, so it leaves no lease behind.
+// after the other through a Pipeline, which records the last answer and
+// claims the next row while it sends one. An interrupt stops the
+// claiming, not a delivery under way: the rows already claimed are sent
+// (each bounded by its send timeout) and their answers recorded, so it
+// leaves no lease behind.
 func (p *pool) worker(ctx context.Context, o *system.Outbox) error {
 	released, err := o.Recover(ctx)
 	if err != nil {

@@ -6,12 +6,13 @@ import (
 	"github.com/outboxlab/handoff"
 )
 
-// TestHarnessCatchesTheBug explores the buggy outbox as TestVerify of
-// package outbox verifies the correct one, and passes only if the harness
-// finds the bug: invariant 4, the receiver saw more sends for a key than
-// the row counts, in a minimal scenario of two steps (an approval, and a
-// delivery whose worker dies after the reply). It logs the report a
-// failing handoff.Verify prints.
+// TestHarnessCatchesTheBug runs on the buggy outbox the rapid property
+// that handoff.Verify runs in package outbox, through handoff.Explore,
+// which returns the failure instead of failing the test, and passes only
+// if the harness finds the bug: invariant 4, the receiver saw more sends
+// for a key than the row counts, in a minimal scenario of two steps (an
+// approval, and a delivery whose worker dies after the reply). It logs
+// the report, as Verify prints it.
 func TestHarnessCatchesTheBug(t *testing.T) {
 	r, err := handoff.Explore(t.Context(), handoff.ExploreConfig{Design: Design, Checks: 200, Steps: handoff.DefaultSteps, Seed: 1, Dir: t.TempDir()})
 	if err != nil {
