@@ -7,7 +7,10 @@ import (
 
 // BenchmarkExplore explores the real design on a fixed seed, in one lane
 // and in two, and reports simulated steps per second: the figure issue
-// "speed" asks of explore, measured here rather than asserted.
+// "speed" asks of explore, measured here rather than asserted. Its lanes
+// are Explore's, goroutines of one process; explore --parallel N runs each
+// in a process of its own, and BenchmarkExploreLanes in cmd/handoff
+// measures those.
 func BenchmarkExplore(b *testing.B) {
 	for _, lanes := range []int{1, 2} {
 		b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {

@@ -39,6 +39,10 @@ type ExploreConfig struct {
 	// Parallel is how many sequences run at once, each lane in its own
 	// folder; 0 means 1. The sequences are the same whatever it is.
 	Parallel int
+	// Sequencer, if not nil, hands the lanes their sequences instead of
+	// the run's own (NewSequencer of Checks): that of a run whose other
+	// lanes run in other processes, as cmd/handoff's explore runs them.
+	Sequencer Sequencer
 	// NoSwarm draws every sequence at the default levels (see mix).
 	NoSwarm bool
 	// Transport carries the worker's requests; the zero value means
@@ -113,6 +117,47 @@ func SequenceSeed(seed uint64, i int64) uint64 {
 	return splitmix64(seed, i) | 1
 }
 
+// Sequencer hands out the sequences of a run to its lanes, by their
+// index in the run (in the shard, from 0), in increasing order, and
+// learns of their failures. A lane runs what Next returns until it
+// returns false, and calls Fail as soon as a sequence fails, before
+// rapid shrinks it: every index below a failing one is handed out
+// already, so the lanes together find the failure of the lowest index,
+// whatever their number.
+type Sequencer interface {
+	// Next returns the index of the sequence a lane runs next, or false
+	// when the lane must stop: Checks were handed out, or a sequence of a
+	// lower index failed.
+	Next() (int64, bool)
+	// Fail says that sequence m failed: no index above it is handed out
+	// after.
+	Fail(m int64)
+}
+
+// NewSequencer returns the Sequencer of a run of checks sequences, safe
+// for lanes to share.
+func NewSequencer(checks int) Sequencer { return &sequencer{checks: int64(checks)} }
+
+// sequencer is NewSequencer's Sequencer.
+type sequencer struct {
+	checks       int64
+	next, failed atomic.Int64 // failed: 1 + the lowest index that failed, 0 while none did
+}
+
+func (s *sequencer) Next() (int64, bool) {
+	m := s.next.Add(1) - 1
+	f := s.failed.Load()
+	return m, m < s.checks && (f == 0 || m < f-1)
+}
+
+func (s *sequencer) Fail(m int64) {
+	for f := s.failed.Load(); f == 0 || m+1 < f; f = s.failed.Load() {
+		if s.failed.CompareAndSwap(f, m+1) {
+			return
+		}
+	}
+}
+
 // splitmix64 is the i-th value of the splitmix64 stream of seed.
 func splitmix64(seed uint64, i int64) uint64 {
 	z := seed + uint64(i)*0x9e3779b97f4a7c15
@@ -127,8 +172,9 @@ func splitmix64(seed uint64, i int64) uint64 {
 // own seed (SequenceSeed of its index in the run), so that lanes run
 // sequences side by side, and shards split a run, without changing which
 // sequences make it up. The run stops at the first failure, after
-// shrinking it; with several lanes, the one of the lowest index among
-// those that failed before the others stopped is reported.
+// shrinking it: with several lanes, the others start no sequence once one
+// has failed (see Sequencer), and the failure of the lowest index is
+// reported.
 //
 // Cancelling ctx stops the run cleanly: no new sequence starts, the
 // running ones finish (a shrink is abandoned), the folder is removed, and
@@ -179,14 +225,17 @@ func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 
 	report := Report{Config: cfg, Stats: NewStats(), Start: time.Now()}
 	stop := startProgress(cfg.Progress, report.Stats)
+	seqs := cfg.Sequencer
+	if seqs == nil {
+		seqs = NewSequencer(cfg.Checks)
+	}
 	var (
-		next, failed atomic.Int64 // failed: 1 + the lowest index that failed, 0 while none did
-		wg           sync.WaitGroup
-		lanes        = make([]laneResult, cfg.Parallel)
+		wg    sync.WaitGroup
+		lanes = make([]laneResult, cfg.Parallel)
 	)
 	for i := range lanes {
 		wg.Go(func() {
-			lanes[i] = runLane(ctx, cfg, filepath.Join(dir, fmt.Sprint("lane-", i+1)), report.Stats, &next, &failed)
+			lanes[i] = runLane(ctx, cfg, filepath.Join(dir, fmt.Sprint("lane-", i+1)), report.Stats, seqs)
 		})
 	}
 	wg.Wait()
@@ -222,20 +271,22 @@ type laneResult struct {
 }
 
 // runLane runs sequences in its own folder, taking their indexes from
-// next, until the run has Checks sequences, ctx is done, or some lane's
-// sequence failed at an index below the next one (failed holds 1 + the
-// lowest failing index).
-func runLane(ctx context.Context, cfg ExploreConfig, dir string, stats *Stats, next, failed *atomic.Int64) laneResult {
+// seqs, until seqs has none left for it or ctx is done. It tells seqs of
+// a failure as soon as the property records it, so that the other lanes
+// stop while rapid shrinks it, and again after the check (a failure of
+// the harness itself is not recorded).
+func runLane(ctx context.Context, cfg ExploreConfig, dir string, stats *Stats, seqs Sequencer) laneResult {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return laneResult{err: fmt.Errorf("handoff: %w", err)}
 	}
 	rec := &Recorder{}
+	var m int64 // the index of the sequence the lane runs
 	prop, done := Property(ctx, PropertyConfig{Design: cfg.Design, Dir: dir, MaxSteps: cfg.Steps, NoSwarm: cfg.NoSwarm, Transport: cfg.Transport,
-		Backend: cfg.Backend, PostgresURL: cfg.PostgresURL, Stats: stats, Recorder: rec})
+		Backend: cfg.Backend, PostgresURL: cfg.PostgresURL, Stats: stats, Recorder: rec, FirstFailure: func() { seqs.Fail(m) }})
 	defer done()
 	for ctx.Err() == nil {
-		m := next.Add(1) - 1
-		if f := failed.Load(); m >= int64(cfg.Checks) || f > 0 && m >= f-1 {
+		var ok bool
+		if m, ok = seqs.Next(); !ok {
 			break
 		}
 		i := m*int64(cfg.Shards) + int64(cfg.Shard-1)
@@ -243,11 +294,7 @@ func runLane(ctx context.Context, cfg ExploreConfig, dir string, stats *Stats, n
 		tb := &exploreTB{name: "explore/" + cfg.Design.Name}
 		rapidFlags.check(tb, seed, prop)
 		if tb.failed {
-			for f := failed.Load(); f == 0 || m+1 < f; f = failed.Load() {
-				if failed.CompareAndSwap(f, m+1) {
-					break
-				}
-			}
+			seqs.Fail(m)
 			return laneResult{index: m, seed: seed, tb: tb, rec: rec}
 		}
 	}

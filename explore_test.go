@@ -72,21 +72,79 @@ func TestExploreLanesAndShards(t *testing.T) {
 	} {
 		sum := NewStats()
 		for _, p := range tt.parts {
-			sum.Steps.Add(p.Steps.Load())
-			for c, n := range p.InputClasses {
-				sum.InputClasses[c] += n
+			sum.Add(p)
+		}
+		if sum.Sequences.Load() != whole.Sequences.Load() || sum.Steps.Load() != whole.Steps.Load() || !maps.Equal(sum.InputClasses, whole.InputClasses) ||
+			!maps.Equal(sum.Faults, whole.Faults) || !maps.Equal(sum.Results, whole.Results) || !maps.Equal(sum.Phases, whole.Phases) ||
+			!maps.Equal(sum.Transitions, whole.Transitions) {
+			t.Errorf("%s: got %d sequences, %d steps, faults %v, results %v; want what one lane did: %d sequences, %d steps, faults %v, results %v",
+				tt.name, sum.Sequences.Load(), sum.Steps.Load(), sum.Faults, sum.Results, whole.Sequences.Load(), whole.Steps.Load(), whole.Faults, whole.Results)
+		}
+	}
+}
+
+// TestSequencer hands out indexes and reports failures in turn, and
+// checks what each Next returns: every index in order until the checks
+// run out or an index reaches the lowest failure, which a later failure
+// of a higher index does not raise.
+func TestSequencer(t *testing.T) {
+	const fail = -1 // an op: the index after it failed
+	for _, tt := range []struct {
+		name   string
+		checks int
+		ops    []int64 // fail, then the index; or a want: the index Next returns, -2 for none
+	}{
+		{"checks run out", 3, []int64{0, 1, 2, -2, -2}},
+		{"a failure stops its index and those above", 9, []int64{fail, 3, 0, 1, 2, -2, -2}},
+		{"a lower failure stops more", 9, []int64{fail, 5, 0, 1, fail, 2, -2}},
+		{"a higher failure stops no more", 9, []int64{fail, 3, 0, 1, 2, fail, 6, -2}},
+		{"a failure of the last index handed out", 9, []int64{0, 1, fail, 1, -2}},
+	} {
+		s := NewSequencer(tt.checks)
+		for i := 0; i < len(tt.ops); i++ {
+			if tt.ops[i] == fail {
+				i++
+				s.Fail(tt.ops[i])
+				continue
 			}
-			for k, n := range p.Faults {
-				sum.Faults[k] += n
-			}
-			for k, n := range p.Results {
-				sum.Results[k] += n
+			m, ok := s.Next()
+			if want := tt.ops[i]; want < 0 && ok || want >= 0 && (!ok || m != want) {
+				t.Errorf("%s: op %d: got %d, %t; want %d", tt.name, i, m, ok, want)
 			}
 		}
-		if sum.Steps.Load() != whole.Steps.Load() || !maps.Equal(sum.InputClasses, whole.InputClasses) ||
-			!maps.Equal(sum.Faults, whole.Faults) || !maps.Equal(sum.Results, whole.Results) {
-			t.Errorf("%s: got %d steps, faults %v, results %v; want what one lane did: %d steps, faults %v, results %v",
-				tt.name, sum.Steps.Load(), sum.Faults, sum.Results, whole.Steps.Load(), whole.Faults, whole.Results)
+	}
+}
+
+// TestExploreLanesFindTheSameFailure explores fragile designs in one lane
+// and in three, and checks that the lanes report the same failure: that
+// of the lowest index, whichever lane found it first, shrunk the same.
+func TestExploreLanesFindTheSameFailure(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		design string
+		seed   uint64
+	}{
+		{"count-after-send", 2},      // fails first at sequence 5
+		{"fresh-key-per-attempt", 1}, // fails at every sequence: each lane fails at once
+	} {
+		d, err := designs.Lookup(tt.design)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [2]Report
+		for i, parallel := range []int{1, 3} {
+			got[i], err = Explore(t.Context(), ExploreConfig{Design: d, Checks: 100, Steps: DefaultSteps, Seed: tt.seed, Parallel: parallel, Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[i].Failure == nil {
+				t.Fatalf("%s, seed %d, %d lanes: no failure", tt.design, tt.seed, parallel)
+			}
+		}
+		one, three := got[0], got[1]
+		if one.FailureSeed != three.FailureSeed || one.Failure.Scenario() != three.Failure.Scenario() {
+			t.Errorf("%s, seed %d: one lane found seed %d:\n%s\nthree found seed %d:\n%s", tt.design, tt.seed,
+				one.FailureSeed, one.Failure.Scenario(), three.FailureSeed, three.Failure.Scenario())
 		}
 	}
 }

@@ -127,6 +127,10 @@ type PropertyConfig struct {
 	Stats *Stats
 	// Recorder (may be nil) keeps the last failing run.
 	Recorder *Recorder
+	// FirstFailure, if not nil, is called when Recorder first records a
+	// failure, before rapid shrinks it: an exploration's other lanes stop
+	// then instead of after the shrinking.
+	FirstFailure func()
 }
 
 // Property is the rapid property of the harness: a pair of databases in
@@ -231,6 +235,9 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 					rec.FirstAt = time.Now()
 					if stats != nil {
 						rec.FirstSequences = stats.Sequences.Load()
+					}
+					if cfg.FirstFailure != nil {
+						cfg.FirstFailure()
 					}
 				}
 			}

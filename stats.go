@@ -1,6 +1,8 @@
 package handoff
 
 import (
+	"bytes"
+	"encoding/gob"
 	"sync"
 	"sync/atomic"
 
@@ -109,4 +111,63 @@ func (st *Stats) count(s Step, r stepResult, before, after model.Observation) {
 			st.Transitions[PendingToPending]++
 		}
 	}
+}
+
+// Add adds what o counted to st: the Stats of a run's lanes in other
+// processes, or of the shards of a run, make the run's. Neither may be
+// counting while it adds.
+func (st *Stats) Add(o *Stats) {
+	st.Sequences.Add(o.Sequences.Load())
+	st.ShrinkRuns.Add(o.ShrinkRuns.Load())
+	st.Steps.Add(o.Steps.Load())
+	addCounts(st.Faults, o.Faults)
+	addCounts(st.Results, o.Results)
+	addCounts(st.Phases, o.Phases)
+	addCounts(st.Transitions, o.Transitions)
+	addCounts(st.InputClasses, o.InputClasses)
+}
+
+func addCounts[K comparable](to, from map[K]int) {
+	for k, n := range from {
+		to[k] += n
+	}
+}
+
+// statsWire is Stats as gob sends it: its counters' values and its maps.
+type statsWire struct {
+	Sequences, ShrinkRuns, Steps int64
+	Faults                       map[faults.Kind]int
+	Results                      map[AnswerKind]int
+	Phases                       map[string]int
+	Transitions                  map[Transition]int
+	InputClasses                 map[InputClass]int
+}
+
+// GobEncode encodes st, so that a lane in another process can send what
+// it counted (see Add). st may not be counting.
+func (st *Stats) GobEncode() ([]byte, error) {
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(statsWire{st.Sequences.Load(), st.ShrinkRuns.Load(), st.Steps.Load(),
+		st.Faults, st.Results, st.Phases, st.Transitions, st.InputClasses})
+	return b.Bytes(), err
+}
+
+// GobDecode sets st to the Stats GobEncode encoded.
+func (st *Stats) GobDecode(b []byte) error {
+	var w statsWire
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&w); err != nil {
+		return err
+	}
+	*st = Stats{}
+	st.Sequences.Store(w.Sequences)
+	st.ShrinkRuns.Store(w.ShrinkRuns)
+	st.Steps.Store(w.Steps)
+	fresh := NewStats()
+	st.Faults, st.Results, st.Phases, st.Transitions, st.InputClasses = fresh.Faults, fresh.Results, fresh.Phases, fresh.Transitions, fresh.InputClasses
+	addCounts(st.Faults, w.Faults)
+	addCounts(st.Results, w.Results)
+	addCounts(st.Phases, w.Phases)
+	addCounts(st.Transitions, w.Transitions)
+	addCounts(st.InputClasses, w.InputClasses)
+	return nil
 }

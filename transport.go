@@ -183,6 +183,18 @@ func (u unhurried) CreateTask(ctx context.Context, key, payload string) (int64, 
 	return u.next.CreateTask(ctx, key, payload)
 }
 
+// inProcess calls the CRM in the harness's process without the deadline
+// Outbox.Send gives the request, for unhurried's reason: the deadline is
+// virtual time taken as real time. The CRM's statements then run under a
+// context that is never done, for which neither database/sql nor the
+// SQLite driver starts a goroutine to watch it: a statement that cannot be
+// cancelled costs the harness no goroutine to cancel it.
+type inProcess struct{ next system.Receiver }
+
+func (p inProcess) CreateTask(ctx context.Context, key, payload string) (int64, error) {
+	return p.next.CreateTask(context.WithoutCancel(ctx), key, payload)
+}
+
 // carry returns the CRM handle c as the worker reaches it over t: c itself
 // in process, c served over HTTP otherwise. A c served already stops
 // serving first; its handle stays open either way.
@@ -209,7 +221,7 @@ func (e *Env) network(k faults.Kind, hint time.Duration) (system.Receiver, error
 	case !ok && k == faults.Throttled:
 		return faults.Throttle(hint), nil
 	case !ok:
-		return faults.Network(k, e.crm), nil
+		return inProcess{faults.Network(k, e.crm)}, nil
 	}
 	a := faultTable[k].proxy
 	if k == faults.Throttled {

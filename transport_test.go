@@ -1,10 +1,12 @@
 package handoff
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
@@ -146,5 +148,46 @@ func TestTransportRefusals(t *testing.T) {
 	}
 	if _, _, err := ReplayOver(t.Context(), sc, t.TempDir(), HTTP); !errors.Is(err, ErrScenario) || !strings.Contains(err.Error(), "runs in process only") {
 		t.Errorf("a receiver of its own replayed over http: got %v, want it refused", err)
+	}
+}
+
+// deadlineCRM is a receiver that records the context each request
+// reaches it with.
+type deadlineCRM struct {
+	designs.CRM
+	done        bool // the context can be done
+	hasDeadline bool
+}
+
+func (c *deadlineCRM) CreateTask(ctx context.Context, key, payload string) (int64, error) {
+	_, c.hasDeadline = ctx.Deadline()
+	c.done = ctx.Done() != nil
+	return c.CRM.CreateTask(ctx, key, payload)
+}
+
+// TestInProcessSendHasNoDeadline sends a request in process with a
+// deadline, as Outbox.Send gives one, and checks that the CRM gets it
+// under a context that is never done: a deadline of virtual time taken as
+// real time has no meaning in the simulation, and the SQLite driver starts
+// a goroutine to watch every statement run under one that can be done.
+func TestInProcessSendHasNoDeadline(t *testing.T) {
+	env, err := NewEnv(t.Context(), Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crm := &deadlineCRM{CRM: env.crm}
+	env.crm = crm
+	defer func() { env.crm = crm.CRM; env.Close() }()
+	r, err := env.network("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if _, err := r.CreateTask(ctx, "harbor:create-followup:v1:case-1", `{"case_id":"case-1","title":"t"}`); err != nil {
+		t.Fatal(err)
+	}
+	if crm.done || crm.hasDeadline {
+		t.Errorf("the CRM got a context that can be done (%t), with a deadline (%t); want neither", crm.done, crm.hasDeadline)
 	}
 }

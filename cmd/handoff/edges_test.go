@@ -17,9 +17,10 @@ import (
 
 // TestMain lets a test run the command line in a process of its own (as
 // another user, say): with HANDOFF_RUN_MAIN set, the test binary is the
-// handoff command.
+// handoff command. It is the lane command too, as explore --parallel N
+// starts it from its own executable: the test binary, under go test.
 func TestMain(m *testing.M) {
-	if os.Getenv("HANDOFF_RUN_MAIN") != "" {
+	if os.Getenv("HANDOFF_RUN_MAIN") != "" || len(os.Args) > 1 && os.Args[1] == laneCommand {
 		main()
 	}
 	os.Exit(m.Run())

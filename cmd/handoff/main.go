@@ -49,6 +49,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name := args[0]
+	if name == laneCommand {
+		return laneExit(exploreLane(ctx, args[1:], os.Stdin, stdout), stderr)
+	}
 	if name == "-h" || name == "-help" || name == "--help" {
 		name, args = "help", args[:1]
 	}

@@ -1,25 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/pgtest"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // runCLI runs the command line in-process and returns its exit status,
 // stdout and stderr.
-func runCLI(t *testing.T, args ...string) (int, string, string) {
+func runCLI(t testing.TB, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, &stdout, &stderr)
@@ -309,46 +304,5 @@ func TestEnumerate(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "enumerate")
 	if code != 0 || !strings.Contains(stdout, " 0 failed") {
 		t.Errorf("enumerate: exit %d:\n%s%s", code, stdout, stderr)
-	}
-}
-
-// TestExploreInterruptedBySignal builds the command, starts a long
-// exploration, sends SIGINT once it has printed its seed, and checks that
-// it fails with the partial summary and leaves no folder behind.
-func TestExploreInterruptedBySignal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the command")
-	}
-	bin := filepath.Join(t.TempDir(), "handoff")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "explore", "--checks", "100000", "--seed", "9", "--dir", dir)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	first, err := bufio.NewReader(stderr).ReadString('\n')
-	if err != nil || !strings.Contains(first, "seed 9; to run it again: go run ./cmd/handoff explore") {
-		t.Fatalf("first line on stderr: %q, %v; want the seed and the command", first, err)
-	}
-	time.Sleep(300 * time.Millisecond) // let sequences run
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, stderr)
-	err = cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(stdout.String(), "(interrupted)") {
-		t.Errorf("got %v and stdout %q; want exit status 1 and the partial summary", err, stdout.String())
-	}
-	if entries, err := os.ReadDir(dir); err != nil || len(entries) > 0 {
-		t.Errorf("%s holds %v (%v), want it empty", dir, entries, err)
 	}
 }

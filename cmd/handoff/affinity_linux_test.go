@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// allowed returns the processors each thread of process pid may run on,
+// as /proc says them ("0-1", "3"), one entry per distinct set.
+func allowed(t *testing.T, pid int) []string {
+	t.Helper()
+	statuses, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	var sets []string
+	for _, st := range statuses {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if set, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok && !slices.Contains(sets, strings.TrimSpace(set)) {
+				sets = append(sets, strings.TrimSpace(set))
+			}
+		}
+	}
+	slices.Sort(sets)
+	return sets
+}
+
+// TestLanesKeepToTheirProcessors starts explore with one lane per
+// processor this process may run on, and with one more, and checks where
+// the lanes' threads may run: each lane on a processor of its own in the
+// first case, anywhere in the second; explore's own threads anywhere in
+// both.
+func TestLanesKeepToTheirProcessors(t *testing.T) {
+	s, err := affinity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cpus []string
+	for i := range len(s) * 64 {
+		if s[i/64]&(1<<(i%64)) != 0 {
+			cpus = append(cpus, strconv.Itoa(i))
+		}
+	}
+	if len(cpus) < 2 {
+		t.Skipf("this process may run on %v only: lanes keep to processors when there are two or more", cpus)
+	}
+	all := allowed(t, os.Getpid())
+	for _, tt := range []struct {
+		lanes  int
+		pinned bool
+	}{
+		{len(cpus), true},
+		{len(cpus) + 1, false},
+	} {
+		cmd := exec.Command(os.Args[0], "explore", "--checks", "100000", "--seed", "9", "--parallel", strconv.Itoa(tt.lanes), "--dir", t.TempDir())
+		cmd.Env = append(os.Environ(), "HANDOFF_RUN_MAIN=1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var lanes []int
+		for start := time.Now(); len(lanes) < tt.lanes && time.Since(start) < time.Minute; lanes = children(t, cmd.Process.Pid) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		var got []string
+		for _, lane := range lanes {
+			got = append(got, strings.Join(allowed(t, lane), " "))
+		}
+		slices.Sort(got)
+		want := slices.Repeat([]string{strings.Join(all, " ")}, tt.lanes)
+		if tt.pinned {
+			want = slices.Sorted(slices.Values(cpus))
+		}
+		if !slices.Equal(got, want) || !slices.Equal(allowed(t, cmd.Process.Pid), all) {
+			t.Errorf("%d lanes on %d processors: the lanes' threads may run on %q, explore's on %q; want %q and %q",
+				tt.lanes, len(cpus), got, allowed(t, cmd.Process.Pid), want, all)
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+	}
+}
