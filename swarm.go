@@ -189,14 +189,15 @@ func (m mix) drawApprove(t *rapid.T) Step {
 
 // drawDeliver draws a delivery: by default two in five without a fault,
 // the rest spread over every delivery fault, in the order deliverFaults
-// gives; with backoff on, the jitter a transient failure would wait, up
-// to the backoff base (within the ceiling of every attempt).
+// gives; with backoff on, for a design without named workers (whose
+// settles draw it otherwise), the jitter a transient failure would wait,
+// up to the backoff base (within the ceiling of every attempt).
 func (m mix) drawDeliver(t *rapid.T, e *Env) Step {
 	s := NewStep("deliver")
 	if i := choose(t, "delivery", faultBits, m.deliveryWeights()...); i > 0 {
 		s.Args = append(s.Args, Arg{"fault", deliverFaults[i-1].String()})
 	}
-	if base := e.model.BackoffBase; base > 0 {
+	if base := e.model.BackoffBase; base > 0 && !e.cfg.Design.Supports.Workers {
 		if j := base * int64(pickOf(t, "jitter", 5)) / 4; j > 0 {
 			s.Args = append([]Arg{{"jitter", itoa(j)}}, s.Args...)
 		}

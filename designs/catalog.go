@@ -51,7 +51,7 @@ var Fragile = []Design{
 			"code when the approval already exists as a table and the outbox is added later. A crash between " +
 			"the two leaves an approved action that nothing will ever deliver or flag (lost work). Invariant 2 " +
 			"catches it in one step: an approval with no outbox row.",
-		Failure: LostWork, Invariant: 2, MinimalSteps: 1, Supports: oneWorker,
+		Failure: LostWork, Invariant: 2, MinimalSteps: 1,
 		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App { return twoWrites{o, opts} }),
 		OpenCRM: openCRM,
 	},
@@ -62,7 +62,7 @@ var Fragile = []Design{
 			"stay deterministic): it looks right because each request is unique. After a lost reply the retry " +
 			"makes a second task (duplicate task). Invariant 3 catches it at the first send, in two steps: the " +
 			"task the row names carries a key that no approval has, so nobody could reconcile it by key.",
-		Failure: DuplicateTask, Invariant: 3, MinimalSteps: 2, Supports: oneWorker,
+		Failure: DuplicateTask, Invariant: 3, MinimalSteps: 2,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return freshKey{o} }),
 		OpenCRM: openCRM,
 	},
@@ -72,7 +72,7 @@ var Fragile = []Design{
 		Doc: "The receiver creates a task for every request and stores the key only as data: fine until " +
 			"anything is retried. A request delivered twice makes two tasks (duplicate task). Invariant 1 " +
 			"catches it in two steps: an approval and a delivery whose request arrives twice.",
-		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2, OwnReceiver: true, Supports: oneWorker,
+		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2, OwnReceiver: true,
 		OpenApp: openApp,
 		OpenCRM: func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
 			c, err := openPlainCRM(ctx, path, opts.Durability)
@@ -88,7 +88,7 @@ var Fragile = []Design{
 		Doc: "The sender treats a timeout as success, because the CRM usually did create the task. When it did " +
 			"not (offline), the row says sent and no task exists (lost work). Invariant 3 catches it in two " +
 			"steps: a sent row whose remote id names no task.",
-		Failure: LostWork, Invariant: 3, MinimalSteps: 2, Supports: oneWorker,
+		Failure: LostWork, Invariant: 3, MinimalSteps: 2,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return timeoutMeansSent{o} }),
 		OpenCRM: openCRM,
 	},
@@ -98,7 +98,7 @@ var Fragile = []Design{
 		Doc: "A failed send is logged and the row deleted, so that a poisoned message cannot block the queue. " +
 			"The action is gone and nobody is told (lost work). Invariant 2 catches it in two steps: an " +
 			"approval with no outbox row.",
-		Failure: LostWork, Invariant: 2, MinimalSteps: 2, Supports: oneWorker,
+		Failure: LostWork, Invariant: 2, MinimalSteps: 2,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return dropOnError{o} }),
 		OpenCRM: openCRM,
 	},
@@ -108,7 +108,7 @@ var Fragile = []Design{
 		Doc: "The worker counts an attempt when it records the answer, one write instead of two. A crash after " +
 			"the reply is never counted: the receiver sees more sends than the attempts say, and a worker that " +
 			"keeps crashing never runs out of budget. Invariant 4 catches it in two steps.",
-		Failure: DuplicateTask, Invariant: 4, MinimalSteps: 2, Supports: oneWorker,
+		Failure: DuplicateTask, Invariant: 4, MinimalSteps: 2,
 		OpenApp: openNaive(naiveWorker{countAfterSend: true}),
 		OpenCRM: openCRM,
 	},
@@ -118,7 +118,7 @@ var Fragile = []Design{
 		Doc: "The claim, the send and the record share one transaction, which looks atomic. A crash after the " +
 			"reply rolls the attempt back although the receiver acted, and the write lock is held for the whole " +
 			"network call. Invariant 4 catches it in two steps: a send the attempts do not cover.",
-		Failure: DuplicateTask, Invariant: 4, MinimalSteps: 2, Supports: oneWorker,
+		Failure: DuplicateTask, Invariant: 4, MinimalSteps: 2,
 		OpenApp: openNaive(naiveWorker{txAcrossSend: true}),
 		OpenCRM: openCRM,
 	},
@@ -129,7 +129,7 @@ var Fragile = []Design{
 			"approved instruction is silently replaced, and a row already sent no longer matches its task " +
 			"(silently replaced instruction). Invariant 6 catches it in two steps: the second approval is " +
 			"accepted where SPEC refuses it.",
-		Failure: ReplacedInstruction, Invariant: 6, MinimalSteps: 2, Supports: oneWorker,
+		Failure: ReplacedInstruction, Invariant: 6, MinimalSteps: 2,
 		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App { return overwrite{o, opts} }),
 		OpenCRM: openCRM,
 	},
@@ -140,7 +140,7 @@ var Fragile = []Design{
 			"idempotency check. When another system already put other content under the key, the request is " +
 			"answered with that task: the row says sent, and the task says something else (silently replaced " +
 			"instruction). Invariant 3 catches it in two steps: a sent row naming a task with other content.",
-		Failure: ReplacedInstruction, Invariant: 3, MinimalSteps: 2, OwnReceiver: true, Supports: oneWorker,
+		Failure: ReplacedInstruction, Invariant: 3, MinimalSteps: 2, OwnReceiver: true,
 		OpenApp: openApp,
 		OpenCRM: func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
 			c, err := system.OpenCRMWith(ctx, path, opts)
@@ -156,7 +156,7 @@ var Fragile = []Design{
 		Doc: "The row is marked sent (with a placeholder id) before the request, so that no other worker " +
 			"picks it up. A crash before the send leaves a sent row and no task (lost work). Invariant 3 " +
 			"catches it in two steps.",
-		Failure: LostWork, Invariant: 3, MinimalSteps: 2, Supports: oneWorker,
+		Failure: LostWork, Invariant: 3, MinimalSteps: 2,
 		OpenApp: openNaive(naiveWorker{sentBeforeSend: true}),
 		OpenCRM: openCRM,
 	},
@@ -167,7 +167,7 @@ var Fragile = []Design{
 			"cannot succeed is never blocked for a person, and every retry of a lost reply is one more request. " +
 			"Invariant 6 catches it in four steps: the third failed attempt leaves the row pending where SPEC " +
 			"blocks it.",
-		Failure: LostWork, Invariant: 6, MinimalSteps: 4, Supports: oneWorker,
+		Failure: LostWork, Invariant: 6, MinimalSteps: 4,
 		OpenApp: openNoBudget,
 		OpenCRM: openCRM,
 	},
@@ -177,7 +177,7 @@ var Fragile = []Design{
 		Doc: "The receiver checks for the key, then inserts in a second transaction, with no unique " +
 			"constraint: correct one request at a time. A duplicate request arriving between the lookup and the " +
 			"insert makes a second task (duplicate task). Invariant 1 catches it in two steps.",
-		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2, OwnReceiver: true, Supports: oneWorker,
+		Failure: DuplicateTask, Invariant: 1, MinimalSteps: 2, OwnReceiver: true,
 		OpenApp: openApp,
 		OpenCRM: func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
 			c, err := openPlainCRM(ctx, path, opts.Durability)
@@ -254,11 +254,6 @@ var Fragile = []Design{
 		OpenCRM: openCRM,
 	},
 }
-
-// oneWorker is what the single-worker catalog supports: the real outbox's
-// clock and leases, with one worker and nobody repairing rows, so that a
-// minimal counterexample stays one of a single worker.
-var oneWorker = Capabilities{Time: true, Leases: true}
 
 // The real outbox has every capability's interface.
 var _ interface {
