@@ -34,8 +34,11 @@ func wrapApp(wrap func(*system.Outbox, system.Options) App) func(context.Context
 }
 
 // openNaive opens the real outbox behind a naiveWorker with w's flags.
-func openNaive(w naiveWorker) func(context.Context, string, system.Options) (App, error) {
+// Each handle gets a worker of its own: handles open at once (the lanes
+// of an exploration) share none.
+func openNaive(flags naiveWorker) func(context.Context, string, system.Options) (App, error) {
 	return wrapApp(func(o *system.Outbox, opts system.Options) App {
+		w := flags
 		w.Outbox, w.opts = o, opts
 		return w
 	})

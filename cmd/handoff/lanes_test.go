@@ -43,6 +43,7 @@ type exploreJSON struct {
 // lane and with two processes of lanes, and checks that both print and
 // save the same failure: the same seed, violation and minimal scenario.
 func TestExploreLanesFindTheSameFailure(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		design, seed string
 	}{
@@ -74,6 +75,7 @@ func TestExploreLanesFindTheSameFailure(t *testing.T) {
 // HTTP and with the app database in PostgreSQL (each lane a schema of its
 // own): every sequence asked runs.
 func TestExploreLanesEverywhere(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name      string
 		flags     func(t *testing.T) []string
@@ -85,10 +87,10 @@ func TestExploreLanesEverywhere(t *testing.T) {
 		}, "in-process"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			args := append([]string{"explore", "--checks", "6", "--seed", "5", "--parallel", "2", "--json", "--dir", t.TempDir()}, tt.flags(t)...)
+			args := append([]string{"explore", "--checks", "4", "--seed", "5", "--parallel", "2", "--json", "--dir", t.TempDir()}, tt.flags(t)...)
 			code, stdout, stderr := runCLI(t, args...)
 			var s exploreJSON
-			if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil || s.Sequences != 6 || s.Parallel != 2 || s.Steps == 0 || s.Transport != tt.transport {
+			if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil || s.Sequences != 4 || s.Parallel != 2 || s.Steps == 0 || s.Transport != tt.transport {
 				t.Errorf("%v: exit %d, %v, %+v, stderr %s", args, code, err, s, stderr)
 			}
 		})
