@@ -450,6 +450,12 @@ func preparePostgres(ctx context.Context, db *sql.DB, t postgresTarget, readOnly
 		return driverError("opening "+t.shown, err)
 	}
 	defer tx.Rollback()
+	// Making the schema is set-up, done once, not a write that a busy
+	// database should refuse: it waits for the locks it takes as long as
+	// ten seconds, whatever the handle's busy timeout (the harness's is a millisecond).
+	if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = '10s'"); err != nil {
+		return driverError("opening "+t.shown, err)
+	}
 	if _, err := tx.ExecContext(ctx, sqlSerialise, "handoff schema "+t.schema); err != nil {
 		return driverError("opening "+t.shown, err)
 	}
