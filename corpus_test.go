@@ -15,6 +15,7 @@ var rewrite = flag.Bool("rewrite", false, "TestCorpus: rewrite the expected outp
 // step's output with the file, skipping as not applicable a file whose
 // backend line names PostgreSQL. With -rewrite it writes the outputs back.
 func TestCorpus(t *testing.T) {
+	t.Parallel()
 	scenarios, err := CorpusScenarios()
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestDemoMatchesSpec(t *testing.T) {
+	t.Parallel()
 	d, err := RunDemo(t.Context(), t.TempDir()+"/demo")
 	if err != nil {
 		t.Fatal(err)

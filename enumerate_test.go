@@ -13,6 +13,7 @@ import (
 // every invariant; then shows that enumeration catches the fragile designs
 // that a single crash breaks.
 func TestCrashPointEnumeration(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	scenarios, err := CorpusScenarios()
 	if err != nil {

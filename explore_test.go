@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
+	"pgregory.net/rapid"
 )
 
 // TestExploreCounts checks that an exploration runs exactly the sequences
@@ -174,5 +175,52 @@ func TestExploreInterrupted(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) > 0 {
 		t.Errorf("%s holds %v (%v), want it empty", dir, entries, err)
+	}
+}
+
+// TestInterruptedShrinkingEnds cancels a property's context while rapid
+// shrinks its failure, as an interrupt or a lane superseded by another's
+// failure does, and checks that rapid runs the property at most twice
+// more (a run that skipped instead kept rapid trying every candidate, for
+// up to half a minute), and that the recorder keeps the failure found
+// before the interrupt.
+func TestInterruptedShrinkingEnds(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	d, err := designs.Lookup("two-writes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &Recorder{}
+	prop, done := Property(ctx, PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: DefaultSteps, Recorder: rec})
+	defer done()
+	if err := rapidFlags.begin(); err != nil {
+		t.Fatal(err)
+	}
+	defer rapidFlags.end()
+	const interruptAt = 20 // a shrink run: the sequence of this seed fails at once
+	var (
+		runs, after int
+		found       *Failure
+	)
+	tb := &exploreTB{name: t.Name()}
+	rapidFlags.check(tb, SequenceSeed(1, 8), func(rt *rapid.T) {
+		if runs++; runs == interruptAt {
+			cancel()
+			found = rec.Failure
+		}
+		if runs > interruptAt {
+			after++
+		}
+		prop(rt)
+	})
+	switch {
+	case !tb.failed || found == nil:
+		t.Fatalf("two-writes did not fail within %d runs of seed %d", interruptAt, SequenceSeed(1, 8))
+	case after > 2:
+		t.Errorf("rapid ran the property %d times after the interrupt, want at most 2", after)
+	case rec.Failure != found:
+		t.Errorf("the recorder holds a failure found after the interrupt:\n%s\nwant the one found before:\n%s", rec.Failure.Report(""), found.Report(""))
 	}
 }

@@ -48,7 +48,10 @@ func TestFragileDesigns(t *testing.T) {
 // counterexample in corpus/fragile, and that replaying it gives the
 // file's outputs and breaks the documented invariant at the documented
 // length, and not before.
-func TestFragileCorpus(t *testing.T) { fragileCorpus(t, Config{}) }
+func TestFragileCorpus(t *testing.T) {
+	t.Parallel()
+	fragileCorpus(t, Config{})
+}
 
 // fragileCorpus is TestFragileCorpus with the Envs of cfg (a Dir of
 // their own each).

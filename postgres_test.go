@@ -29,7 +29,8 @@ func TestMain(m *testing.M) {
 // output as on SQLite, since nothing a step prints names the backend. A
 // file whose backend line names SQLite is skipped as not applicable; with
 // -rewrite it writes back the outputs of the files that run on
-// PostgreSQL only (TestCorpus writes the others).
+// PostgreSQL only (TestCorpus writes the others). With -short it
+// replays only the files of PostgreSQL alone.
 // TestFragileCorpusOnPostgres replays the files of the fragile designs
 // whose shortcut is in the outbox.
 func TestCorpusOnPostgres(t *testing.T) {
@@ -42,6 +43,9 @@ func TestCorpusOnPostgres(t *testing.T) {
 	for _, sc := range scenarios {
 		if d, err := designs.Lookup(sc.Design()); err == nil && d.Name != designs.Handoff.Name && !d.OwnReceiver {
 			continue
+		}
+		if testing.Short() && sc.Backend() != Postgres {
+			continue // TestCorpus replays it on SQLite
 		}
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(sc.Name, "corpus/"), ".txt"), func(t *testing.T) {
 			t.Parallel()
@@ -112,6 +116,9 @@ func TestSimulationOnPostgres(t *testing.T) {
 // the receiver run as on SQLite.)
 func TestFragileCorpusOnPostgres(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("-short: TestFragileCorpus replays every fragile design's counterexample on SQLite; run without -short to replay them on PostgreSQL too")
+	}
 	server := pgtest.URL(t)
 	fragileCorpus(t, Config{Backend: Postgres, PostgresURL: server})
 }
@@ -119,7 +126,8 @@ func TestFragileCorpusOnPostgres(t *testing.T) {
 // TestVerifyOnPostgres verifies the real design with its app database in
 // PostgreSQL, as a user's outbox on PostgreSQL would be verified: OpenApp
 // gets the URL of a schema of the run's own, emptied between sequences.
+// Like TestVerify it runs before the parallel tests: rapid reads its
+// flags when a check starts, and explorations set them.
 func TestVerifyOnPostgres(t *testing.T) {
-	t.Parallel()
 	Verify(t, designs.Handoff, VerifyOptions{Steps: 5, Backend: Postgres, PostgresURL: pgtest.URL(t)})
 }

@@ -145,7 +145,10 @@ type PropertyConfig struct {
 // failure, and as a shrink run after: rapid shrinks right after the first
 // failure. Cancelling ctx never cuts a run short (the databases are used
 // without its cancellation), but a shrink run that starts after ctx is
-// done is skipped, so that rapid abandons its shrinking quickly.
+// done fails at once as the last one did, without running: rapid, taking
+// every smaller draw for the same failure, ends its shrinking within a
+// few runs, and cfg.Recorder keeps the failure found before. (Skipped
+// runs would keep rapid trying candidates for up to half a minute.)
 //
 // Each step is one draw that may end the sequence: rapid's Repeat would
 // add a 53-bit coin per step, and minimizing those costs its shrinker
@@ -165,11 +168,11 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 			env = nil
 		}
 	}
-	prop = func(t *rapid.T) {
-		shrinking := rec != nil && !rec.FirstAt.IsZero()
-		if shrinking && ctx.Err() != nil {
-			t.SkipNow()
-		}
+	// shrinking says whether rapid shrinks a failure: it does from the
+	// first one on.
+	shrinking := func() bool { return rec != nil && !rec.FirstAt.IsZero() }
+	// sequence runs the sequence t draws and returns the failure, if any.
+	sequence := func(t *rapid.T) *Failure {
 		var err error
 		if env != nil && cfg.Fresh {
 			done()
@@ -185,7 +188,7 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 		}
 		switch {
 		case stats == nil:
-		case shrinking:
+		case shrinking():
 			stats.ShrinkRuns.Add(1)
 		default:
 			stats.Sequences.Add(1)
@@ -228,21 +231,28 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 		if ok {
 			apply(NewStep("converge"))
 		}
-		if failure != nil {
-			if rec != nil {
-				rec.Failure = failure
-				if rec.FirstAt.IsZero() {
-					rec.FirstAt = time.Now()
-					if stats != nil {
-						rec.FirstSequences = stats.Sequences.Load()
-					}
-					if cfg.FirstFailure != nil {
-						cfg.FirstFailure()
-					}
+		return failure
+	}
+	prop = func(t *rapid.T) {
+		var failure *Failure
+		if shrinking() && ctx.Err() != nil {
+			failure = rec.Failure
+		} else if failure = sequence(t); failure != nil && rec != nil {
+			rec.Failure = failure
+			if rec.FirstAt.IsZero() {
+				rec.FirstAt = time.Now()
+				if stats != nil {
+					rec.FirstSequences = stats.Sequences.Load()
+				}
+				if cfg.FirstFailure != nil {
+					cfg.FirstFailure()
 				}
 			}
+		}
+		if failure != nil {
 			// One call site for every violation: rapid's shrinker takes two
-			// failures for the same only when their tracebacks match.
+			// failures for the same only when their messages and
+			// tracebacks match.
 			t.Fatalf("%s", failure.Report(cfg.Reproduce))
 		}
 	}

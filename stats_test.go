@@ -15,6 +15,7 @@ import (
 // lose reach. It runs exactly reachChecks sequences, with or without
 // -short.
 func TestReach(t *testing.T) {
+	t.Parallel()
 	const reachChecks = 300
 	r, err := Explore(t.Context(), ExploreConfig{Checks: reachChecks, Steps: DefaultSteps, Seed: 3, Dir: t.TempDir()})
 	if err != nil {

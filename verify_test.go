@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,11 +44,12 @@ func verifyDesign(t *testing.T) designs.Design {
 // TestVerify verifies the real design as a user's go test would, with
 // the module's corpus, through the one public entry point. As the child
 // of TestVerifyReportsWhatBroke it verifies the design that one names,
-// with every scenario crashed at every fault point, and a receiver of
-// its own with new databases for every sequence (VerifyOptions.Fresh).
+// with every scenario crashed at every fault point (but with -short), and
+// a receiver of its own with new databases for every sequence
+// (VerifyOptions.Fresh).
 func TestVerify(t *testing.T) {
 	name := os.Getenv(verifyDesignEnv)
-	Verify(t, verifyDesign(t), VerifyOptions{Builtin: true, Corpus: os.Getenv(verifyCorpusEnv), Enumerate: name != "",
+	Verify(t, verifyDesign(t), VerifyOptions{Builtin: true, Corpus: os.Getenv(verifyCorpusEnv), Enumerate: name != "" && !testing.Short(),
 		Fresh: strings.HasPrefix(name, "receiver:")})
 }
 
@@ -58,19 +60,25 @@ func TestVerify(t *testing.T) {
 // HANDOFF_SAVE=1 saves it into the corpus folder, from which the next
 // run replays it and fails again.
 func TestVerifyReportsWhatBroke(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		design    string
 		invariant string
+		long      bool // shrinks on new databases for every run: not with -short
 	}{
-		{"count-after-send", "broke invariant 4"},
-		{"receiver:non-idempotent-receiver", "broke invariant 1"},
+		{"count-after-send", "broke invariant 4", false},
+		{"receiver:non-idempotent-receiver", "broke invariant 1", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.design, func(t *testing.T) {
 			t.Parallel()
+			if tt.long && testing.Short() {
+				t.Skip("-short: its shrinking makes new databases for every run")
+			}
 			corpus, work := t.TempDir(), t.TempDir()
 			child := func(save string) string {
-				cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestVerify$", "-test.count=1", "-test.v")
+				cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestVerify$", "-test.count=1", "-test.v",
+					"-test.short="+strconv.FormatBool(testing.Short()))
 				cmd.Env = append(os.Environ(), verifyDesignEnv+"="+tt.design, verifyCorpusEnv+"="+corpus, SaveEnv+"="+save)
 				cmd.Dir = work // where rapid writes its fail files, as in a user's package
 				out, err := cmd.CombinedOutput()

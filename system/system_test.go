@@ -37,10 +37,16 @@ var (
 	postgresBackend = backend{"postgres", pgtest.URL}
 )
 
-// eachBackend runs test on each backend, as a subtest named after it.
+// eachBackend runs test on each backend, as a subtest named after it,
+// in parallel with the other parallel tests: each opens databases of its
+// own.
 func eachBackend(t *testing.T, test func(t *testing.T, b backend)) {
+	t.Parallel()
 	for _, b := range []backend{sqliteBackend, postgresBackend} {
-		t.Run(b.name, func(t *testing.T) { test(t, b) })
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, b)
+		})
 	}
 }
 

@@ -200,6 +200,7 @@ func jsonFields(v any, path string, maps map[string]bool, seen map[string]bool) 
 }
 
 func TestJSONDocumentation(t *testing.T) {
+	t.Parallel()
 	docs := readJSONDoc(t)
 	var sections []string
 	for _, o := range jsonOutputs {

@@ -126,6 +126,7 @@ func children(t *testing.T, pid int) []int {
 // each case calls for, that no lane's process outlives it, and that it
 // leaves no folder behind.
 func TestExploreStopped(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name     string
 		parallel string

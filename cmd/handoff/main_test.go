@@ -52,6 +52,7 @@ func TestUsageErrors(t *testing.T) {
 // that approve creates, a file or a PostgreSQL schema named by URL (the
 // CRM is a file on both), and reads the outcome with inspect --json.
 func TestApproveDeliverInspect(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { approveDeliverInspect(t, filepath.Join(t.TempDir(), "app.db")) })
 	t.Run("postgres", func(t *testing.T) { approveDeliverInspect(t, pgtest.URL(t)) })
 }
@@ -212,6 +213,7 @@ func TestExploreJSON(t *testing.T) {
 }
 
 func TestReplay(t *testing.T) {
+	t.Parallel()
 	if code, stdout, stderr := runCLI(t, "replay", "--quiet"); code != 0 || !strings.Contains(stdout, "every output matches") {
 		t.Fatalf("replay of the embedded corpus: exit %d, %s%s", code, stdout, stderr)
 	}
@@ -267,6 +269,7 @@ func TestDesigns(t *testing.T) {
 }
 
 func TestExploreFragileDesign(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := runCLI(t, "explore", "--design", "drop-on-error", "--seed", "1", "--dir", t.TempDir())
 	var lines []string // with runs of spaces folded, so that column widths do not matter
 	for _, l := range strings.Split(stdout, "\n") {
@@ -301,6 +304,7 @@ func TestExploreFragileDesign(t *testing.T) {
 }
 
 func TestEnumerate(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := runCLI(t, "enumerate")
 	if code != 0 || !strings.Contains(stdout, " 0 failed") {
 		t.Errorf("enumerate: exit %d:\n%s%s", code, stdout, stderr)

@@ -168,6 +168,7 @@ func decodeTrial(t *testing.T, r trialRun) trialJSON {
 // processes, a SIGKILL of a worker and of the server, a drain and the
 // checks: no violation, every row sent or blocked, and the folder gone.
 func TestTrial(t *testing.T) {
+	t.Parallel()
 	r := passingTrial(t)
 	got := decodeTrial(t, r)
 	if r.code != 0 || got.Violations != 0 || len(got.Problems) != 0 {
@@ -197,6 +198,7 @@ func TestTrial(t *testing.T) {
 // task per request reports the duplicate tasks, exits 1, and keeps its
 // files with a line per kill.
 func TestTrialCatchesDuplicates(t *testing.T) {
+	t.Parallel()
 	r := brokenTrial(t)
 	got := decodeTrial(t, r)
 	if r.code != 1 || got.Violations == 0 {
@@ -322,6 +324,7 @@ func TestTrialSummaryOfAStoppedTrial(t *testing.T) {
 // database in PostgreSQL, each work process with a pool of its own: no
 // violation, every row sent or blocked, and the schema it made dropped.
 func TestTrialOnPostgres(t *testing.T) {
+	t.Parallel()
 	server := pgtest.Server(t)
 	schemas := func() int {
 		db, err := sql.Open("pgx", server)

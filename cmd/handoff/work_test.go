@@ -109,6 +109,7 @@ func delivered(t *testing.T, appPath, crmPath string, rows int, pendingOK, crash
 }
 
 func TestWorkUntilIdle(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		rows, workers int
 		logFormat     string
