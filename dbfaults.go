@@ -1,12 +1,17 @@
 package handoff
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/outboxlab/handoff/faults"
@@ -50,8 +55,8 @@ func (e *Env) withDatabaseFault(ctx context.Context, k faults.Kind, app any, do 
 	var lift func() error
 	var err error
 	switch {
-	case k == faults.CommitLost:
-		lift = e.loseCommit()
+	case k == faults.CommitLost || k == faults.CommitReplyLost:
+		lift = e.loseCommit(k)
 	case k == faults.AppBusy && e.schema != nil:
 		lift, err = e.lockTables(ctx)
 	case k == faults.AppBusy || k == faults.CRMBusy:
@@ -132,42 +137,180 @@ func (e *Env) lockTables(ctx context.Context) (func() error, error) {
 	}, nil
 }
 
-// commitLoss is a commit-lost fault while its step runs: armed until it
-// ends a connection, and what ending it failed of, if anything.
+// commitLoss is a commit-lost or commit-reply-lost fault while its step
+// runs: armed until it strikes a COMMIT, and what striking it failed of,
+// if anything.
 type commitLoss struct {
-	armed bool
-	err   error
+	kind faults.Kind // "" once it struck, or when none is armed
+	err  error
 }
 
-// loseCommit arms the commit-lost fault for the step; the returned func
-// disarms it and returns the error, if any, of ending the connection.
-func (e *Env) loseCommit() func() error {
-	e.commitLoss = commitLoss{armed: true}
+// loseCommit arms the commit-lost or commit-reply-lost fault k for the
+// step; the returned func disarms it and returns the error, if any, of
+// ending the connection or of losing the reply.
+func (e *Env) loseCommit(k faults.Kind) func() error {
+	e.commitLoss = commitLoss{kind: k}
 	return func() error {
-		err := e.commitLoss.err
+		err := errors.Join(e.commitLoss.err, e.replyCut.disarm())
 		e.commitLoss = commitLoss{}
 		return err
 	}
 }
 
 // hook is the Hook of worker's Outbox: next (the crash injector's, or
-// nil) at every point and, on PostgreSQL while a commit-lost fault is
-// armed, the end of the connection whose COMMIT is due at
-// PointBeforeCommit, once: the COMMIT then never reaches the server, and
-// the Outbox cannot know whether it did.
+// nil) at every point and, on PostgreSQL while a commit fault is armed,
+// at PointBeforeCommit, once: commit-lost ends the connection whose
+// COMMIT is due, which then never reaches the server; commit-reply-lost
+// has the connection send it and drop the server's reply (see cutConn).
+// Either way the Outbox cannot know whether its write committed.
 func (e *Env) hook(worker string, next system.Hook) system.Hook {
 	if e.schema == nil {
 		return next // SQLite passes no PointBeforeCommit
 	}
 	return func(p system.FaultPoint) error {
-		if p == system.PointBeforeCommit && e.commitLoss.armed {
-			e.commitLoss.armed = false
-			e.commitLoss.err = e.endTransaction(worker)
+		if p == system.PointBeforeCommit {
+			switch e.commitLoss.kind {
+			case faults.CommitLost:
+				e.commitLoss.err = e.endTransaction(worker)
+			case faults.CommitReplyLost:
+				e.replyCut.arm(worker)
+			}
+			e.commitLoss.kind = ""
 		}
 		if next == nil {
 			return nil
 		}
 		return next(p)
+	}
+}
+
+// replyCut loses the reply to one COMMIT. Armed for a worker at its
+// before-commit point, the next COMMIT that one of the worker's
+// connections sends goes to the server, and the connection reads the
+// server's reply, drops it and closes: the Outbox hears its connection
+// fail after the write committed.
+type replyCut struct {
+	mu     sync.Mutex
+	worker string // the worker whose next COMMIT loses its reply; "" when none
+	done   bool   // the reply was dropped
+	tag    string // what the server answered the COMMIT, or its error
+}
+
+// arm has worker's next COMMIT lose its reply.
+func (c *replyCut) arm(worker string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.worker, c.done, c.tag = worker, false, ""
+}
+
+// take reports whether the COMMIT worker sends now is the one to lose its
+// reply; the cut is spent.
+func (c *replyCut) take(worker string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.worker == "" || c.worker != worker || c.done {
+		return false
+	}
+	c.done = true
+	return true
+}
+
+// dropped records what the server answered the COMMIT whose reply was
+// dropped.
+func (c *replyCut) dropped(tag string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tag = tag
+}
+
+// disarm ends the cut, and returns an error when it was armed but did not
+// do what the model predicts: a COMMIT sent and committed, its reply
+// lost.
+func (c *replyCut) disarm() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	worker, done, tag := c.worker, c.done, c.tag
+	c.worker, c.done, c.tag = "", false, ""
+	switch {
+	case worker == "":
+		return nil
+	case !done:
+		return fmt.Errorf("handoff: worker %s sent no COMMIT after its before-commit point: no reply to lose", worker)
+	case tag != "COMMIT":
+		return fmt.Errorf("handoff: the server answered worker %s's COMMIT, whose reply was lost, with %q: it did not commit", worker, tag)
+	}
+	return nil
+}
+
+// wrapConn is the WrapConn of worker's Outbox on PostgreSQL: its
+// connections are cutConns.
+func (e *Env) wrapConn(worker string) func(net.Conn) net.Conn {
+	return func(conn net.Conn) net.Conn { return &cutConn{Conn: conn, cut: &e.replyCut, worker: worker} }
+}
+
+// commitQuery is the message pgx sends to commit a transaction: a simple
+// Query ('Q', its length, "commit" and a NUL).
+var commitQuery = append([]byte{'Q', 0, 0, 0, 11}, "commit\x00"...)
+
+// errReplyCut is what a cutConn's read fails with once it dropped a
+// COMMIT's reply.
+var errReplyCut = errors.New("handoff: the connection died before the COMMIT's reply (commit-reply-lost)")
+
+// cutConn is a connection of an Outbox to the server that can lose the
+// reply to a COMMIT it sends (see replyCut).
+type cutConn struct {
+	net.Conn
+	cut      *replyCut
+	worker   string
+	dropping bool // it sent the COMMIT whose reply it drops
+}
+
+func (c *cutConn) Write(b []byte) (int, error) {
+	if bytes.Equal(b, commitQuery) && c.cut.take(c.worker) {
+		c.dropping = true
+	}
+	return c.Conn.Write(b)
+}
+
+// Read reads from the server; after the COMMIT whose reply it drops, it
+// reads that reply up to the server's ReadyForQuery, records its command
+// tag, closes the connection and fails.
+func (c *cutConn) Read(b []byte) (int, error) {
+	if !c.dropping {
+		return c.Conn.Read(b)
+	}
+	c.dropping = false
+	tag, err := readReply(c.Conn)
+	if err != nil {
+		tag = "a failed read: " + err.Error()
+	}
+	c.cut.dropped(tag)
+	c.Conn.Close()
+	return 0, errReplyCut
+}
+
+// readReply reads the server's messages up to its ReadyForQuery ('Z')
+// and returns the command tag of its CommandComplete ('C'), or "error"
+// for an ErrorResponse ('E').
+func readReply(r io.Reader) (string, error) {
+	tag := ""
+	for {
+		var head [5]byte
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			return "", err
+		}
+		body := make([]byte, binary.BigEndian.Uint32(head[1:])-4)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return "", err
+		}
+		switch head[0] {
+		case 'C':
+			tag = string(bytes.TrimRight(body, "\x00"))
+		case 'E':
+			tag = "error"
+		case 'Z':
+			return tag, nil
+		}
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 // A busy app database refuses it; a full one refuses a new approval that
 // needs another page; a lost commit loses a new approval or a repeat.
 //
-//	approve case=case-104 title="Call about the approved repair plan" [fault=crash-between-inserts|app-busy|app-full|commit-lost]
+//	approve case=case-104 title="Call about the approved repair plan" [fault=crash-between-inserts|app-busy|app-full|commit-lost|commit-reply-lost]
 func (e *Env) approve(ctx context.Context, s Step) (stepResult, error) {
 	if err := s.only("case", "title", "fault"); err != nil {
 		return stepResult{}, err

@@ -12,9 +12,10 @@ import (
 
 // claim has a named worker claim the oldest eligible row: a lease and an
 // attempt, a block instead (budget, time budget, retention), or idle. A
-// lost commit loses the claim, whatever it found.
+// lost commit loses the claim, whatever it found; a lost reply to the
+// commit leaves the claim standing, but the worker sends nothing.
 //
-//	claim worker=A [fault=commit-lost]
+//	claim worker=A [fault=commit-lost|commit-reply-lost]
 func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
 	if err := s.only("worker", "fault"); err != nil {
 		return stepResult{}, err
@@ -50,9 +51,13 @@ func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
 			r.line, r.got = fmt.Sprintf("%s blocked %s: %s, nothing sent", name, d.Key, d.LastError), Answer{Kind: Blocked, Key: d.Key}
 		}
 	}
-	if fault == faults.CommitLost {
+	if fault != "" {
 		var res model.Result
-		e.model, res = e.model.ClaimCommitLost(name)
+		if fault == faults.CommitLost {
+			e.model, res = e.model.ClaimCommitLost(name)
+		} else {
+			e.model, res = e.model.ClaimCommitReplyLost(name)
+		}
 		if res != model.ResultOutOfTurn {
 			r.fired = fault
 		}

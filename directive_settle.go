@@ -17,8 +17,10 @@ import (
 // claim ends and the row keeps its lease until it runs out. A lost commit
 // loses the settle's write; the worker then records that the outcome is
 // unknown as the row's last error, and the row keeps its lease as well.
+// A lost reply to the commit leaves the write standing, and the worker
+// records the same over it if the row is still pending.
 //
-//	settle worker=A [jitter=MS] [fault=app-busy|commit-lost]
+//	settle worker=A [jitter=MS] [fault=app-busy|commit-lost|commit-reply-lost]
 func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
 	if err := s.only("worker", "jitter", "fault"); err != nil {
 		return stepResult{}, err
@@ -68,6 +70,8 @@ func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
 	case model.Accepted:
 	case model.CommitLost:
 		next, res, key = e.model.SettleCommitLost(name)
+	case model.CommitReplyLost:
+		next, res, key = e.model.SettleCommitReplyLost(name, jitter)
 	default:
 		next, res, key = e.model.SettleRefused(name, refused)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,8 +86,10 @@ type Env struct {
 	// connection to the server (see server).
 	holders  map[string]*sql.DB
 	serverDB *sql.DB
-	// commitLoss is the commit-lost fault of the step that runs.
+	// commitLoss is the commit-lost or commit-reply-lost fault of the
+	// step that runs, and replyCut the reply the latter loses.
 	commitLoss commitLoss
+	replyCut   replyCut
 }
 
 // worker is a named worker: its handle, the claim it holds, and what its
@@ -108,7 +111,11 @@ func (e *Env) clock() time.Time { return time.UnixMilli(e.now).UTC() }
 func (e *Env) systemOptions(worker string, hook system.Hook) system.Options {
 	c := e.model.Config
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	return system.Options{
+	var wrap func(net.Conn) net.Conn
+	if e.schema != nil {
+		wrap = e.wrapConn(worker)
+	}
+	return system.Options{WrapConn: wrap,
 		Durability: e.cfg.Durability, Hook: hook, Now: e.clock, Worker: worker, BusyTimeout: busyTimeout,
 		Jitter:      func(time.Duration) time.Duration { return e.jitter },
 		MaxAttempts: c.MaxAttempts, Lease: ms(c.Lease), SendTimeout: ms(c.SendTimeout),

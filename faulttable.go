@@ -58,8 +58,9 @@ var faultTable = map[faults.Kind]faultEffect{
 	faults.AppFull:             {database: appFile, refusal: model.RefusedFull, only: SQLite},
 	faults.CRMBusy: {database: crmFile, refusal: model.RefusedBusy, network: model.ReceiverBusy,
 		overHTTP: model.Throttled, retryAfter: crm.BusyRetryAfter.Milliseconds()},
-	faults.CRMFull:    {database: crmFile, refusal: model.RefusedFull, network: model.ReceiverFull, overHTTP: model.Offline},
-	faults.CommitLost: {database: appFile, refusal: model.CommitLost, only: Postgres},
+	faults.CRMFull:         {database: crmFile, refusal: model.RefusedFull, network: model.ReceiverFull, overHTTP: model.Offline},
+	faults.CommitLost:      {database: appFile, refusal: model.CommitLost, only: Postgres},
+	faults.CommitReplyLost: {database: appFile, refusal: model.CommitReplyLost, only: Postgres},
 }
 
 // The faults each step takes beside its network's and its crashes: an
@@ -67,11 +68,11 @@ var faultTable = map[faults.Kind]faultEffect{
 // database, a named worker's send to the receiver's, and a delivery to
 // both.
 var (
-	approveFaults = []faults.Kind{faults.CrashBetweenInserts, faults.AppBusy, faults.AppFull, faults.CommitLost}
+	approveFaults = []faults.Kind{faults.CrashBetweenInserts, faults.AppBusy, faults.AppFull, faults.CommitLost, faults.CommitReplyLost}
 	deliverFaults = append(slices.Clone(faults.DeliveryKinds), faults.AppBusy, faults.CRMBusy, faults.CRMFull, faults.CommitLost)
-	claimFaults   = []faults.Kind{faults.CommitLost}
+	claimFaults   = []faults.Kind{faults.CommitLost, faults.CommitReplyLost}
 	sendFaults    = append(slices.Clone(faults.SendKinds), faults.CRMBusy, faults.CRMFull)
-	settleFaults  = []faults.Kind{faults.AppBusy, faults.CommitLost}
+	settleFaults  = []faults.Kind{faults.AppBusy, faults.CommitLost, faults.CommitReplyLost}
 )
 
 // runsOn reports whether fault k runs on backend b.

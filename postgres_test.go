@@ -77,8 +77,8 @@ const postgresChecks, postgresShortChecks = 100, 20
 // TestSimulationOnPostgres is TestSimulation with the app database in
 // PostgreSQL, on the sequences of an exploration with seed 1: the corpus shows each behaviour on it, and this that the
 // Env renews its schema between sequences as it empties a file. It
-// checks PostgreSQL's reach too: the lost commit and the busy app
-// database take effect, and app-full, which needs a SQLite file, never
+// checks PostgreSQL's reach too: the lost commit, the lost reply to a
+// commit and the busy app database take effect, and app-full, which needs a SQLite file, never
 // does (drawn, it would fail its sequence as a malformed step).
 func TestSimulationOnPostgres(t *testing.T) {
 	t.Parallel()
@@ -98,7 +98,7 @@ func TestSimulationOnPostgres(t *testing.T) {
 			t.Fatalf("sequence %d:\n%s", i, strings.Join(tb.messages, "\n"))
 		}
 	}
-	for _, k := range []faults.Kind{faults.CommitLost, faults.AppBusy} {
+	for _, k := range []faults.Kind{faults.CommitLost, faults.CommitReplyLost, faults.AppBusy} {
 		if stats.Faults[k] == 0 {
 			t.Errorf("fault %s never took effect on PostgreSQL", k)
 		}

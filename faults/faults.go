@@ -62,6 +62,11 @@ const (
 	// database in PostgreSQL while its COMMIT is due: the writer cannot
 	// know whether the write committed (system.ErrCommitUnknown).
 	CommitLost Kind = "commit-lost"
+	// CommitReplyLost lets the COMMIT of the step's write to an app
+	// database in PostgreSQL reach the server, which commits it, and
+	// loses the reply with the connection: the writer cannot know that
+	// the write committed (system.ErrCommitUnknown).
+	CommitReplyLost Kind = "commit-reply-lost"
 )
 
 // DeliveryKinds are the faults a delivery step can carry.
@@ -76,8 +81,9 @@ var SendKinds = []Kind{DuplicateRequest, ForeignTask, Offline, LostReply, Thrott
 // DatabaseKinds are the faults of a database itself, each held for the
 // one step that carries it: busy (another connection holds the write
 // lock) and full (the file cannot grow), of the app's and the CRM's, and
-// the app database's connection lost during a COMMIT (PostgreSQL only).
-var DatabaseKinds = []Kind{AppBusy, CRMBusy, AppFull, CRMFull, CommitLost}
+// the app database's connection lost during a COMMIT, before it reached
+// the server or after it committed (PostgreSQL only).
+var DatabaseKinds = []Kind{AppBusy, CRMBusy, AppFull, CRMFull, CommitLost, CommitReplyLost}
 
 // ForeignPayload is the content of the task ForeignTask puts at the
 // receiver; no approval's payload can equal it.

@@ -34,13 +34,13 @@ const (
 	RefusedBusy                // the database was busy
 	RefusedFull                // the write found no room
 	// CommitLost: the connection died before the COMMIT reached the
-	// server, so nothing of the write committed. A connection that dies
-	// while the COMMIT is on its way could find it committed instead;
-	// the protocol tolerates that too (a committed claim's lease runs
-	// out, a committed approval or settle stands), but the harness kills
-	// the connection before the COMMIT leaves, so that the outcome it
-	// predicts is the one that happens.
+	// server, so nothing of the write committed.
 	CommitLost
+	// CommitReplyLost: the COMMIT reached the server, which committed
+	// the write, and the connection died before its reply came back.
+	// The writer is told, as after CommitLost, that the outcome is
+	// unknown; the write stands (a claim's lease then runs out).
+	CommitReplyLost
 )
 
 // ApproveRefused predicts recording an approval of caseID with title
@@ -49,7 +49,8 @@ const (
 // one only a new approval, since a repeat and a conflict write nothing. A
 // lost commit loses a new approval and a repeat, whose transaction
 // commits though it writes nothing, but not a conflict, which rolls back
-// before its COMMIT. Nothing changes either way.
+// before its COMMIT: nothing changes, or, when only the COMMIT's reply
+// was lost, the approval is recorded all the same.
 func (s State) ApproveRefused(caseID, title string, r Refusal) (State, Verdict, string) {
 	next, v, key := s.Approve(caseID, title, false)
 	switch {
@@ -59,6 +60,8 @@ func (s State) ApproveRefused(caseID, title string, r Refusal) (State, Verdict, 
 		return s, Busy, key
 	case r == CommitLost && v != Conflicting:
 		return s, CommitUnknown, key
+	case r == CommitReplyLost && v != Conflicting:
+		return next, CommitUnknown, key
 	case r == RefusedFull && v == Recorded:
 		return s, Full, key
 	}
@@ -163,6 +166,10 @@ type Delivery struct {
 // the claim's transaction failed before it read a row, or its commit was
 // lost (whatever the claim found: an idle claim commits too).
 func (s State) Deliver(in Delivery) (State, Result, string) {
+	if in.App == CommitReplyLost { // the claim committed; its worker sends nothing
+		next, _ := s.Crash(DefaultWorker).Claim(DefaultWorker)
+		return next.Crash(DefaultWorker), ResultCommitUnknown, ""
+	}
 	if in.App != Accepted {
 		return s, refusedResults[in.App], ""
 	}

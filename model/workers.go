@@ -266,6 +266,41 @@ func (s State) ClaimCommitLost(worker string) (State, Result) {
 	return s, ResultCommitUnknown
 }
 
+// ClaimCommitReplyLost predicts worker claiming while its connection
+// dies after the claim's COMMIT committed, before its reply: the claim
+// stands (a lease, an attempt counted, or a row blocked), but the worker,
+// told the outcome is unknown, sends nothing, and its lease runs out as
+// after a crash. A worker with a claim in flight, or without a name, gets
+// ResultOutOfTurn and writes nothing.
+func (s State) ClaimCommitReplyLost(worker string) (State, Result) {
+	next, c := s.Claim(worker)
+	if c.Result == ResultOutOfTurn {
+		return s, ResultOutOfTurn
+	}
+	return next.Crash(worker), ResultCommitUnknown
+}
+
+// SettleCommitReplyLost predicts worker settling with jitter while its
+// connection dies after the COMMIT of the settle's first write committed,
+// before its reply. When the send heard a task or a failure of the
+// request, that write is the outcome's, which stands: the worker hears
+// ResultCommitUnknown and, on a new connection, records
+// LocalCommitUnknown as the row's last error if the row is still pending
+// under the claim's fence (a transient failure). When the send heard the
+// receiver's database refuse the task, the first write is the cause's,
+// which stands, and the worker hears what its send heard. A worker with
+// nothing sent to settle, or a jitter outside the ceiling, changes
+// nothing, as Settle says.
+func (s State) SettleCommitReplyLost(worker string, jitter int64) (State, Result, string) {
+	c := s.Claims[worker]
+	next, res, key := s.Settle(worker, jitter)
+	if _, local := localCauses[c.Heard]; local || res == ResultOutOfTurn || res == ResultInvalidJitter {
+		return next, res, key
+	}
+	next.Outbox[next.row(c.Key)].recordCause(c, LocalCommitUnknown)
+	return next, ResultCommitUnknown, key
+}
+
 // SettleCommitLost predicts worker settling while its connection dies
 // during the COMMIT of the settle's first write, which then commits
 // nothing. When the send heard a task or a failure of the request, that

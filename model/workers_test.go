@@ -402,3 +402,48 @@ func TestLostCommits(t *testing.T) {
 		t.Errorf("lost cause: got %v, row %+v; want busy, the row as it was", r, next.Outbox[0])
 	}
 }
+
+// TestLostCommitReplies checks what a write whose commit committed but
+// whose reply was lost leaves: the write stands (an approval, a claim's
+// lease and attempt, a settle's outcome) and the writer hears that the
+// outcome is unknown; a settle's worker records that over a row still
+// pending, and hears what its send heard when the write was the cause's.
+func TestLostCommitReplies(t *testing.T) {
+	s := model.New(3)
+	s, v, _ := s.ApproveRefused("case-1", "t", model.CommitReplyLost)
+	if v != model.CommitUnknown || len(s.Outbox) != 1 {
+		t.Fatalf("approval: got %v with %d rows, want commit-unknown and the row", v, len(s.Outbox))
+	}
+	if _, v, _ := s.ApproveRefused("case-1", "other", model.CommitReplyLost); v != model.Conflicting {
+		t.Errorf("conflicting approval: got %v, want conflicting (it never commits)", v)
+	}
+	claimed, c := s.Claim("A")
+	next, r := s.ClaimCommitReplyLost("A")
+	if _, holds := next.Claims["A"]; r != model.ResultCommitUnknown || holds || next.Outbox[0] != claimed.Outbox[0] || c.Result != model.ResultClaimed {
+		t.Errorf("claim: got %v, claim held %t, row %+v; want commit-unknown, no claim in flight, row %+v", r, holds, next.Outbox[0], claimed.Outbox[0])
+	}
+	if next, r, _ := s.Deliver(model.Delivery{App: model.CommitReplyLost}); r != model.ResultCommitUnknown || next.Outbox[0].Attempts != 1 || len(next.Claims) != 0 {
+		t.Errorf("delivery: got %v, row %+v, claims %v; want commit-unknown, the attempt counted, no claim in flight", r, next.Outbox[0], next.Claims)
+	}
+	for _, tt := range []struct {
+		name    string
+		req     model.Request
+		result  model.Result
+		state   string
+		lastErr string
+	}{
+		{"task", model.Request{}, model.ResultCommitUnknown, model.Sent, ""},
+		{"transient", model.Request{Network: model.Offline}, model.ResultCommitUnknown, model.Pending, model.LocalCommitUnknown},
+		{"receiver busy", model.Request{Network: model.ReceiverBusy}, model.ResultBusy, model.Pending, model.LocalBusy},
+	} {
+		sent, _ := claimed.Send("A", tt.req)
+		next, r, _ := sent.SettleCommitReplyLost("A", 0)
+		row := next.Outbox[0]
+		if _, holds := next.Claims["A"]; r != tt.result || holds || row.State != tt.state || row.LastError != tt.lastErr {
+			t.Errorf("settle after %s: got %v, claim held %t, row %+v; want %v, the claim ended, %s with last error %q", tt.name, r, holds, row, tt.result, tt.state, tt.lastErr)
+		}
+	}
+	if _, r, _ := s.SettleCommitReplyLost("A", 0); r != model.ResultOutOfTurn {
+		t.Errorf("settle without a claim: got %v, want out-of-turn", r)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -168,6 +169,12 @@ type Options struct {
 	// Retention is how long the receiver remembers a key, when it does not
 	// declare it itself (see Retainer); 0 means forever.
 	Retention time.Duration
+
+	// WrapConn, on PostgreSQL, wraps every connection to the server once
+	// it is established (TLS included), before it carries the protocol:
+	// for logging, diagnostics or faults (the simulation's loses a
+	// COMMIT's reply). nil uses each connection as it is.
+	WrapConn func(net.Conn) net.Conn
 }
 
 // withDefaults fills in the defaults of opts and refuses what SPEC calls
@@ -243,7 +250,7 @@ func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 	}
 	var q *statements
 	if IsPostgres(path) {
-		q, err = openPostgres(ctx, path, opts.Durability, opts.BusyTimeout, false, opts.Worker, opts.Hook)
+		q, err = openPostgres(ctx, path, opts, false)
 	} else {
 		q, err = openDB(ctx, path, appDatabase, opts.Durability, opts.BusyTimeout, opts.Now)
 	}
@@ -263,7 +270,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Outbox, error) {
 	}
 	var q *statements
 	if IsPostgres(path) {
-		q, err = openPostgres(ctx, path, Durable, 0, true, opts.Worker, nil)
+		q, err = openPostgres(ctx, path, Options{Worker: opts.Worker}, true)
 	} else {
 		q, err = openReadOnly(ctx, path, appDatabase)
 	}

@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -354,7 +354,8 @@ func Redact(target string) string {
 // schema that holds tables of something else, or a newer handoff's, is
 // refused before anything is written. Read-only, it creates nothing and
 // every transaction is read-only.
-func openPostgres(ctx context.Context, target string, d Durability, busy time.Duration, readOnly bool, worker string, hook Hook) (*statements, error) {
+func openPostgres(ctx context.Context, target string, opts Options, readOnly bool) (*statements, error) {
+	d, busy := opts.Durability, opts.BusyTimeout
 	t, err := parsePostgres(target)
 	if err != nil {
 		return nil, err
@@ -369,7 +370,7 @@ func openPostgres(ctx context.Context, target string, d Durability, busy time.Du
 	params := cfg.ConnConfig.RuntimeParams
 	params["search_path"] = t.schema
 	// The server shows which worker a connection is, in pg_stat_activity.
-	params["application_name"] = applicationName(worker)
+	params["application_name"] = applicationName(opts.Worker)
 	params["synchronous_commit"] = "on"
 	if d != Durable {
 		// Safe when the app's process dies, as ProcessSafe is on
@@ -383,6 +384,11 @@ func openPostgres(ctx context.Context, target string, d Durability, busy time.Du
 	}
 	if readOnly {
 		params["default_transaction_read_only"] = "on"
+	}
+	if wrap := opts.WrapConn; wrap != nil {
+		cfg.ConnConfig.AfterNetConnect = func(_ context.Context, _ *pgconn.Config, conn net.Conn) (net.Conn, error) {
+			return wrap(conn), nil
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -398,7 +404,7 @@ func openPostgres(ctx context.Context, target string, d Durability, busy time.Du
 		pool.Close()
 		return nil, err
 	}
-	return &statements{db: db, group: &group{}, dialect: &dialect{schema: t.schema, hook: hook}, release: func() { pool.Close() }}, nil
+	return &statements{db: db, group: &group{}, dialect: &dialect{schema: t.schema, hook: opts.Hook}, release: func() { pool.Close() }}, nil
 }
 
 // applicationName is the application_name of the connections of a

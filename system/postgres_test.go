@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -376,3 +378,34 @@ func TestPasswordsStayHidden(t *testing.T) {
 		}
 	}
 }
+
+// TestWrapConn: every connection an Outbox on PostgreSQL makes goes
+// through Options.WrapConn, whose connection then carries the protocol:
+// a wrapper that fails every write leaves the Outbox unable to open.
+func TestWrapConn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := pgtest.URL(t)
+	var wrapped atomic.Int64
+	app, err := system.Open(ctx, url, system.Options{WrapConn: func(c net.Conn) net.Conn { wrapped.Add(1); return c }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.RecordApproval(ctx, "case-1", title); err != nil {
+		t.Fatal(err)
+	}
+	app.Close()
+	if wrapped.Load() == 0 {
+		t.Errorf("no connection went through WrapConn")
+	}
+	broken := func(c net.Conn) net.Conn { return failingWrites{c} }
+	if app, err := system.Open(ctx, url, system.Options{WrapConn: broken}); err == nil {
+		app.Close()
+		t.Errorf("an Outbox whose connections cannot write opened")
+	}
+}
+
+// failingWrites is a connection whose writes fail.
+type failingWrites struct{ net.Conn }
+
+func (failingWrites) Write([]byte) (int, error) { return 0, errors.New("writes fail") }
