@@ -10,8 +10,10 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/outboxlab/handoff/faults"
@@ -45,7 +47,8 @@ const busyTimeout = time.Millisecond
 // receiver's) is pinned at the file's size (PRAGMA max_page_count, which
 // SQLite keeps per connection), and given its limit back after. Commit
 // lost: the first COMMIT an Outbox of the Env is about to send while do
-// runs finds its connection ended (see hook).
+// runs finds its connection ended; commit reply lost: it commits and its
+// reply is lost (see hook).
 func (e *Env) withDatabaseFault(ctx context.Context, k faults.Kind, app any, do func()) error {
 	f := faultTable[k]
 	if f.database == "" {
@@ -158,8 +161,8 @@ func (e *Env) loseCommit(k faults.Kind) func() error {
 }
 
 // hook is the Hook of worker's Outbox: next (the crash injector's, or
-// nil) at every point and, on PostgreSQL while a commit fault is armed,
-// at PointBeforeCommit, once: commit-lost ends the connection whose
+// nil) at every point and then, on PostgreSQL while a commit fault is
+// armed, at PointBeforeCommit, once: commit-lost ends the connection whose
 // COMMIT is due, which then never reaches the server; commit-reply-lost
 // has the connection send it and drop the server's reply (see cutConn).
 // Either way the Outbox cannot know whether its write committed.
@@ -168,6 +171,11 @@ func (e *Env) hook(worker string, next system.Hook) system.Hook {
 		return next // SQLite passes no PointBeforeCommit
 	}
 	return func(p system.FaultPoint) error {
+		if next != nil {
+			if err := next(p); err != nil {
+				return err // a crash: no COMMIT follows
+			}
+		}
 		if p == system.PointBeforeCommit {
 			switch e.commitLoss.kind {
 			case faults.CommitLost:
@@ -177,10 +185,7 @@ func (e *Env) hook(worker string, next system.Hook) system.Hook {
 			}
 			e.commitLoss.kind = ""
 		}
-		if next == nil {
-			return nil
-		}
-		return next(p)
+		return nil
 	}
 }
 
@@ -208,7 +213,7 @@ func (c *replyCut) arm(worker string) {
 func (c *replyCut) take(worker string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.worker == "" || c.worker != worker || c.done {
+	if c.worker != worker || c.done {
 		return false
 	}
 	c.done = true
@@ -262,31 +267,43 @@ type cutConn struct {
 	net.Conn
 	cut      *replyCut
 	worker   string
-	dropping bool // it sent the COMMIT whose reply it drops
+	dropping atomic.Bool // it sent the COMMIT whose reply it drops
 }
 
 func (c *cutConn) Write(b []byte) (int, error) {
 	if bytes.Equal(b, commitQuery) && c.cut.take(c.worker) {
-		c.dropping = true
+		c.dropping.Store(true)
 	}
 	return c.Conn.Write(b)
 }
 
 // Read reads from the server; after the COMMIT whose reply it drops, it
 // reads that reply up to the server's ReadyForQuery, records its command
-// tag, closes the connection and fails.
+// tag, closes the connection and fails. pgx may read from another
+// goroutine while it writes: a read that was waiting when the COMMIT went
+// out holds the start of the reply.
 func (c *cutConn) Read(b []byte) (int, error) {
-	if !c.dropping {
-		return c.Conn.Read(b)
+	if !c.dropping.Load() {
+		n, err := c.Conn.Read(b)
+		if n == 0 || !c.dropping.Load() {
+			return n, err
+		}
+		return 0, c.drop(io.MultiReader(bytes.NewReader(slices.Clone(b[:n])), c.Conn))
 	}
-	c.dropping = false
-	tag, err := readReply(c.Conn)
+	return 0, c.drop(c.Conn)
+}
+
+// drop reads the COMMIT's reply from r, records its tag, closes the
+// connection and returns the error its reader gets.
+func (c *cutConn) drop(r io.Reader) error {
+	c.dropping.Store(false)
+	tag, err := readReply(r)
 	if err != nil {
 		tag = "a failed read: " + err.Error()
 	}
 	c.cut.dropped(tag)
 	c.Conn.Close()
-	return 0, errReplyCut
+	return errReplyCut
 }
 
 // readReply reads the server's messages up to its ReadyForQuery ('Z')
@@ -299,7 +316,11 @@ func readReply(r io.Reader) (string, error) {
 		if _, err := io.ReadFull(r, head[:]); err != nil {
 			return "", err
 		}
-		body := make([]byte, binary.BigEndian.Uint32(head[1:])-4)
+		n := binary.BigEndian.Uint32(head[1:])
+		if n < 4 || n > 1<<20 {
+			return "", fmt.Errorf("a message %q of length %d", head[0], n)
+		}
+		body := make([]byte, n-4)
 		if _, err := io.ReadFull(r, body); err != nil {
 			return "", err
 		}

@@ -11,7 +11,9 @@ import (
 
 // approve records an approval; case and title may be missing (then empty).
 // A busy app database refuses it; a full one refuses a new approval that
-// needs another page; a lost commit loses a new approval or a repeat.
+// needs another page; a lost commit loses a new approval or a repeat; a
+// lost reply to the commit records it all the same. Either way the app
+// hears that the outcome is unknown.
 //
 //	approve case=case-104 title="Call about the approved repair plan" [fault=crash-between-inserts|app-busy|app-full|commit-lost|commit-reply-lost]
 func (e *Env) approve(ctx context.Context, s Step) (stepResult, error) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
@@ -51,12 +50,15 @@ func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
 			r.line, r.got = fmt.Sprintf("%s blocked %s: %s, nothing sent", name, d.Key, d.LastError), Answer{Kind: Blocked, Key: d.Key}
 		}
 	}
-	if fault != "" {
+	if refused := faultTable[fault].refusal; refused != model.Accepted {
 		var res model.Result
-		if fault == faults.CommitLost {
+		switch refused {
+		case model.CommitLost:
 			e.model, res = e.model.ClaimCommitLost(name)
-		} else {
+		case model.CommitReplyLost:
 			e.model, res = e.model.ClaimCommitReplyLost(name)
+		default:
+			return stepResult{}, fmt.Errorf("handoff: claim has no prediction for fault %s", fault)
 		}
 		if res != model.ResultOutOfTurn {
 			r.fired = fault

@@ -145,10 +145,11 @@ type PropertyConfig struct {
 // failure, and as a shrink run after: rapid shrinks right after the first
 // failure. Cancelling ctx never cuts a run short (the databases are used
 // without its cancellation), but a shrink run that starts after ctx is
-// done fails at once as the last one did, without running: rapid, taking
-// every smaller draw for the same failure, ends its shrinking within a
-// few runs, and cfg.Recorder keeps the failure found before. (Skipped
-// runs would keep rapid trying candidates for up to half a minute.)
+// done fails at once as the last one did, without running or counting:
+// rapid, taking every smaller draw for the same failure, ends its
+// shrinking within a few runs, and cfg.Recorder keeps the failure found
+// before. (Skipped runs would keep rapid trying candidates for up to half
+// a minute.) Without a Recorder, shrinking runs to its end.
 //
 // Each step is one draw that may end the sequence: rapid's Repeat would
 // add a 53-bit coin per step, and minimizing those costs its shrinker

@@ -44,8 +44,8 @@ var (
 // is enough to resolve the largest total of its weights.
 const (
 	kindBits    = 8 // 2 + 66 + 50 + 4 + 40 + 12 + 6 = 180 < 256
-	faultBits   = 6 // 24 + 10·4 = 64 (on PostgreSQL; on SQLite commit-lost weighs nothing)
-	approveBits = 5 // 7 + 3·4 = 19 < 32 (app-full and commit-lost never both)
+	faultBits   = 6 // 24 + 10·4 = 64 (on PostgreSQL; on SQLite commit-lost weighs nothing; deliveries draw no commit-reply-lost)
+	approveBits = 5 // 7 + 4·4 = 23 < 32 (app-full and the commit faults never both)
 	crashBits   = 4 // 7 + 4 = 11 < 16: an approval's crash alone, for a design without faults of the databases
 )
 
@@ -160,9 +160,10 @@ func (m mix) drawStep(t *rapid.T, e *Env) Step {
 }
 
 // drawApprove draws an approval of a drawn case and title (see drawCase
-// and drawTitle), by default one time in ten with each of approveFaults:
-// a crash between its inserts, a busy or a full app database (for a
-// design without faults of the databases, a crash one time in eight).
+// and drawTitle), by default with each of approveFaults that runs on the
+// backend about one time in ten: a crash between its inserts, a busy or
+// a full app database, a lost commit or a lost reply to it (for a design
+// without faults of the databases, a crash one time in eight).
 func (m mix) drawApprove(t *rapid.T) Step {
 	s := NewStep("approve")
 	if id, ok := drawCase(t); ok {

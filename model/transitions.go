@@ -26,7 +26,9 @@ const (
 // harness takes the prediction the system shows. CommitLost is not a
 // refusal but a loss: the connection to the database (PostgreSQL) died
 // while the write's COMMIT was due, so the caller hears that the outcome
-// is unknown (system.ErrCommitUnknown).
+// is unknown (system.ErrCommitUnknown). CommitReplyLost is the other
+// branch of that loss: the write committed, and the caller hears the
+// same.
 type Refusal int
 
 const (
@@ -164,11 +166,14 @@ type Delivery struct {
 // invalid jitter it returns ResultInvalidJitter and s unchanged. When the
 // app database refuses the claim, nothing changes and no key is named:
 // the claim's transaction failed before it read a row, or its commit was
-// lost (whatever the claim found: an idle claim commits too).
+// lost (whatever the claim found: an idle claim commits too). When only
+// the commit's reply was lost, the claim stands and the worker sends
+// nothing, as ClaimCommitReplyLost says (the harness's deliveries do not
+// draw it).
 func (s State) Deliver(in Delivery) (State, Result, string) {
 	if in.App == CommitReplyLost { // the claim committed; its worker sends nothing
-		next, _ := s.Crash(DefaultWorker).Claim(DefaultWorker)
-		return next.Crash(DefaultWorker), ResultCommitUnknown, ""
+		next, res := s.Crash(DefaultWorker).ClaimCommitReplyLost(DefaultWorker)
+		return next, res, ""
 	}
 	if in.App != Accepted {
 		return s, refusedResults[in.App], ""

@@ -15,8 +15,16 @@ import (
 
 // TestMain lets a test probe a database from a process of its own: with
 // HANDOFF_LOCK_PROBE set, the test binary tries to take the write lock of
-// the database it names, at once, prints what happened and exits.
+// the database it names, at once, prints what happened and exits. With
+// workerProcessEnv set, it is a worker process of a benchmark.
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(workerProcessEnv); spec != "" {
+		if err := runWorkerProcess(spec); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if path := os.Getenv("HANDOFF_LOCK_PROBE"); path != "" {
 		db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(0)")
 		if err == nil {

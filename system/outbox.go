@@ -170,7 +170,8 @@ type Options struct {
 	// declare it itself (see Retainer); 0 means forever.
 	Retention time.Duration
 
-	// WrapConn, on PostgreSQL, wraps every connection to the server once
+	// WrapConn, on PostgreSQL, wraps every session's connection to the
+	// server (not a cancel request's) once
 	// it is established (TLS included), before it carries the protocol:
 	// for logging, diagnostics or faults (the simulation's loses a
 	// COMMIT's reply). nil uses each connection as it is.

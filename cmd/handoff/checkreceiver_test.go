@@ -28,7 +28,6 @@ func notFound(t *testing.T) string {
 }
 
 func TestCheckReceiverCommand(t *testing.T) {
-	t.Parallel()
 	crm, nothing, closed := servedCRM(t, time.Hour), notFound(t), closedPort(t)
 	tests := []struct {
 		name   string
