@@ -224,7 +224,7 @@ func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 	defer rapidFlags.end()
 
 	report := Report{Config: cfg, Stats: NewStats(), Start: time.Now()}
-	stop := startProgress(cfg.Progress, report.Stats)
+	stop := ProgressEverySecond(cfg.Progress, report.Stats)
 	seqs := cfg.Sequencer
 	if seqs == nil {
 		seqs = NewSequencer(cfg.Checks)
@@ -301,9 +301,11 @@ func runLane(ctx context.Context, cfg ExploreConfig, dir string, stats *Stats, s
 	return laneResult{}
 }
 
-// startProgress calls progress about once a second until the returned
-// function is called.
-func startProgress(progress func(*Stats, time.Duration), stats *Stats) func() {
+// ProgressEverySecond calls progress with stats and the time since it
+// started about once a second, until the returned function is called: an
+// exploration's progress, whether its lanes run in this process or in
+// processes of their own.
+func ProgressEverySecond(progress func(*Stats, time.Duration), stats *Stats) func() {
 	if progress == nil {
 		return func() {}
 	}

@@ -306,20 +306,8 @@ func deliverAll(b *testing.B, bk backend, w int, receiver func(*system.CRM) syst
 	start := time.Now()
 	for _, app := range apps {
 		wg.Go(func() {
-			p, err := app.Pipeline(r)
-			if err != nil {
+			if _, err := deliverUntilIdle(ctx, app, r); err != nil {
 				b.Error(err)
-				return
-			}
-			for {
-				d, err := p.Next(ctx)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				if d.Result == system.Idle {
-					return
-				}
 			}
 		})
 	}
@@ -327,4 +315,20 @@ func deliverAll(b *testing.B, bk backend, w int, receiver func(*system.CRM) syst
 	perSecond := float64(rows) / time.Since(start).Seconds()
 	b.ReportMetric(perSecond, "deliveries/s")
 	return perSecond
+}
+
+// deliverUntilIdle delivers through a Pipeline of app to r until nothing
+// is eligible, as a worker of handoff work does, and returns how many
+// deliveries it made.
+func deliverUntilIdle(ctx context.Context, app *system.Outbox, r system.Receiver) (int, error) {
+	p, err := app.Pipeline(r)
+	if err != nil {
+		return 0, err
+	}
+	for n := 0; ; n++ {
+		d, err := p.Next(ctx)
+		if err != nil || d.Result == system.Idle {
+			return n, err
+		}
+	}
 }

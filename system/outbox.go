@@ -171,10 +171,10 @@ type Options struct {
 	Retention time.Duration
 
 	// WrapConn, on PostgreSQL, wraps every session's connection to the
-	// server (not a cancel request's) once
-	// it is established (TLS included), before it carries the protocol:
-	// for logging, diagnostics or faults (the simulation's loses a
-	// COMMIT's reply). nil uses each connection as it is.
+	// server (not a cancel request's) once it is established, TLS
+	// included, before it carries the protocol: for logging, diagnostics
+	// or faults (the simulation's loses a COMMIT's reply). nil uses each
+	// connection as it is.
 	WrapConn func(net.Conn) net.Conn
 }
 

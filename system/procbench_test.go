@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,27 +46,13 @@ func runWorkerProcess(spec string) error {
 		return err
 	}
 	defer crm.Close()
-	p, err := app.Pipeline(slowReceiver{crm, delay})
-	if err != nil {
-		return err
-	}
 	fmt.Println("ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		return err
 	}
-	settled := 0
-	for {
-		d, err := p.Next(ctx)
-		if err != nil {
-			return err
-		}
-		if d.Result == system.Idle {
-			break
-		}
-		settled++
-	}
+	settled, err := deliverUntilIdle(ctx, app, slowReceiver{crm, delay})
 	fmt.Println(settled)
-	return nil
+	return err
 }
 
 // BenchmarkWorkerProcessesSlowReceiver is BenchmarkWorkersSlowReceiver
@@ -89,7 +76,7 @@ func BenchmarkWorkerProcessesSlowReceiver(b *testing.B) {
 				crm.Close()
 				type proc struct {
 					cmd *exec.Cmd
-					in  *os.File
+					in  io.Writer
 					out *bufio.Reader
 				}
 				procs := make([]proc, w)
@@ -109,7 +96,7 @@ func BenchmarkWorkerProcessesSlowReceiver(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-					procs[i] = proc{cmd, in.(*os.File), bufio.NewReader(out)}
+					procs[i] = proc{cmd, in, bufio.NewReader(out)}
 				}
 				for i, p := range procs {
 					if line, err := p.out.ReadString('\n'); err != nil || line != "ready\n" {
@@ -119,7 +106,7 @@ func BenchmarkWorkerProcessesSlowReceiver(b *testing.B) {
 				b.ResetTimer()
 				start := time.Now()
 				for _, p := range procs {
-					p.in.WriteString("go\n")
+					io.WriteString(p.in, "go\n")
 				}
 				settled := 0
 				for i, p := range procs {

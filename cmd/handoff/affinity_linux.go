@@ -33,17 +33,19 @@ func setAffinity(s cpuSet) error {
 // to share them out).
 func laneCPUs(n int) []int {
 	s, err := affinity()
-	if err != nil {
-		return nil
+	if cpus := s.processors(); err == nil && len(cpus) == n {
+		return cpus
 	}
+	return nil
+}
+
+// processors lists the processors in s, in increasing order.
+func (s cpuSet) processors() []int {
 	var cpus []int
 	for i := range len(s) * 64 {
 		if s[i/64]&(1<<(i%64)) != 0 {
 			cpus = append(cpus, i)
 		}
-	}
-	if len(cpus) != n {
-		return nil
 	}
 	return cpus
 }

@@ -357,7 +357,7 @@ func exploreInProcesses(ctx context.Context, exe string, cfg handoff.ExploreConf
 		case <-served:
 		}
 	}()
-	stopProgress := progressEverySecond(cfg.Progress, r.live)
+	stopProgress := handoff.ProgressEverySecond(cfg.Progress, r.live)
 	var (
 		wg       sync.WaitGroup
 		startErr error
@@ -507,26 +507,3 @@ func (l *laneProcess) ended(waitErr, ioErr error) error {
 // laneStderrLines is how many lines of a failed lane's standard error its
 // error shows: a panic's message and the top of its stack.
 const laneStderrLines = 10
-
-// progressEverySecond calls progress with st about once a second until
-// the returned function is called.
-func progressEverySecond(progress func(*handoff.Stats, time.Duration), st *handoff.Stats) func() {
-	if progress == nil {
-		return func() {}
-	}
-	start := time.Now()
-	tick := time.NewTicker(time.Second)
-	done, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				progress(st, time.Since(start))
-			}
-		}
-	}()
-	return func() { tick.Stop(); close(done); <-stopped }
-}
