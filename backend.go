@@ -2,14 +2,15 @@ package handoff
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of database/sql
@@ -71,24 +72,42 @@ func checkBackend(b Backend, postgresURL string) error {
 	return nil
 }
 
-// schemas numbers the PostgreSQL schemas this process makes.
-var schemas atomic.Int64
-
 // pgSchema is the PostgreSQL schema that holds an Env's app database.
-// Its name is made of the process id and a number of the process's own,
-// so that lanes, tests and processes that run side by side each have
-// their own.
+// Its name is random, so that lanes, tests, processes and machines that
+// share a server each have their own. A connection of its own holds a
+// session lock on the name for as long as the schema is in use: a
+// process killed before it could drop its schemas leaves them unlocked,
+// and the next newSchema on the server drops them.
 type pgSchema struct {
 	server string // the server's URL, without a schema parameter
 	name   string
 	target string // the app database's URL: server with schema=name
+	owner  *pgx.Conn
 }
 
-// newSchema names a new schema on server and drops whatever an earlier
-// process of the same id left under that name. The app database's
-// system.Open makes it.
+// schemaPrefix starts the name of every schema newSchema makes; a random
+// suffix of schemaSuffixBytes bytes, in hexadecimal, ends it.
+const (
+	schemaPrefix      = "handoff_"
+	schemaSuffixBytes = 8
+)
+
+// sqlSchemaLock is the session lock that says a schema is in use; the
+// same lock tried is free when nobody holds it.
+const (
+	sqlSchemaLock    = `SELECT pg_advisory_lock(hashtextextended($1, 1))`
+	sqlTrySchemaLock = `SELECT pg_try_advisory_lock(hashtextextended($1, 1))`
+	sqlSchemaUnlock  = `SELECT pg_advisory_unlock(hashtextextended($1, 1))`
+	sqlSchemasLike   = `SELECT nspname FROM pg_namespace WHERE nspname ~ $1 ORDER BY nspname`
+)
+
+// newSchema names a new schema on server, locks the name, and drops the
+// schemas of its kind that nobody holds: those of processes that died
+// before they dropped theirs. The app database's system.Open makes it.
 func newSchema(ctx context.Context, server string) (*pgSchema, error) {
-	s := &pgSchema{name: fmt.Sprintf("handoff_%d_%d", os.Getpid(), schemas.Add(1))}
+	suffix := make([]byte, schemaSuffixBytes)
+	rand.Read(suffix)
+	s := &pgSchema{name: schemaPrefix + hex.EncodeToString(suffix)}
 	var err error
 	if s.server, err = system.WithSchema(server, ""); err != nil {
 		return nil, err
@@ -96,23 +115,64 @@ func newSchema(ctx context.Context, server string) (*pgSchema, error) {
 	if s.target, err = system.WithSchema(server, s.name); err != nil {
 		return nil, err
 	}
-	return s, s.drop(ctx)
+	if s.owner, err = pgx.Connect(ctx, s.server); err != nil {
+		return nil, fmt.Errorf("handoff: connecting to %s: %w", system.Redact(s.server), err)
+	}
+	if err := s.sweep(ctx); err != nil {
+		return nil, errors.Join(err, s.owner.Close(ctx))
+	}
+	if _, err := s.owner.Exec(ctx, sqlSchemaLock, s.name); err != nil {
+		return nil, errors.Join(fmt.Errorf("handoff: locking schema %s: %w", s.name, err), s.owner.Close(ctx))
+	}
+	return s, nil
 }
 
-// drop drops the schema and everything in it; a nil schema is none.
+// sweep drops every schema newSchema made that no session holds. A live
+// one is locked from before it was made, so that it is never dropped.
+func (s *pgSchema) sweep(ctx context.Context) error {
+	names, err := pgxColumn[string](ctx, s.owner, sqlSchemasLike, fmt.Sprintf("^%s[0-9a-f]{%d}$", schemaPrefix, 2*schemaSuffixBytes))
+	if err != nil {
+		return fmt.Errorf("handoff: listing the schemas left on %s: %w", system.Redact(s.server), err)
+	}
+	for _, name := range names {
+		var free bool
+		if err := s.owner.QueryRow(ctx, sqlTrySchemaLock, name).Scan(&free); err != nil {
+			return fmt.Errorf("handoff: trying the lock of schema %s: %w", name, err)
+		}
+		if !free {
+			continue
+		}
+		_, err := s.owner.Exec(ctx, `DROP SCHEMA IF EXISTS `+name+` CASCADE`)
+		if _, uerr := s.owner.Exec(ctx, sqlSchemaUnlock, name); err == nil {
+			err = uerr
+		}
+		if err != nil {
+			return fmt.Errorf("handoff: dropping schema %s, left by a process that ended: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// pgxColumn returns the one column of query's rows on conn.
+func pgxColumn[T any](ctx context.Context, conn *pgx.Conn, query string, args ...any) ([]T, error) {
+	rows, err := conn.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[T])
+}
+
+// drop drops the schema and everything in it, and lets go of its name;
+// a nil schema is none.
 func (s *pgSchema) drop(ctx context.Context) error {
 	if s == nil {
 		return nil
 	}
-	conn, err := pgx.Connect(ctx, s.server)
+	_, err := s.owner.Exec(ctx, `DROP SCHEMA IF EXISTS `+s.name+` CASCADE`)
 	if err != nil {
-		return fmt.Errorf("handoff: connecting to %s: %w", system.Redact(s.server), err)
+		err = fmt.Errorf("handoff: dropping schema %s: %w", s.name, err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+s.name+` CASCADE`); err != nil {
-		return fmt.Errorf("handoff: dropping schema %s: %w", s.name, err)
-	}
-	return nil
+	return errors.Join(err, s.owner.Close(ctx))
 }
 
 // makeAppDatabase readies the place of the Env's app database: on

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/internal/pgtest"
@@ -130,4 +131,64 @@ func TestFragileCorpusOnPostgres(t *testing.T) {
 // flags when a check starts, and explorations set them.
 func TestVerifyOnPostgres(t *testing.T) {
 	Verify(t, designs.Handoff, VerifyOptions{Steps: 5, Backend: Postgres, PostgresURL: pgtest.URL(t)})
+}
+
+// TestSchemasLeftBehindAreDropped: a schema whose process ended without
+// dropping it (here its owning session ends, as when the process is
+// killed) is dropped by the next newSchema on the server, and a schema
+// still in use is kept, whichever process made it.
+func TestSchemasLeftBehindAreDropped(t *testing.T) {
+	server := pgtest.Server(t)
+	t.Parallel()
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	exists := func(name string) bool {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_namespace WHERE nspname = $1`, name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	made := map[string]*pgSchema{}
+	for _, role := range []string{"left", "live"} {
+		s, err := newSchema(ctx, server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `CREATE SCHEMA `+s.name); err != nil {
+			t.Fatal(err)
+		}
+		made[role] = s
+	}
+	defer made["live"].drop(ctx)
+	left := made["left"]
+	pid := left.owner.PgConn().PID()
+	if err := left.owner.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for ended := false; !ended; {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		ended = n == 0
+	}
+	if !exists(left.name) {
+		t.Fatalf("schema %s is gone before any sweep", left.name)
+	}
+	next, err := newSchema(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.drop(ctx)
+	if exists(left.name) {
+		t.Errorf("schema %s, whose session ended, was not dropped", left.name)
+	}
+	if !exists(made["live"].name) {
+		t.Errorf("schema %s, still in use, was dropped", made["live"].name)
+	}
 }
