@@ -255,8 +255,9 @@ func TestBatchWriteFailsAlone(t *testing.T) {
 
 // TestBatchFailureWritesNothing: a write whose error rolls the whole
 // transaction back (as a full disk does; here a trigger's RAISE(ROLLBACK))
-// fails its batch: every caller gets that error, and nothing of any write
-// in the batch, before or after it, is written. The handle keeps working.
+// fails its batch: every caller gets that error, named by its own write,
+// and nothing of any write in the batch, before or after it, is written.
+// The handle keeps working.
 func TestBatchFailureWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
@@ -273,11 +274,16 @@ func TestBatchFailureWritesNothing(t *testing.T) {
 	for i, n := range names {
 		calls = append(calls, claimInto(ctx, w[n], &got[i]))
 	}
+	var approveErr error
+	calls = append(calls, func() { _, approveErr = w["C"].RecordApproval(ctx, "case-new", title) })
 	inOneBatch(t, holdOutbox(w["A"]), func() int { return system.Queued(w["A"]) }, calls...)
 	for i, n := range names {
-		if g := got[i]; g.err == nil || !strings.Contains(g.err.Error(), "poisoned") {
-			t.Errorf("worker %s: got %+v, %v; want the batch's failure", n, g.d, g.err)
+		if g := got[i]; g.err == nil || !strings.Contains(g.err.Error(), "poisoned") || !strings.HasPrefix(g.err.Error(), "system: claiming a row: ") {
+			t.Errorf("worker %s: got %+v, %v; want the batch's failure, named as the claim's", n, g.d, g.err)
 		}
+	}
+	if approveErr == nil || !strings.Contains(approveErr.Error(), "poisoned") || !strings.HasPrefix(approveErr.Error(), "system: recording the approval: ") {
+		t.Errorf("the approval in the batch: %v; want the batch's failure, named as the approval's", approveErr)
 	}
 	if diff := cmp.Diff(before, snapshot(t, w["A"])); diff != "" {
 		t.Errorf("a failed batch wrote (-before +after):\n%s", diff)

@@ -356,6 +356,63 @@ func pipelineClaimsAhead(t *testing.T, b backend) {
 	}
 }
 
+// TestPipelineStopsClaimingAheadAfterAHalfTimeout: an answer that takes
+// more than half the send timeout stops the claims ahead even when it came
+// within its row's window: the next send is made with nothing claimed
+// behind it, and every row is sent once.
+func TestPipelineStopsClaimingAheadAfterAHalfTimeout(t *testing.T) {
+	eachBackend(t, pipelineHalfTimeout)
+}
+
+func pipelineHalfTimeout(t *testing.T, b backend) {
+	ctx := context.Background()
+	clk := &sharedClock{now: approvedAt}
+	opts := system.Options{Durability: system.ProcessSafe, NoBackoff: true, Now: clk.Now, Worker: "A"}
+	app, err := system.Open(ctx, b.app(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	crm, err := system.OpenCRMWith(ctx, filepath.Join(t.TempDir(), "crm.db"), system.CRMOptions{Durability: system.ProcessSafe, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crm.Close()
+	mustApprove(t, app, "case-1", "case-2", "case-3")
+	var problems []string
+	sends := 0
+	r := receiverFunc(func(ctx context.Context, key, payload string) (int64, error) {
+		sends++
+		switch sends {
+		case 1: // case-1 answers in 0.6 of the send timeout: slow, yet within its window
+			clk.tick(system.DefaultSendTimeout * 6 / 10)
+		case 2: // case-2: nothing is claimed ahead while it is sent
+			time.Sleep(100 * time.Millisecond) // time enough for a claim that should not be made
+			if row, err := app.Row(ctx, mustKey(t, "case-3")); err != nil || row.LeaseOwner != "" {
+				problems = append(problems, fmt.Sprintf("case-3 was claimed ahead after an answer slower than half the send timeout: %+v, %v", row, err))
+			}
+		}
+		return crm.CreateTask(ctx, key, payload)
+	})
+	p, err := app.Pipeline(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := (system.Delivery{}); d.Result != system.Idle; {
+		if d, err = p.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, problem := range problems {
+		t.Error(problem)
+	}
+	for _, row := range snapshot(t, app).Outbox {
+		if row.State != system.Sent || row.Attempts != 1 {
+			t.Errorf("%s is %s after %d attempts, want sent after 1", row.Key, row.State, row.Attempts)
+		}
+	}
+}
+
 // TestPipelineFlushDropsAnIdleClaimedAhead: the claim ahead made while
 // the last row was sent finds nothing eligible (that row is in flight);
 // Flush records the last answer and then has nothing left, instead of

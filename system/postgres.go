@@ -93,6 +93,12 @@ const postgresSchema = `
 // name starts with its schema's.
 const sqlSerialise = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
 
+// lockName is the name sqlSerialise locks to serialise on name in schema:
+// the lock is the server's, so that its name starts with the schema's.
+// Every write that serialises on a name, through database/sql or a
+// caller's pgx transaction, takes the lock of this name.
+func lockName(schema, name string) string { return schema + " " + name }
+
 // postgresQueries are the queries whose PostgreSQL text is more than
 // their SQLite text with the parameters numbered $1, $2 …, by their
 // SQLite text.
@@ -209,7 +215,7 @@ func (r pgxRunner) queryRow(ctx context.Context, query string, args []any, dest 
 }
 
 func (r pgxRunner) serialise(ctx context.Context, name string) error {
-	_, err := r.tx.Exec(ctx, sqlSerialise, r.schema+" "+name)
+	_, err := r.tx.Exec(ctx, sqlSerialise, lockName(r.schema, name))
 	return driverError("waiting for "+name, err)
 }
 

@@ -298,7 +298,9 @@ func TestRecordApprovalPgxJoinsTheCallersTransaction(t *testing.T) {
 // one schema (its transaction stopped between its inserts) and approves
 // the same case in another schema of the same server: it must not wait
 // for the first (the lock that serialises approvals of one key is the
-// schema's), while a second approval in the first schema must.
+// schema's), while a second approval in the first schema must, and so
+// must one in a caller's pgx transaction (RecordApprovalPgx), which is
+// then a harmless repeat, not a duplicate key.
 func TestSchemasDoNotWaitForEachOther(t *testing.T) {
 	ctx := context.Background()
 	first, second := pgtest.URL(t), pgtest.URL(t)
@@ -325,9 +327,28 @@ func TestSchemasDoNotWaitForEachOther(t *testing.T) {
 	if _, err := same.RecordApproval(ctx, caseID, title); !errors.Is(err, system.ErrBusy) {
 		t.Errorf("approving in the same schema while the first holds the case: %v, want ErrBusy", err)
 	}
+	conn, err := pgx.Connect(ctx, first[:strings.LastIndex(first, "schema=")-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	viaPgx := make(chan error, 1)
+	go func() {
+		_, err := same.RecordApprovalPgx(ctx, tx, caseID, title)
+		viaPgx <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // time for it to reach the case's lock
 	close(release)
 	if err := <-held; err != nil {
 		t.Error(err)
+	}
+	if err := <-viaPgx; err != nil {
+		t.Errorf("approving in a caller's pgx transaction while the first held the case: %v, want a harmless repeat", err)
 	}
 }
 
@@ -409,3 +430,47 @@ func TestWrapConn(t *testing.T) {
 type failingWrites struct{ net.Conn }
 
 func (failingWrites) Write([]byte) (int, error) { return 0, errors.New("writes fail") }
+
+// TestClaimSkipsARowAnotherClaimHolds holds worker A's claim of case-1
+// before its COMMIT and has worker B claim meanwhile, with a short busy
+// timeout: B takes case-2 at once (FOR UPDATE … SKIP LOCKED) instead of
+// waiting for A's row, and A's claim then commits case-1.
+func TestClaimSkipsARowAnotherClaimHolds(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	inside, release := make(chan struct{}), make(chan struct{})
+	var armed atomic.Bool
+	a, err := system.Open(ctx, url, system.Options{Worker: "A", Hook: func(p system.FaultPoint) error {
+		if p == system.PointBeforeCommit && armed.CompareAndSwap(true, false) {
+			close(inside)
+			<-release
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	mustApprove(t, a, "case-1", "case-2")
+	b, err := system.Open(ctx, url, system.Options{Worker: "B", BusyTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	armed.Store(true)
+	held := make(chan claimResult, 1)
+	go func() {
+		var r claimResult
+		r.c, r.d, r.err = a.ClaimNext(ctx, 0)
+		held <- r
+	}()
+	<-inside
+	c, d, err := b.ClaimNext(ctx, 0)
+	close(release)
+	if err != nil || d.Result != system.ResultPending || c.Key != mustKey(t, "case-2") {
+		t.Errorf("B's claim while A's holds case-1: %+v %+v, %v; want case-2 at once", c, d, err)
+	}
+	if r := <-held; r.err != nil || r.c.Key != mustKey(t, "case-1") {
+		t.Errorf("A's claim: %+v, %v; want case-1", r.c, r.err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,6 +62,11 @@ func runWorkerProcess(spec string) error {
 // on PostgreSQL) and its own handle on the durable CRM file, deliver
 // b.N·W rows against a receiver that answers after 20 ms. The clock
 // runs from when every process is ready to when the last one is done.
+// Beside the deliveries it reports the CPU time the worker processes
+// took, their start included, a delivery and as a share of the
+// machine's processors: where the processes stop scaling, that share
+// and the database server's own show whether the processors are the
+// limit.
 func BenchmarkWorkerProcessesSlowReceiver(b *testing.B) {
 	const delay = 20 * time.Millisecond
 	for _, bk := range []backend{sqliteBackend, postgresBackend} {
@@ -108,7 +114,7 @@ func BenchmarkWorkerProcessesSlowReceiver(b *testing.B) {
 				for _, p := range procs {
 					io.WriteString(p.in, "go\n")
 				}
-				settled := 0
+				settled, cpu := 0, time.Duration(0)
 				for i, p := range procs {
 					line, err := p.out.ReadString('\n')
 					n, perr := strconv.Atoi(strings.TrimSpace(line))
@@ -116,6 +122,7 @@ func BenchmarkWorkerProcessesSlowReceiver(b *testing.B) {
 						b.Fatalf("worker process %d: %q, %v", i, line, err)
 					}
 					settled += n
+					cpu += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
 				}
 				elapsed := time.Since(start)
 				if settled != b.N*w {
@@ -124,6 +131,8 @@ func BenchmarkWorkerProcessesSlowReceiver(b *testing.B) {
 				perSecond := float64(settled) / elapsed.Seconds()
 				b.ReportMetric(perSecond, "deliveries/s")
 				b.ReportMetric(100*perSecond/(float64(w)/delay.Seconds()), "%-of-W/20ms")
+				b.ReportMetric(float64(cpu.Microseconds())/float64(settled), "worker-CPU-µs/delivery")
+				b.ReportMetric(100*cpu.Seconds()/elapsed.Seconds()/float64(runtime.NumCPU()), "%-of-CPUs-in-workers")
 			})
 		}
 	}

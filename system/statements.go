@@ -85,7 +85,7 @@ func (s *statements) serialise(ctx context.Context, tx *sql.Tx, name string) err
 	if s.dialect == nil {
 		return nil
 	}
-	return driverError("waiting for "+name, s.exec(ctx, tx, sqlSerialise, s.dialect.schema+" "+name))
+	return driverError("waiting for "+name, s.exec(ctx, tx, sqlSerialise, lockName(s.dialect.schema, name)))
 }
 
 // stmt returns the statement prepared for query, bound to tx unless tx

@@ -149,10 +149,15 @@ func testRecoverFencesOutAZombie(t *testing.T, b backend) {
 	}
 }
 
-// retryHint is a receiver that fails transiently, with a hint.
+// retryHint is a receiver that fails transiently, with a hint; 0 fails
+// with no hint at all, so that the jitter alone sets the wait (a hint of
+// 0 would still raise a wait below it).
 type retryHint time.Duration
 
 func (h retryHint) CreateTask(context.Context, string, string) (int64, error) {
+	if h == 0 {
+		return 0, fmt.Errorf("%w: offline", system.ErrTransient)
+	}
 	return 0, &system.RetryHint{After: time.Duration(h), Err: system.ErrTransient}
 }
 
@@ -164,7 +169,7 @@ func testBackoff(t *testing.T, b backend) {
 	tests := []struct {
 		name    string
 		jitter  time.Duration // what the source draws (capped at the ceiling)
-		hint    time.Duration
+		hint    time.Duration // 0: none
 		attempt int
 		want    time.Duration
 	}{
@@ -173,6 +178,7 @@ func testBackoff(t *testing.T, b backend) {
 		{"second attempt, ceiling 2 s", 10 * time.Second, 0, 2, 2 * time.Second},
 		{"a longer hint wins", 300 * time.Millisecond, 5 * time.Second, 1, 5 * time.Second},
 		{"a shorter hint loses", 900 * time.Millisecond, 100 * time.Millisecond, 1, 900 * time.Millisecond},
+		{"a jitter below 0 counts as 0", -time.Second, 0, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -565,6 +571,7 @@ func TestBudgetIsRecorded(t *testing.T) {
 		{"larger", []int{5}, 5},
 		{"larger, then smaller", []int{7, 4}, 7},
 		{"rising", []int{4, 6}, 6},
+		{"rising past nine", []int{4, 10}, 10}, // compared as numbers: "10" < "4" as text
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,20 +4,33 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/pgtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
+
+// cliTimeout bounds a command a test runs in-process: one that never
+// ends (a worker that never finds the outbox idle) is interrupted and
+// fails its test, instead of holding the package until go test's own
+// timeout.
+const cliTimeout = 2 * time.Minute
 
 // runCLI runs the command line in-process and returns its exit status,
 // stdout and stderr.
 func runCLI(t testing.TB, args ...string) (int, string, string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), cliTimeout)
+	defer cancel()
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), args, &stdout, &stderr)
+	code := run(ctx, args, &stdout, &stderr)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("handoff %s: still running after %v, interrupted", strings.Join(args, " "), cliTimeout)
+	}
 	return code, stdout.String(), stderr.String()
 }
 
