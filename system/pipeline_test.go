@@ -254,6 +254,24 @@ func (c *sharedClock) tick(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// onSharedClock opens worker A's Outbox on b, without backoff, and a CRM
+// in a new folder, both on clk, and closes them when t ends.
+func onSharedClock(t *testing.T, b backend, clk *sharedClock) (*system.Outbox, *system.CRM) {
+	t.Helper()
+	ctx := context.Background()
+	app, err := system.Open(ctx, b.app(t), system.Options{Durability: system.ProcessSafe, NoBackoff: true, Now: clk.Now, Worker: "A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	crm, err := system.OpenCRMWith(ctx, filepath.Join(t.TempDir(), "crm.db"), system.CRMOptions{Durability: system.ProcessSafe, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { crm.Close() })
+	return app, crm
+}
+
 // TestPipelineClaimsAhead checks when a Pipeline claims the next row
 // while it sends one: not before the receiver has answered fast (within
 // half the send timeout); then during the next send; not after an answer
@@ -267,17 +285,7 @@ func TestPipelineClaimsAhead(t *testing.T) { eachBackend(t, pipelineClaimsAhead)
 func pipelineClaimsAhead(t *testing.T, b backend) {
 	ctx := context.Background()
 	clk := &sharedClock{now: approvedAt}
-	opts := system.Options{Durability: system.ProcessSafe, NoBackoff: true, Now: clk.Now, Worker: "A"}
-	app, err := system.Open(ctx, b.app(t), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Close()
-	crm, err := system.OpenCRMWith(ctx, filepath.Join(t.TempDir(), "crm.db"), system.CRMOptions{Durability: system.ProcessSafe, Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer crm.Close()
+	app, crm := onSharedClock(t, b, clk)
 	mustApprove(t, app, "case-1", "case-2", "case-3", "case-4", "case-5")
 	leased := func(caseID string) bool {
 		row, err := app.Row(ctx, mustKey(t, caseID))
@@ -367,17 +375,7 @@ func TestPipelineStopsClaimingAheadAfterAHalfTimeout(t *testing.T) {
 func pipelineHalfTimeout(t *testing.T, b backend) {
 	ctx := context.Background()
 	clk := &sharedClock{now: approvedAt}
-	opts := system.Options{Durability: system.ProcessSafe, NoBackoff: true, Now: clk.Now, Worker: "A"}
-	app, err := system.Open(ctx, b.app(t), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Close()
-	crm, err := system.OpenCRMWith(ctx, filepath.Join(t.TempDir(), "crm.db"), system.CRMOptions{Durability: system.ProcessSafe, Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer crm.Close()
+	app, crm := onSharedClock(t, b, clk)
 	mustApprove(t, app, "case-1", "case-2", "case-3")
 	var problems []string
 	sends := 0
