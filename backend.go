@@ -162,17 +162,27 @@ func pgxColumn[T any](ctx context.Context, conn *pgx.Conn, query string, args ..
 	return pgx.CollectRows(rows, pgx.RowTo[T])
 }
 
-// drop drops the schema and everything in it, and lets go of its name;
-// a nil schema is none.
+// drop drops the schema and everything in it, keeping its name; a nil
+// schema, or one whose name was let go of, is none.
 func (s *pgSchema) drop(ctx context.Context) error {
-	if s == nil {
+	if s == nil || s.owner == nil {
 		return nil
 	}
-	_, err := s.owner.Exec(ctx, `DROP SCHEMA IF EXISTS `+s.name+` CASCADE`)
-	if err != nil {
-		err = fmt.Errorf("handoff: dropping schema %s: %w", s.name, err)
+	if _, err := s.owner.Exec(ctx, `DROP SCHEMA IF EXISTS `+s.name+` CASCADE`); err != nil {
+		return fmt.Errorf("handoff: dropping schema %s: %w", s.name, err)
 	}
-	return errors.Join(err, s.owner.Close(ctx))
+	return nil
+}
+
+// release lets go of the schema's name, for good: a schema left under it
+// is anybody's to drop. A nil schema has no name to let go of.
+func (s *pgSchema) release(ctx context.Context) error {
+	if s == nil || s.owner == nil {
+		return nil
+	}
+	err := s.owner.Close(ctx)
+	s.owner = nil
+	return err
 }
 
 // makeAppDatabase readies the place of the Env's app database: on

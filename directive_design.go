@@ -40,7 +40,7 @@ func (e *Env) design(ctx context.Context, s Step) (stepResult, error) {
 
 // switchDesign closes the databases, removes their files and opens d's.
 func (e *Env) switchDesign(ctx context.Context, d designs.Design) error {
-	if err := e.Close(); err != nil {
+	if err := e.closeDatabases(); err != nil {
 		return err
 	}
 	if err := e.removeDatabases(); err != nil {

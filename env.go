@@ -155,7 +155,7 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 		return nil, err
 	}
 	if err := e.open(ctx); err != nil {
-		return nil, errors.Join(err, e.schema.drop(ctx))
+		return nil, errors.Join(err, e.schema.drop(ctx), e.schema.release(ctx))
 	}
 	return e, nil
 }
@@ -282,8 +282,16 @@ func (e *Env) openCRM(ctx context.Context) (designs.CRM, error) {
 }
 
 // Close closes every database handle, the named workers' too. The files
-// stay in Dir; the schema of an app database on PostgreSQL is dropped.
+// stay in Dir; the schema of an app database on PostgreSQL is dropped,
+// and its name let go of.
 func (e *Env) Close() error {
+	return errors.Join(e.closeDatabases(), e.schema.release(context.Background()))
+}
+
+// closeDatabases closes every database handle, the named workers' too,
+// and drops the schema of an app database on PostgreSQL, whose name the
+// Env keeps: the next open makes it again.
+func (e *Env) closeDatabases() error {
 	err := errors.Join(e.closeWorkers(), e.idle.close(), e.lane.close(), e.closeHolders())
 	if e.app != nil {
 		err = errors.Join(err, e.app.Close(), e.crm.Close())
