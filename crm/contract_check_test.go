@@ -140,6 +140,9 @@ const (
 	createsWithoutKey
 	// unmarkedReplay replays a stored answer without Idempotent-Replayed.
 	unmarkedReplay
+	// reformatsReplay replays the stored task as JSON written anew: the
+	// same values, not the same bytes.
+	reformatsReplay
 	// keepsRefused reads the key leniently (quotes or none) and creates
 	// the task before it finds the key malformed and answers 400.
 	keepsRefused
@@ -255,6 +258,11 @@ func (f *fakeReceiver) create(w http.ResponseWriter, r *http.Request) {
 		if f.flaw != unmarkedReplay {
 			w.Header().Set("Idempotent-Replayed", "true")
 		}
+		if f.flaw == reformatsReplay {
+			var v any
+			_ = json.Unmarshal(t.body, &v)
+			t.body, _ = json.MarshalIndent(v, "", "  ")
+		}
 		fakeCreated(w, i+1, t.body)
 		return
 	}
@@ -328,6 +336,7 @@ func TestCheckReceiverCatchesFlaws(t *testing.T) {
 		{"takes an unquoted key", acceptsRawKey, []crm.Clause{crm.ClauseMalformedKey}},
 		{"creates without a key", createsWithoutKey, []crm.Clause{crm.ClauseMissingKey}},
 		{"replays unmarked", unmarkedReplay, []crm.Clause{crm.ClauseReplay, crm.ClauseReplayNewConnection}},
+		{"replays other bytes of the same JSON", reformatsReplay, []crm.Clause{crm.ClauseReplay, crm.ClauseReplayNewConnection, crm.ClauseOtherPayload, crm.ClauseConcurrent}},
 		{"keeps a refused request", keepsRefused, []crm.Clause{crm.ClauseMalformedKey}},
 	}
 	for _, tt := range tests {

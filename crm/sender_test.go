@@ -42,6 +42,8 @@ func TestSenderMapsAnswers(t *testing.T) {
 		{"201 not a task", 201, "", `{"ok":true}`, 0, system.ErrRejected, 0},
 		{"201 not JSON", 201, "", `hello`, 0, system.ErrRejected, 0},
 		{"201 id not an integer", 201, "", `{"id":7.5,"key":"k","payload":{}}`, 0, system.ErrRejected, 0},
+		{"201 id 0", 201, "", `{"id":0,"key":"k","payload":{}}`, 0, system.ErrRejected, 0},
+		{"202 with a task", 202, "", task, 0, system.ErrRejected, 0},
 		{"204", 204, "", ``, 0, system.ErrRejected, 0},
 		{"409", 409, "", `{}`, 0, system.ErrTransient, 0},
 		{"422", 422, "", `{}`, 0, system.ErrKeyConflict, 0},
