@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -245,8 +246,26 @@ func TestServerOneKeyConcurrently(t *testing.T) {
 	}
 }
 
+// TestServerAfterTheCRMForgetsAKey: once the CRM has forgotten a key (its
+// retention passed), the same key and payload make a new task, and the
+// server answers it as new, not with the response it still holds for the
+// forgotten task.
+func TestServerAfterTheCRMForgetsAKey(t *testing.T) {
+	var ahead atomic.Int64 // how far the CRM's clock runs ahead of the wall clock
+	c, _ := openCRM(t, system.CRMOptions{Retention: time.Minute, Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+	ts := serve(t, c, time.Minute)
+	if first := post(t, ts.URL, `"k"`, `{"n":1}`); first.status != http.StatusCreated || first.header.Get("Location") != "/tasks/1" {
+		t.Fatalf("first: %d %v %s", first.status, first.header, first.body)
+	}
+	ahead.Store(int64(time.Minute))
+	again := post(t, ts.URL, `"k"`, `{"n":1}`)
+	if again.status != http.StatusCreated || again.header.Get("Idempotent-Replayed") != "" || again.header.Get("Location") != "/tasks/2" {
+		t.Fatalf("after the CRM forgot the key: %d %v %s; want 201 task 2, not replayed", again.status, again.header, again.body)
+	}
+}
+
 func FuzzIdempotencyKey(f *testing.F) {
-	for _, s := range []string{`"a"`, `"a\"b"`, `"a\\"`, `"`, `""`, `abc`, `"a\b"`, ` "x" `, `"x";p`, `"é"`} {
+	for _, s := range []string{`"a"`, `"a\"b"`, `"a\\"`, `"`, `""`, `abc`, `"a\b"`, ` "x" `, `"x";p`, `"é"`, "\"a\x7fb\""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {

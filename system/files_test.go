@@ -469,3 +469,41 @@ func TestCorruptionIsReported(t *testing.T) {
 		})
 	}
 }
+
+// TestCorruptIndexIsReported: an index that no longer matches its table
+// (its definition changed behind SQLite's back) fails a write with an
+// extended result code, SQLITE_CORRUPT_INDEX: that is ErrCorrupt too.
+func TestCorruptIndexIsReported(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "app.db")
+	app, err := system.Open(ctx, path, system.Options{NoBackoff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApprove(t, app, caseID)
+	if d, err := app.DeliverOne(ctx, conflicting{}); err != nil || d.Result != system.ResultBlocked {
+		t.Fatalf("got %+v, %v; want blocked", d, err)
+	}
+	app.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The blocked row is not in the index of pending rows; now the index
+	// says it should be.
+	_, err = db.ExecContext(ctx, `PRAGMA writable_schema=ON;
+		UPDATE sqlite_schema SET sql = replace(sql, 'state = ''pending''', 'state <> ''sent''') WHERE name = 'outbox_pending';
+		PRAGMA writable_schema=OFF`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err = system.Open(ctx, path, system.Options{NoBackoff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	if err := app.Requeue(ctx, key, 0, "ana", "CRM checked"); !errors.Is(err, system.ErrCorrupt) {
+		t.Errorf("requeue through a corrupt index: got %v, want ErrCorrupt", err)
+	}
+}
