@@ -70,10 +70,10 @@ func TestCorpusOnPostgres(t *testing.T) {
 	}
 }
 
-// postgresChecks is how many sequences TestSimulationOnPostgres runs,
-// and under -short: TestSimulation's under -short. A PostgreSQL step costs
+// postgresChecks is how many sequences TestSimulationOnPostgres runs (none
+// under -short). A PostgreSQL step costs
 // about ten SQLite ones.
-const postgresChecks, postgresShortChecks = 100, 20
+const postgresChecks = 100
 
 // TestSimulationOnPostgres is TestSimulation with the app database in
 // PostgreSQL, on the sequences of an exploration with seed 1: the corpus shows each behaviour on it, and this that the
@@ -83,16 +83,15 @@ const postgresChecks, postgresShortChecks = 100, 20
 // does (drawn, it would fail its sequence as a malformed step).
 func TestSimulationOnPostgres(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("-short: TestCorpusOnPostgres replays PostgreSQL's own scenarios; run without -short to explore on PostgreSQL")
+	}
 	server := pgtest.URL(t)
 	rec, stats := &Recorder{}, NewStats()
 	prop, done := Property(t.Context(), PropertyConfig{Dir: t.TempDir(), MaxSteps: DefaultSteps, Recorder: rec, Stats: stats,
 		Backend: Postgres, PostgresURL: server})
 	defer done()
-	checks := postgresChecks
-	if testing.Short() {
-		checks = postgresShortChecks
-	}
-	for i := range checks {
+	for i := range postgresChecks {
 		tb := &exploreTB{name: t.Name()}
 		rapidFlags.check(tb, SequenceSeed(1, int64(i)), prop)
 		if tb.failed {
