@@ -3,7 +3,6 @@ package crm
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,38 +41,19 @@ type Contract struct {
 // in a system.CRM, once per Idempotency-Key.
 //
 // The CRM is the truth of which key holds which task: every POST goes
-// through CRM.CreateTask, which is atomic and idempotent. The server keeps
-// the response it sent for each key in memory, to replay it byte for byte;
-// after a restart it rebuilds the same bytes from the CRM's task, since a
-// response is a function of the task's id, key and payload alone. The
-// payload stored is the request body as sent, so that the same SHA-256
-// fingerprint and the same payload are one thing. GET /tasks/{id}, GET
-// /tasks?key=KEY and the first POST of a key after a restart read every
-// task (the CRM has no lookup by key or id): fine for a simulation.
+// through CRM.Create, which is atomic and idempotent and says whether the
+// task was there already. A response is a function of the task's id, key
+// and payload alone, so a replay, before or after a restart, answers the
+// bytes the first create did. The payload stored is the request body as
+// sent, so that the same SHA-256 fingerprint and the same payload are one
+// thing. Every request reads only the tasks it names.
 type Server struct {
 	crm       *system.CRM
 	retention time.Duration
 	header    string // the Idempotency-Retention value
-	now       func() time.Time
 
 	mu       sync.Mutex
 	inFlight map[string]bool
-	stored   map[string]storedResponse
-	order    []storedKey // stored keys, oldest first, to forget them
-}
-
-// storedResponse is the response a key was answered with.
-type storedResponse struct {
-	id          int64
-	fingerprint [sha256.Size]byte
-	body        []byte
-	at          time.Time
-}
-
-// storedKey is one entry of Server.order.
-type storedKey struct {
-	key string
-	at  time.Time
 }
 
 // NewServer returns the server of c. retention is what it states in
@@ -97,9 +77,7 @@ func NewServer(c *system.CRM, retention time.Duration) (*Server, error) {
 		crm:       c,
 		retention: retention,
 		header:    strconv.FormatInt(int64(retention/time.Second), 10),
-		now:       time.Now,
 		inFlight:  map[string]bool{},
-		stored:    map[string]storedResponse{},
 	}, nil
 }
 
@@ -188,23 +166,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 // createTask creates the task of key, whose request nobody else is
 // processing, and answers: a new task, a replay or a conflict.
 func (s *Server) createTask(ctx context.Context, w http.ResponseWriter, key string, body []byte) {
-	fingerprint := sha256.Sum256(body)
-	prev, cached := s.lookup(key)
-	if !cached {
-		// After a restart: the task the CRM may hold for key, so that an
-		// answer with its id is known as a replay.
-		tasks, err := s.crm.Tasks(ctx)
-		if err != nil {
-			crmFailed(w, err)
-			return
-		}
-		for _, t := range tasks {
-			if t.Key == key && t.Payload == string(body) {
-				prev, cached = storedResponse{id: t.ID, fingerprint: fingerprint}, true
-			}
-		}
-	}
-	id, err := s.crm.CreateTask(ctx, key, string(body))
+	id, replayed, err := s.crm.Create(ctx, key, string(body))
 	switch {
 	case errors.Is(err, system.ErrKeyConflict):
 		problem(w, http.StatusUnprocessableEntity, "this Idempotency-Key was used with another payload; nothing changed")
@@ -213,18 +175,10 @@ func (s *Server) createTask(ctx context.Context, w http.ResponseWriter, key stri
 		crmFailed(w, err)
 		return
 	}
-	if cached && prev.id == id && prev.fingerprint == fingerprint {
-		if prev.body == nil {
-			prev.body, prev.at = taskBody(system.Task{ID: id, Key: key, Payload: string(body)}), s.now()
-			s.remember(key, prev)
-		}
+	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
-		writeTask(w, id, prev.body)
-		return
 	}
-	resp := storedResponse{id: id, fingerprint: fingerprint, body: taskBody(system.Task{ID: id, Key: key, Payload: string(body)}), at: s.now()}
-	s.remember(key, resp)
-	writeTask(w, id, resp.body)
+	writeTask(w, id, taskBody(system.Task{ID: id, Key: key, Payload: string(body)}))
 }
 
 // byKey is GET /tasks?key=KEY: every task the CRM holds for the key, oldest
@@ -235,16 +189,14 @@ func (s *Server) byKey(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "want one query parameter key")
 		return
 	}
-	tasks, err := s.crm.Tasks(r.Context())
+	tasks, err := s.crm.TasksOfKey(r.Context(), q.Get("key"))
 	if err != nil {
 		crmFailed(w, err)
 		return
 	}
 	found := []json.RawMessage{}
 	for _, t := range tasks {
-		if t.Key == q.Get("key") {
-			found = append(found, bytes.TrimSuffix(taskBody(t), []byte("\n")))
-		}
+		found = append(found, bytes.TrimSuffix(taskBody(t), []byte("\n")))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tasks": found})
 }
@@ -256,20 +208,17 @@ func (s *Server) byID(w http.ResponseWriter, r *http.Request, idText string) {
 		problem(w, http.StatusNotFound, "no task "+idText)
 		return
 	}
-	tasks, err := s.crm.Tasks(r.Context())
-	if err != nil {
+	t, err := s.crm.Task(r.Context(), id)
+	switch {
+	case errors.Is(err, system.ErrNotFound):
+		problem(w, http.StatusNotFound, "no task "+idText)
+	case err != nil:
 		crmFailed(w, err)
-		return
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(taskBody(t))
 	}
-	for _, t := range tasks {
-		if t.ID == id {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write(taskBody(t))
-			return
-		}
-	}
-	problem(w, http.StatusNotFound, "no task "+idText)
 }
 
 // begin marks key in flight; false if it already was.
@@ -288,34 +237,6 @@ func (s *Server) end(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.inFlight, key)
-}
-
-// lookup returns the response stored for key.
-func (s *Server) lookup(key string) (storedResponse, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	resp, ok := s.stored[key]
-	return resp, ok
-}
-
-// remember stores resp for key and, with a retention, forgets the
-// responses stored longer ago than it: the CRM has forgotten their keys.
-func (s *Server) remember(key string, resp storedResponse) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stored[key] = resp
-	s.order = append(s.order, storedKey{key: key, at: resp.at})
-	if s.retention == 0 {
-		return
-	}
-	cutoff := s.now().Add(-s.retention)
-	for len(s.order) > 0 && s.order[0].at.Before(cutoff) {
-		old := s.order[0]
-		if cur, ok := s.stored[old.key]; ok && cur.at.Equal(old.at) {
-			delete(s.stored, old.key)
-		}
-		s.order = s.order[1:]
-	}
 }
 
 // taskBody is the body that answers a create of t:

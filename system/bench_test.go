@@ -136,19 +136,30 @@ func durableWorkers(b *testing.B, bk backend, w, rows int) ([]*system.Outbox, *s
 		}
 		b.Cleanup(func() { apps[i].Close() })
 	}
-	tx, err := apps[0].DB().BeginTx(ctx, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range rows {
-		if _, err := apps[0].RecordApprovalTx(ctx, tx, fmt.Sprint("case-", i), "Call back"); err != nil {
+	// A thousand approvals a transaction: on PostgreSQL each holds a lock
+	// until the commit, and a server has room for some thousands.
+	for first := 0; first < rows; first += 1000 {
+		if err := approveRange(ctx, apps[0], first, min(first+1000, rows)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		b.Fatal(err)
-	}
 	return apps, crm
+}
+
+// approveRange records the approvals case-first … case-(end-1) in one
+// transaction.
+func approveRange(ctx context.Context, app *system.Outbox, first, end int) error {
+	tx, err := app.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for i := first; i < end; i++ {
+		if _, err := app.RecordApprovalTx(ctx, tx, fmt.Sprint("case-", i), "Call back"); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // BenchmarkDurableShareWorkers is BenchmarkDurableShare for W workers

@@ -52,6 +52,8 @@ const (
 	sqlInsertTask = `INSERT INTO tasks (key, payload) VALUES (?, ?) RETURNING id`
 	sqlRemember   = `INSERT OR REPLACE INTO keys (key, task_id, stored_at) VALUES (?, ?, ?)`
 	sqlTasks      = `SELECT id, key, payload FROM tasks ORDER BY id`
+	sqlTask       = `SELECT id, key, payload FROM tasks WHERE id = ?`
+	sqlTasksOfKey = `SELECT id, key, payload FROM tasks WHERE key = ? ORDER BY id`
 	sqlIdentity   = `SELECT value FROM meta WHERE name = 'identity'`
 )
 
@@ -159,19 +161,26 @@ func (c *CRM) Check(ctx context.Context) ([]string, error) {
 // Close closes the database handle.
 func (c *CRM) Close() error { return c.q.close() }
 
-// CreateTask implements Receiver. In one transaction: an unknown key, or
+// CreateTask implements Receiver: it is Create without whether the task
+// was there already.
+func (c *CRM) CreateTask(ctx context.Context, key, payload string) (int64, error) {
+	id, _, err := c.Create(ctx, key, payload)
+	return id, err
+}
+
+// Create creates the task of key, in one transaction: an unknown key, or
 // one the CRM has forgotten (stored longer than its retention ago), gets a
 // new task with the next id; a known key with the same payload returns the
-// existing id (a replay); a known key with another payload returns
+// existing id, replayed; a known key with another payload returns
 // ErrKeyConflict and changes nothing. Concurrent creates commit together,
 // each seeing the ones before it: a key created twice in one commit is a
-// replay the second time.
-func (c *CRM) CreateTask(ctx context.Context, key, payload string) (int64, error) {
+// replay the second time. A receiver in front of the CRM (crm.Server)
+// learns from replayed whether to answer as a replay.
+func (c *CRM) Create(ctx context.Context, key, payload string) (id int64, replayed bool, err error) {
 	if key == "" || payload == "" {
-		return 0, invalid("task key and payload must not be empty")
+		return 0, false, invalid("task key and payload must not be empty")
 	}
-	var id int64
-	err := c.q.write(ctx, "creating the task", []string{sqlFindTask, sqlInsertTask, sqlRemember}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	err = c.q.write(ctx, "creating the task", []string{sqlFindTask, sqlInsertTask, sqlRemember}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		now := millis(c.opts.Now())
 		var storedAt int64
 		var held string
@@ -179,6 +188,7 @@ func (c *CRM) CreateTask(ctx context.Context, key, payload string) (int64, error
 		remembered := err == nil && (c.opts.Retention == 0 || now < storedAt+c.opts.Retention.Milliseconds())
 		switch {
 		case remembered && held == payload:
+			replayed = true
 			return nil
 		case remembered:
 			return fmt.Errorf("%w: task %d already holds other content for %s", ErrKeyConflict, id, key)
@@ -191,9 +201,9 @@ func (c *CRM) CreateTask(ctx context.Context, key, payload string) (int64, error
 		return driverError("remembering the key", q.exec(ctx, tx, sqlRemember, key, id, now))
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return id, nil
+	return id, replayed, nil
 }
 
 // CommitStats counts the commits of this process's durable (or
@@ -202,18 +212,41 @@ func (c *CRM) CommitStats() CommitStats { return c.q.group.stats() }
 
 // Tasks reads every task in id order.
 func (c *CRM) Tasks(ctx context.Context) ([]Task, error) {
-	rows, err := c.q.query(ctx, nil, sqlTasks)
+	return c.tasks(ctx, "reading tasks", sqlTasks)
+}
+
+// TasksOfKey reads the tasks made for key, in id order: more than one
+// once the CRM forgot the key and a create made it again.
+func (c *CRM) TasksOfKey(ctx context.Context, key string) ([]Task, error) {
+	return c.tasks(ctx, "reading the tasks of "+key, sqlTasksOfKey, key)
+}
+
+// Task reads the task with id; ErrNotFound when there is none.
+func (c *CRM) Task(ctx context.Context, id int64) (Task, error) {
+	tasks, err := c.tasks(ctx, fmt.Sprint("reading task ", id), sqlTask, id)
 	if err != nil {
-		return nil, driverError("reading tasks", err)
+		return Task{}, err
+	}
+	if len(tasks) == 0 {
+		return Task{}, fmt.Errorf("%w: no task %d", ErrNotFound, id)
+	}
+	return tasks[0], nil
+}
+
+// tasks reads the tasks query selects.
+func (c *CRM) tasks(ctx context.Context, doing, query string, args ...any) ([]Task, error) {
+	rows, err := c.q.query(ctx, nil, query, args...)
+	if err != nil {
+		return nil, driverError(doing, err)
 	}
 	defer rows.Close()
 	var tasks []Task
 	for rows.Next() {
 		var t Task
 		if err := rows.Scan(&t.ID, &t.Key, &t.Payload); err != nil {
-			return nil, driverError("reading tasks", err)
+			return nil, driverError(doing, err)
 		}
 		tasks = append(tasks, t)
 	}
-	return tasks, driverError("reading tasks", rows.Err())
+	return tasks, driverError(doing, rows.Err())
 }

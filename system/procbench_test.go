@@ -5,36 +5,35 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/outboxlab/handoff/crm"
 	"github.com/outboxlab/handoff/system"
 )
 
 // workerProcessEnv, set in a process of the test binary, makes it a
 // worker process of BenchmarkWorkerProcessesSlowReceiver (see TestMain):
-// "APP|CRM|NAME|DELAY", the app database, the CRM file, the worker's
-// name and the receiver's delay.
+// "APP|URL|NAME", the app database, the receiver's base URL and the
+// worker's name.
 const workerProcessEnv = "HANDOFF_BENCH_WORKER"
 
-// runWorkerProcess is a worker process: it opens its Outbox and the CRM,
-// says "ready", waits for a line on its standard input, then delivers
-// through a Pipeline against a receiver that answers after the delay
-// until nothing is eligible, and prints how many rows it settled.
+// runWorkerProcess is a worker process: it opens its Outbox and a
+// crm.Sender to the receiver, says "ready", waits for a line on its
+// standard input, then delivers through a Pipeline until nothing is
+// eligible, and prints how many rows it settled.
 func runWorkerProcess(spec string) error {
 	parts := strings.Split(spec, "|")
-	if len(parts) != 4 {
-		return fmt.Errorf("%s=%q: want APP|CRM|NAME|DELAY", workerProcessEnv, spec)
-	}
-	delay, err := time.ParseDuration(parts[3])
-	if err != nil {
-		return err
+	if len(parts) != 3 {
+		return fmt.Errorf("%s=%q: want APP|URL|NAME", workerProcessEnv, spec)
 	}
 	ctx := context.Background()
 	app, err := system.Open(ctx, parts[0], system.Options{Worker: parts[2]})
@@ -42,44 +41,64 @@ func runWorkerProcess(spec string) error {
 		return err
 	}
 	defer app.Close()
-	crm, err := system.OpenCRM(ctx, parts[1], system.Durable)
+	sender, err := crm.NewSender(parts[1], nil)
 	if err != nil {
 		return err
 	}
-	defer crm.Close()
 	fmt.Println("ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		return err
 	}
-	settled, err := deliverUntilIdle(ctx, app, slowReceiver{crm, delay})
+	settled, err := deliverUntilIdle(ctx, app, sender)
 	fmt.Println(settled)
 	return err
 }
 
+// answerAfter is h answering delay after each request arrived (or when h
+// is done, if later): a receiver as slow as a remote CRM.
+func answerAfter(h http.Handler, delay time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h.ServeHTTP(w, r)
+		time.Sleep(delay - time.Since(start))
+	})
+}
+
+// processCPU is the CPU time this process has taken so far.
+func processCPU(b *testing.B) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
 // BenchmarkWorkerProcessesSlowReceiver is BenchmarkWorkersSlowReceiver
-// with every worker a process of its own, as on many machines: W
-// processes of the test binary, each with its own Outbox (its own pool
-// on PostgreSQL) and its own handle on the durable CRM file, deliver
-// b.N·W rows against a receiver that answers after 20 ms. The clock
-// runs from when every process is ready to when the last one is done.
-// Beside the deliveries it reports the CPU time the worker processes
-// took, their start included, a delivery and as a share of the
-// machine's processors: where the processes stop scaling, that share
-// and the database server's own show whether the processors are the
-// limit.
+// as on many machines: W worker processes of the test binary, each with
+// its own Outbox (its own pool on PostgreSQL), deliver b.N·W rows over
+// HTTP (crm.Sender) to one receiver, crm.Server on the durable CRM file
+// in the benchmark's process, which answers 20 ms after each request
+// arrives. The clock runs from when every process is ready to when the
+// last one is done. Beside the deliveries it reports the CPU time the
+// worker processes took (their start included) and the receiver's, a
+// delivery, and the workers' share of the machine's processors: where
+// the processes stop scaling, those and the database server's share
+// show whether the processors are the limit.
+//
+//	go test ./system -run XXX -bench 'WorkerProcessesSlowReceiver/postgres' -benchtime 300x
 func BenchmarkWorkerProcessesSlowReceiver(b *testing.B) {
 	const delay = 20 * time.Millisecond
 	for _, bk := range []backend{sqliteBackend, postgresBackend} {
 		for _, w := range []int{1, 2, 4, 8, 16} {
 			b.Run(fmt.Sprintf("%s/processes=%d", bk.name, w), func(b *testing.B) {
-				apps, _ := durableWorkers(b, bk, 1, b.N*w)
+				apps, c := durableWorkers(b, bk, 1, b.N*w)
 				target := apps[0].Path()
-				crmPath := filepath.Join(b.TempDir(), "crm.db")
-				crm, err := system.OpenCRM(context.Background(), crmPath, system.Durable)
+				srv, err := crm.NewServer(c, 0)
 				if err != nil {
 					b.Fatal(err)
 				}
-				crm.Close()
+				receiver := httptest.NewServer(answerAfter(srv, delay))
+				b.Cleanup(receiver.Close)
 				type proc struct {
 					cmd *exec.Cmd
 					in  io.Writer
@@ -88,7 +107,7 @@ func BenchmarkWorkerProcessesSlowReceiver(b *testing.B) {
 				procs := make([]proc, w)
 				for i := range procs {
 					cmd := exec.Command(os.Args[0])
-					cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|p%d|%s", workerProcessEnv, target, crmPath, i, delay))
+					cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|p%d", workerProcessEnv, target, receiver.URL, i))
 					cmd.Stderr = os.Stderr
 					in, err := cmd.StdinPipe()
 					if err != nil {
@@ -110,7 +129,7 @@ func BenchmarkWorkerProcessesSlowReceiver(b *testing.B) {
 					}
 				}
 				b.ResetTimer()
-				start := time.Now()
+				start, receiverStart := time.Now(), processCPU(b)
 				for _, p := range procs {
 					io.WriteString(p.in, "go\n")
 				}
@@ -124,7 +143,7 @@ func BenchmarkWorkerProcessesSlowReceiver(b *testing.B) {
 					settled += n
 					cpu += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
 				}
-				elapsed := time.Since(start)
+				elapsed, receiverCPU := time.Since(start), processCPU(b)-receiverStart
 				if settled != b.N*w {
 					b.Fatalf("the processes settled %d rows, want %d", settled, b.N*w)
 				}
@@ -132,6 +151,7 @@ func BenchmarkWorkerProcessesSlowReceiver(b *testing.B) {
 				b.ReportMetric(perSecond, "deliveries/s")
 				b.ReportMetric(100*perSecond/(float64(w)/delay.Seconds()), "%-of-W/20ms")
 				b.ReportMetric(float64(cpu.Microseconds())/float64(settled), "worker-CPU-µs/delivery")
+				b.ReportMetric(float64(receiverCPU.Microseconds())/float64(settled), "receiver-CPU-µs/delivery")
 				b.ReportMetric(100*cpu.Seconds()/elapsed.Seconds()/float64(runtime.NumCPU()), "%-of-CPUs-in-workers")
 			})
 		}

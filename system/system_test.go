@@ -357,44 +357,88 @@ func testDeliverOneCrashPoints(t *testing.T, b backend) {
 	}
 }
 
+// TestCRM runs creates in order against a CRM that remembers keys for an
+// hour, and checks each one's id, whether it was a replay and its error,
+// then what the reads by key and by id find, after a reopen too.
 func TestCRM(t *testing.T) {
 	ctx := context.Background()
-	_, crm, files := openPair(t, sqliteBackend, system.Options{})
-	dir := files.dir
+	path := filepath.Join(t.TempDir(), "crm.db")
+	clk := newClock()
+	crm, err := system.OpenCRMWith(ctx, path, system.CRMOptions{Retention: time.Hour, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
 	steps := []struct {
+		name         string
+		after        time.Duration // the clock moves on by this first
 		key, payload string
 		wantID       int64
+		wantReplayed bool
 		wantErr      error
 	}{
-		{"k1", "p1", 1, nil},
-		{"k2", "p2", 2, nil},
-		{"k1", "p1", 1, nil},
-		{"k1", "other", 0, system.ErrKeyConflict},
-		{"k3", "p3", 3, nil},
-		{"", "p", 0, system.ErrInvalidInput},
+		{"a new key", 0, "k1", "p1", 1, false, nil},
+		{"another new key", 0, "k2", "p2", 2, false, nil},
+		{"the first again", 0, "k1", "p1", 1, true, nil},
+		{"the first with another payload", 0, "k1", "other", 0, false, system.ErrKeyConflict},
+		{"a third key", 0, "k3", "p3", 3, false, nil},
+		{"an empty key", 0, "", "p", 0, false, system.ErrInvalidInput},
+		{"an empty payload", 0, "k4", "", 0, false, system.ErrInvalidInput},
+		{"the first, its hour not yet over", time.Hour - time.Millisecond, "k1", "p1", 1, true, nil},
+		{"the first, forgotten", time.Millisecond, "k1", "p1", 4, false, nil},
+		{"the first, remembered anew", 0, "k1", "p1", 4, true, nil},
+		{"the second, forgotten, with another payload", 0, "k2", "p2 again", 5, false, nil},
 	}
 	for _, s := range steps {
-		id, err := crm.CreateTask(ctx, s.key, s.payload)
-		if id != s.wantID || !errors.Is(err, s.wantErr) {
-			t.Errorf("CreateTask(%q, %q): got %d, %v; want %d, %v", s.key, s.payload, id, err, s.wantID, s.wantErr)
+		clk.tick(s.after)
+		id, replayed, err := crm.Create(ctx, s.key, s.payload)
+		if id != s.wantID || replayed != s.wantReplayed || !errors.Is(err, s.wantErr) {
+			t.Errorf("%s: Create(%q, %q) = %d, replayed %t, %v; want %d, replayed %t, %v", s.name, s.key, s.payload, id, replayed, err, s.wantID, s.wantReplayed, s.wantErr)
 		}
 	}
+	if id, err := crm.CreateTask(ctx, "k1", "p1"); id != 4 || err != nil {
+		t.Errorf("CreateTask(k1, p1) = %d, %v; want 4, nil", id, err)
+	}
 	crm.Close()
-	reopened, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
+	reopened, err := system.OpenCRMWith(ctx, path, system.CRMOptions{Retention: time.Hour, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer reopened.Close()
-	if id, err := reopened.CreateTask(ctx, "k2", "p2"); id != 2 || err != nil {
-		t.Errorf("replay after reopening: got %d, %v; want 2, nil", id, err)
+	if id, replayed, err := reopened.Create(ctx, "k2", "p2 again"); id != 5 || !replayed || err != nil {
+		t.Errorf("a replay after reopening: got %d, replayed %t, %v; want 5, replayed, nil", id, replayed, err)
 	}
 	tasks, err := reopened.Tasks(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []system.Task{{1, "k1", "p1"}, {2, "k2", "p2"}, {3, "k3", "p3"}}
+	want := []system.Task{{1, "k1", "p1"}, {2, "k2", "p2"}, {3, "k3", "p3"}, {4, "k1", "p1"}, {5, "k2", "p2 again"}}
 	if diff := cmp.Diff(want, tasks); diff != "" {
 		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+	for _, tt := range []struct {
+		key  string
+		want []system.Task
+	}{
+		{"k1", []system.Task{want[0], want[3]}},
+		{"k2", []system.Task{want[1], want[4]}},
+		{"k3", []system.Task{want[2]}},
+		{"k", nil},
+		{"k1 ", nil},
+	} {
+		got, err := reopened.TasksOfKey(ctx, tt.key)
+		if err != nil || !cmp.Equal(got, tt.want) {
+			t.Errorf("TasksOfKey(%q) = %v, %v; want %v", tt.key, got, err, tt.want)
+		}
+	}
+	for _, task := range want {
+		if got, err := reopened.Task(ctx, task.ID); got != task || err != nil {
+			t.Errorf("Task(%d) = %+v, %v; want %+v", task.ID, got, err, task)
+		}
+	}
+	for _, id := range []int64{0, 6, -1} {
+		if got, err := reopened.Task(ctx, id); !errors.Is(err, system.ErrNotFound) {
+			t.Errorf("Task(%d) = %+v, %v; want ErrNotFound", id, got, err)
+		}
 	}
 }
 
