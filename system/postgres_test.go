@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -123,7 +124,9 @@ func query(t *testing.T, url, sql string) [][]string {
 // killer ends, from a connection of its own, the server connection of a
 // worker's transaction that waits for its COMMIT, once armed: the
 // connection dies during the commit, as when a network or the server
-// fails then.
+// fails then. It ends only a connection whose transaction holds a lock in
+// the schema of its url, so that a test of another package on the same
+// server, whose worker has the same name, keeps its connections.
 type killer struct {
 	t      *testing.T
 	url    string
@@ -137,8 +140,14 @@ func (k *killer) hook(p system.FaultPoint) error {
 		return nil
 	}
 	k.armed = false
-	rows := query(k.t, k.url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE application_name = 'handoff `+k.worker+`' AND state = 'idle in transaction'`)
+	u, err := url.Parse(k.url)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	rows := query(k.t, k.url, `SELECT pg_terminate_backend(a.pid) FROM pg_stat_activity a
+		WHERE a.application_name = 'handoff `+k.worker+`' AND a.state = 'idle in transaction'
+		AND EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+			WHERE l.pid = a.pid AND c.relnamespace = '`+u.Query().Get("schema")+`'::regnamespace)`)
 	k.killed += len(rows)
 	return nil
 }
