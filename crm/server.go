@@ -46,7 +46,9 @@ type Contract struct {
 // and payload alone, so a replay, before or after a restart, answers the
 // bytes the first create did. The payload stored is the request body as
 // sent, so that the same SHA-256 fingerprint and the same payload are one
-// thing. Every request reads only the tasks it names.
+// thing. A create and GET /tasks/{id} look their task up by its key or
+// id; GET /tasks?key=KEY, a diagnostic, scans the tasks in the database
+// (the tasks table has no index on the key).
 type Server struct {
 	crm       *system.CRM
 	retention time.Duration
