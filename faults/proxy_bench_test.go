@@ -11,9 +11,8 @@ import (
 	"github.com/outboxlab/handoff/system"
 )
 
-// benchBatch is how many iterations share one pair of files: crm.Server
-// reads every task for the first request of a new key, so a CRM that
-// grew with b.N would measure that read, not the network.
+// benchBatch is how many iterations share one pair of files, whose rows
+// are approved before the clock runs on them again.
 const benchBatch = 50
 
 // BenchmarkProxyOverhead measures what the Proxy adds at zero faults:
