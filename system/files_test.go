@@ -61,6 +61,10 @@ func TestOpenRefusesWhatIsNotAPlainHandoffFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	app.Close()
+	zeros := filepath.Join(dir, "zeros.db")
+	if err := os.WriteFile(zeros, make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	before := folder(t, dir)
 	tests := []struct {
 		path                         string
@@ -74,6 +78,7 @@ func TestOpenRefusesWhatIsNotAPlainHandoffFile(t *testing.T) {
 		{filepath.Join(dir, "missing", "app.db"), system.ErrInvalidInput, system.ErrInvalidInput, system.ErrNotFound},
 		{foreign, system.ErrWrongDatabase, system.ErrWrongDatabase, system.ErrWrongDatabase},
 		{newer, system.ErrNewerSchema, system.ErrWrongDatabase, system.ErrNewerSchema},
+		{zeros, system.ErrWrongDatabase, system.ErrWrongDatabase, system.ErrWrongDatabase},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
@@ -139,6 +144,27 @@ func TestReadOnlyOpenLeavesNothing(t *testing.T) {
 	defer ro.Close()
 	if s := snapshot(t, ro); len(s.Outbox) != 2 {
 		t.Errorf("read-only snapshot beside a writer: got %d rows, want 2 (the WAL's too)", len(s.Outbox))
+	}
+
+	// A copy of the database and its WAL but not its -shm, as a backup
+	// taken while the writer ran: the reader reads the WAL too.
+	copied := filepath.Join(t.TempDir(), "app.db")
+	for _, suffix := range []string{"", "-wal"} {
+		b, err := os.ReadFile(path + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(copied+suffix, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backup, err := system.OpenReadOnly(ctx, copied)
+	if err != nil {
+		t.Fatalf("reading a copy with its WAL and no -shm: %v", err)
+	}
+	defer backup.Close()
+	if s := snapshot(t, backup); len(s.Outbox) != 2 {
+		t.Errorf("read-only snapshot of a copy with its WAL: got %d rows, want 2", len(s.Outbox))
 	}
 }
 

@@ -588,10 +588,15 @@ func TestBudgetIsRecorded(t *testing.T) {
 				}
 				app.Close()
 			}
-			if len(tt.budgets) == 0 {
-				app, err := system.Open(ctx, path, system.Options{})
+			// A worker's own budget counts too, when it is the larger.
+			for _, own := range []int{system.DefaultMaxAttempts, tt.want + 2} {
+				app, err := system.Open(ctx, path, system.Options{MaxAttempts: own, Durability: system.ProcessSafe})
 				if err != nil {
 					t.Fatal(err)
+				}
+				got, err := app.Budget(ctx)
+				if want := max(own, tt.want); err != nil || got != want {
+					t.Errorf("Budget() of a worker whose own is %d = %d, %v; want %d", own, got, err, want)
 				}
 				app.Close()
 			}
