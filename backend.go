@@ -174,6 +174,11 @@ func (s *pgSchema) drop(ctx context.Context) error {
 	return nil
 }
 
+// close drops the schema and lets go of its name.
+func (s *pgSchema) close(ctx context.Context) error {
+	return errors.Join(s.drop(ctx), s.release(ctx))
+}
+
 // release lets go of the schema's name, for good: a schema left under it
 // is anybody's to drop. A nil schema has no name to let go of.
 func (s *pgSchema) release(ctx context.Context) error {

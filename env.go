@@ -155,7 +155,7 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 		return nil, err
 	}
 	if err := e.open(ctx); err != nil {
-		return nil, errors.Join(err, e.schema.drop(ctx), e.schema.release(ctx))
+		return nil, errors.Join(err, e.schema.close(ctx))
 	}
 	return e, nil
 }

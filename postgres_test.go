@@ -71,8 +71,7 @@ func TestCorpusOnPostgres(t *testing.T) {
 }
 
 // postgresChecks is how many sequences TestSimulationOnPostgres runs (none
-// under -short). A PostgreSQL step costs
-// about ten SQLite ones.
+// under -short). A PostgreSQL step costs about ten SQLite ones.
 const postgresChecks = 100
 
 // TestSimulationOnPostgres is TestSimulation with the app database in
@@ -163,7 +162,7 @@ func TestSchemasLeftBehindAreDropped(t *testing.T) {
 		}
 		made[role] = s
 	}
-	defer made["live"].drop(ctx)
+	defer made["live"].close(ctx)
 	left := made["left"]
 	pid := left.owner.PgConn().PID()
 	if err := left.owner.Close(ctx); err != nil { // as a killed process's session ends: its schema stays
@@ -180,7 +179,7 @@ func TestSchemasLeftBehindAreDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer next.drop(ctx)
+	defer next.close(ctx)
 	if exists(left.name) {
 		t.Errorf("schema %s, whose session ended, was not dropped", left.name)
 	}

@@ -336,7 +336,7 @@ func TestSchemasDoNotWaitForEachOther(t *testing.T) {
 	if _, err := same.RecordApproval(ctx, caseID, title); !errors.Is(err, system.ErrBusy) {
 		t.Errorf("approving in the same schema while the first holds the case: %v, want ErrBusy", err)
 	}
-	conn, err := pgx.Connect(ctx, first[:strings.LastIndex(first, "schema=")-1])
+	conn, err := pgx.Connect(ctx, pgtest.Server(t))
 	if err != nil {
 		t.Fatal(err)
 	}
