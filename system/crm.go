@@ -85,7 +85,9 @@ type CRMOptions struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// BusyTimeout is how long a create waits for another connection's
-	// write lock before it fails; 0 means DefaultBusyTimeout.
+	// write lock before it fails; 0 means DefaultBusyTimeout. It counts
+	// whole milliseconds: under one, a create that finds the lock taken
+	// fails at once.
 	BusyTimeout time.Duration
 }
 

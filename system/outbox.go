@@ -131,6 +131,8 @@ type Options struct {
 
 	// BusyTimeout is how long a write waits for another connection's
 	// write lock before it fails with ErrBusy; 0 means DefaultBusyTimeout.
+	// SQLite counts whole milliseconds: under one, a write that finds the
+	// lock taken fails at once. PostgreSQL waits at least a millisecond.
 	BusyTimeout time.Duration
 
 	// Hook is called at every FaultPoint; nil lets everything pass. A

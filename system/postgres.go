@@ -471,7 +471,7 @@ func preparePostgres(ctx context.Context, db *sql.DB, t postgresTarget, readOnly
 	defer tx.Rollback()
 	// Making the schema is set-up, done once, not a write that a busy
 	// database should refuse: it waits for the locks it takes as long as
-	// ten seconds, whatever the handle's busy timeout (the harness's is a millisecond).
+	// ten seconds, however short the handle's busy timeout.
 	if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = '10s'"); err != nil {
 		return driverError("opening "+t.shown, err)
 	}
