@@ -106,8 +106,11 @@ const (
 	sqlLocalError = `UPDATE outbox SET last_error = ? WHERE seq = ? AND state = 'pending' AND fence = ?`
 )
 
-// claimQueries are the queries of a claim.
-var claimQueries = []string{sqlEligible, sqlEarliest, sqlBlockRow, sqlClaimRow, sqlRaiseBudget}
+// claimQueries are the queries a claim prepares: finding a row, or when
+// the next one is due, and claiming it. Blocking a row and recording a
+// larger budget are rare, and parsed when they run: a handle opened at
+// every restart prepares only what it will most likely run.
+var claimQueries = []string{sqlEligible, sqlEarliest, sqlClaimRow}
 
 // Claim is a row a worker holds a lease on: the send that must follow,
 // and the fence its settle must still find.
