@@ -3,7 +3,8 @@
 // unset, on this machine's (postgres://postgres@127.0.0.1:5432/test),
 // dropped when the test ends. Without a server the test is skipped and
 // Reason says why, in one line; CI sets the URL, so that there a missing
-// server fails instead.
+// server fails instead. With -short and the variable unset, the suite is
+// skipped too: the quick suite is SQLite's.
 package pgtest
 
 import (
@@ -43,6 +44,10 @@ func probe() {
 		reason = fmt.Sprintf("the PostgreSQL suite did not run: %s=off", Env)
 		return
 	case "":
+		if testing.Short() {
+			reason = fmt.Sprintf("the PostgreSQL suite did not run: -short leaves it out; set %s=postgres://… to run it", Env)
+			return
+		}
 		url = localURL
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
