@@ -62,16 +62,15 @@ func (e *Env) withDatabaseFault(ctx context.Context, k faults.Kind, app any, do 
 		do()
 		return nil
 	}
-	file := f.database != appFile || e.schema == nil // else PostgreSQL's
+	onSQLite := f.database != appFile || e.schema == nil // the app database on PostgreSQL is no file
 	var before int64
-	if file {
-		var err error
+	var err error
+	if onSQLite {
 		if before, err = e.dataVersion(ctx, f.database); err != nil {
 			return err
 		}
 	}
 	var lift func() error
-	var err error
 	switch {
 	case k == faults.CommitLost || k == faults.CommitReplyLost:
 		lift = e.loseCommit(k)
@@ -96,7 +95,7 @@ func (e *Env) withDatabaseFault(ctx context.Context, k faults.Kind, app any, do 
 	if err := lift(); err != nil {
 		return err
 	}
-	if !file {
+	if !onSQLite {
 		return nil
 	}
 	after, err := e.dataVersion(ctx, f.database)
