@@ -19,14 +19,28 @@ type CrashPoint struct {
 	Outcome
 }
 
-// Enumerate re-runs sc on design once per fault-point pass the scenario
-// makes, crashing exactly there: random search can miss a narrow window,
+// EnumerateConfig says what Enumerate crashes and where.
+type EnumerateConfig struct {
+	// Design is the design the scenario runs on; the zero value means
+	// designs.Handoff.
+	Design designs.Design
+	// Dir must exist; the runs make their databases in folders inside it.
+	Dir string
+	// Fresh gives every run new databases. Without it one pair of
+	// databases serves every run, emptied between runs as an
+	// exploration's are (making two databases for every run cost two
+	// fifths of the time): a design that keeps its state anywhere but its
+	// files needs Fresh (see VerifyOptions.Fresh).
+	Fresh bool
+}
+
+// Enumerate re-runs sc once per fault-point pass the scenario makes,
+// crashing exactly there: random search can miss a narrow window,
 // enumeration cannot. The scenario's converge steps are left out and one
-// converge ends every run; outputs are not compared, invariants are. dir
-// must exist; every run gets a folder of its own inside it. It runs on
-// SQLite: a scenario whose backend line names PostgreSQL returns
+// converge ends every run; outputs are not compared, invariants are. It
+// runs on SQLite: a scenario whose backend line names PostgreSQL returns
 // ErrOtherBackend.
-func Enumerate(ctx context.Context, sc Scenario, design designs.Design, dir string) ([]CrashPoint, error) {
+func Enumerate(ctx context.Context, sc Scenario, cfg EnumerateConfig) ([]CrashPoint, error) {
 	var cases []Case
 	for _, c := range sc.Cases {
 		if c.Step.Directive == "design" {
@@ -36,19 +50,36 @@ func Enumerate(ctx context.Context, sc Scenario, design designs.Design, dir stri
 			cases = append(cases, c)
 		}
 	}
-	baseline, err := enumerationRun(ctx, sc.Name, cases, design, dir, 0)
+	var env *Env
+	done := func() {}
+	defer func() { done() }()
+	run := func(crashAt int) (enumerationResult, error) {
+		var err error
+		switch {
+		case env == nil || cfg.Fresh:
+			done()
+			env, done, err = newEnvIn(ctx, envOptions{Dir: cfg.Dir, Design: cfg.Design, Renewable: !cfg.Fresh})
+		default:
+			err = env.renew(ctx)
+		}
+		if err != nil {
+			return enumerationResult{}, err
+		}
+		return enumerationRun(ctx, env, sc.Name, cases, crashAt)
+	}
+	baseline, err := run(0)
 	if err != nil {
 		return nil, err
 	}
 	var points []CrashPoint
 	for pass := 1; pass <= len(baseline.trace); pass++ {
-		run, err := enumerationRun(ctx, sc.Name, cases, design, dir, pass)
+		r, err := run(pass)
 		if err != nil {
 			return nil, err
 		}
 		points = append(points, CrashPoint{
 			Pass: pass, Point: baseline.trace[pass-1], Case: cases[baseline.stepOfPass[pass-1]],
-			Outcome: run.broke,
+			Outcome: r.broke,
 		})
 	}
 	return points, nil
@@ -61,15 +92,10 @@ type enumerationResult struct {
 	broke      Outcome // the outcome of the first step that broke an invariant
 }
 
-// enumerationRun runs cases, crashing at pass crashAt (0: never), then
-// converges.
-func enumerationRun(ctx context.Context, name string, cases []Case, design designs.Design, dir string, crashAt int) (enumerationResult, error) {
+// enumerationRun runs cases on env, new or renewed, crashing at pass
+// crashAt (0: never), then converges.
+func enumerationRun(ctx context.Context, env *Env, name string, cases []Case, crashAt int) (enumerationResult, error) {
 	var res enumerationResult
-	env, done, err := newEnvIn(ctx, envOptions{Dir: dir, Design: design})
-	if err != nil {
-		return res, err
-	}
-	defer done()
 	env.CrashAtPass(crashAt)
 	for i, c := range append(cases, Case{Line: 0, Text: "converge", Step: NewStep("converge")}) {
 		out, err := env.Apply(ctx, c.Step)

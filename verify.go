@@ -233,7 +233,7 @@ func verifyReplay(t *testing.T, d designs.Design, sc Scenario, opts VerifyOption
 	if !opts.Enumerate {
 		return
 	}
-	points, err := Enumerate(t.Context(), sc, d, t.TempDir())
+	points, err := Enumerate(t.Context(), sc, EnumerateConfig{Design: d, Dir: t.TempDir(), Fresh: opts.Fresh})
 	if err != nil {
 		t.Fatal(err)
 	}

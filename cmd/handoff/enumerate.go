@@ -42,7 +42,7 @@ func enumerate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			continue
 		}
-		points, err := handoff.Enumerate(ctx, sc, designs.Handoff, dir)
+		points, err := handoff.Enumerate(ctx, sc, handoff.EnumerateConfig{Design: designs.Handoff, Dir: dir})
 		if errors.Is(err, handoff.ErrOtherBackend) {
 			skippedBackend++
 			if fs.NArg() > 0 {
