@@ -55,7 +55,20 @@ func (b backendFlags) flags() string {
 	}
 	s := " --backend " + *b.name
 	if *b.url != handoff.PostgresServer() {
-		s += " --postgres-url " + system.Redact(*b.url)
+		s += " --postgres-url " + shellWord(system.Redact(*b.url))
 	}
 	return s
+}
+
+// shellWord is s as one word of a shell's command line: as it is when it
+// holds nothing a shell reads otherwise, single-quoted when it does (a
+// URL's ? and &, say, which would match files and start a job).
+func shellWord(s string) string {
+	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("@%+=:,./_-", r))
+	}) < 0
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

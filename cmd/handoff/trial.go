@@ -105,7 +105,7 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	again := fmt.Sprintf("handoff trial --kills %d --seed %d --trials %d --workers %d --rows %d", *kills, *seed, *trials, *workers, *rows)
 	if *crmURL != "" {
-		again += " --crm-url " + *crmURL
+		again += " --crm-url " + shellWord(*crmURL)
 	}
 	again += backendFlags.flags()
 	fmt.Fprintf(stderr, "trial: seed %d, files in %s; to run it again: %s\n", *seed, root, again)

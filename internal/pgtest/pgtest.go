@@ -1,6 +1,6 @@
 // Package pgtest gives a test a PostgreSQL app database of its own: a new
 // schema on the server that HANDOFF_POSTGRES_URL names or, when it is
-// unset, on this machine's (postgres://postgres@127.0.0.1:5432/test),
+// unset, on this machine's (postgres://postgres@127.0.0.1:5432/test?sslmode=disable),
 // dropped when the test ends. Without a server the test is skipped and
 // Reason says why, in one line; CI sets the URL, so that there a missing
 // server fails instead. With -short and the variable unset, the suite is
@@ -25,8 +25,11 @@ import (
 // PostgreSQL suite.
 const Env = "HANDOFF_POSTGRES_URL"
 
-// localURL is the server a machine set up for handoff's tests runs.
-const localURL = "postgres://postgres@127.0.0.1:5432/test"
+// localURL is the server a machine set up for handoff's tests runs, as
+// handoff.LocalPostgres names it (which this package cannot import):
+// without TLS, which on loopback protects nothing and costs a handshake
+// at every new connection.
+const localURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 var (
 	probeOnce      sync.Once

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"os/exec"
+	"testing"
+)
+
+// TestShellWord gives words of rerun commands to a real shell, which must
+// read each back as the one word it was: URLs with parameters, a
+// redacted password, quotes and spaces.
+func TestShellWord(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatalf("no shell to read the words back: %v", err)
+	}
+	for _, tt := range []struct {
+		word   string
+		quoted bool
+	}{
+		{"postgres://postgres@127.0.0.1:5432/test", false},
+		{"postgres://postgres@127.0.0.1:5432/test?sslmode=disable&schema=ci_1", true},
+		{"postgres://…@db.internal/app", true},
+		{"http://127.0.0.1:8080/tasks", false},
+		{"it's a $HOME `pwd` *", true},
+		{"", true},
+	} {
+		got := shellWord(tt.word)
+		if quoted := got != tt.word; quoted != tt.quoted {
+			t.Errorf("shellWord(%q) = %s: quoted %v, want %v", tt.word, got, quoted, tt.quoted)
+		}
+		out, err := exec.CommandContext(t.Context(), sh, "-c", "printf '%s|' "+got).Output()
+		if err != nil || string(out) != tt.word+"|" {
+			t.Errorf("the shell read %s as %q (%v), want %q", got, out, err, tt.word+"|")
+		}
+	}
+}
