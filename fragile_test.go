@@ -7,9 +7,13 @@ import (
 )
 
 // fragileSeeds are the seeds go test explores every fragile design with;
-// handoff designs --measure SEEDS (in CI: three) shows that the catch does
-// not depend on one lucky seed.
-var fragileSeeds = []uint64{1}
+// handoff designs --measure SEEDS (in CI: three, seeds 1 to 3) shows that
+// the catch does not depend on one lucky seed. Seed 4 is a fourth, and of
+// seeds 1 to 6 the one whose slowest design (no-fencing) takes fewest
+// steps to find and shrink: 15,611 against 35,099 for seed 1, and 60,041
+// steps in all against 60,000 to 86,000 (explore --design NAME --seed S
+// --json, steps).
+var fragileSeeds = []uint64{4}
 
 // TestFragileDesigns runs the property of TestSimulation against every
 // design of the fragile catalog, through a rapid.TB of its own so that the
