@@ -20,11 +20,19 @@ func openPlainCRM(ctx context.Context, path string, d system.Durability) (*plain
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", path+"?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous("+sync+")")
+	db, err := sql.Open("sqlite", path+"?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=synchronous("+sync+")")
 	if err != nil {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
+	// WAL mode is set on the connection, not in the name: the driver runs
+	// a name's pragmas in the order of their names, and a new file's switch
+	// to WAL, a commit, would run before synchronous took effect, syncing
+	// the file three times and its folder once.
+	if _, err := db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS tasks (
 		id INTEGER PRIMARY KEY, key TEXT NOT NULL, payload TEXT NOT NULL) STRICT`); err != nil {
 		db.Close()
