@@ -51,20 +51,23 @@ func Enumerate(ctx context.Context, sc Scenario, cfg EnumerateConfig) ([]CrashPo
 		}
 	}
 	var env *Env
-	done := func() {}
-	defer func() { done() }()
+	closeEnv := func() {}
+	defer func() { closeEnv() }()
+	// run runs the scenario on a renewed Env, or on a new one.
 	run := func(crashAt int) (enumerationResult, error) {
-		var err error
-		switch {
-		case env == nil || cfg.Fresh:
-			done()
-			env, done, err = newEnvIn(ctx, envOptions{Dir: cfg.Dir, Design: cfg.Design, Renewable: !cfg.Fresh})
-		default:
-			err = env.renew(ctx)
+		if env != nil && !cfg.Fresh {
+			if err := env.renew(ctx); err != nil {
+				return enumerationResult{}, err
+			}
+			return enumerationRun(ctx, env, sc.Name, cases, crashAt)
 		}
+		closeEnv()
+		closeEnv = func() {}
+		e, done, err := newEnvIn(ctx, envOptions{Dir: cfg.Dir, Design: cfg.Design, Renewable: !cfg.Fresh})
 		if err != nil {
 			return enumerationResult{}, err
 		}
+		env, closeEnv = e, done
 		return enumerationRun(ctx, env, sc.Name, cases, crashAt)
 	}
 	baseline, err := run(0)
