@@ -3,6 +3,9 @@ package handoff
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -105,5 +108,21 @@ func TestEnumerateRenewedAsFresh(t *testing.T) {
 		if diff := cmp.Diff(got[1], got[0]); diff != "" {
 			t.Errorf("%s on %s: crash points renewed differ from fresh (-fresh +renewed):\n%s", r.file, r.design, diff)
 		}
+	}
+}
+
+// TestEnumerateWithoutAFolder checks that Enumerate says when it cannot
+// make its databases, fresh or not, and leaves nothing behind.
+func TestEnumerateWithoutAFolder(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "missing")
+	for _, fresh := range []bool{false, true} {
+		_, err := Enumerate(t.Context(), corpus(t)["corpus/lost-reply-demo.txt"], EnumerateConfig{Dir: dir, Fresh: fresh})
+		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Fresh %v: Enumerate in a folder that does not exist: %v, want an error that it does not exist", fresh, err)
+		}
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Enumerate made %s: %v", dir, err)
 	}
 }
