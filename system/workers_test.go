@@ -2,6 +2,7 @@ package system_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -610,5 +611,100 @@ func TestBudgetIsRecorded(t *testing.T) {
 				t.Errorf("Budget() = %d, %v; want %d", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestStaleCauseWritesNothing: a worker whose send failed for a cause of
+// its own records it as the row's last error only while the row carries
+// its claim; once another worker has claimed the row, the cause is not
+// that claim's, and the row stays as it was.
+func TestStaleCauseWritesNothing(t *testing.T) { eachBackend(t, testStaleCauseWritesNothing) }
+
+func testStaleCauseWritesNothing(t *testing.T, b backend) {
+	ctx := context.Background()
+	clk := newClock()
+	w, _ := workers(t, b, clk, system.Options{NoBackoff: true}, "A", "B")
+	mustApprove(t, w["A"], caseID)
+	ca, _, err := w["A"].ClaimNext(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.tick(system.DefaultLease)
+	if _, d, err := w["B"].ClaimNext(ctx, 0); err != nil || d.Result != system.ResultPending {
+		t.Fatalf("B after A's lease ran out: got %+v, %v", d, err)
+	}
+	before := row(t, w["A"], key)
+	var attempt *system.AttemptError
+	if _, err := w["A"].Settle(ctx, ca, 0, errors.New("certificate expired")); !errors.As(err, &attempt) {
+		t.Fatalf("A's settle of its own failure: got %v, want an *AttemptError", err)
+	}
+	if diff := cmp.Diff(before, row(t, w["A"], key)); diff != "" {
+		t.Errorf("the cause of a claim the row no longer carries changed the row (-before +after):\n%s", diff)
+	}
+}
+
+// TestSendEndsByTheClaimsDeadline: a send that starts late in its claim's
+// window gets only what is left of it, so that every send is over by the
+// claim's time plus the send timeout, on which the retention rule rests.
+func TestSendEndsByTheClaimsDeadline(t *testing.T) { eachBackend(t, testSendEndsByTheClaimsDeadline) }
+
+func testSendEndsByTheClaimsDeadline(t *testing.T, b backend) {
+	ctx := context.Background()
+	clk := newClock()
+	w, _ := workers(t, b, clk, system.Options{NoBackoff: true}, "A")
+	mustApprove(t, w["A"], caseID)
+	c, _, err := w["A"].ClaimNext(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := system.DefaultSendTimeout * 6 / 10
+	clk.tick(late)
+	var left time.Duration
+	started := time.Now()
+	got := receiverFunc(func(ctx context.Context, _, _ string) (int64, error) {
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			return 0, errors.New("no deadline")
+		}
+		left = deadline.Sub(started)
+		return 1, nil
+	})
+	if _, err := w["A"].Send(ctx, c, got); err != nil {
+		t.Fatal(err)
+	}
+	// left counts from before Send began: it may exceed what is left by
+	// the time Send took, far less than the second allowed.
+	if want := system.DefaultSendTimeout - late; left < want || left > want+time.Second {
+		t.Errorf("a send %v into its claim's window was given %v, want what is left of it, %v", late, left, want)
+	}
+}
+
+// TestDurabilityReachesTheFile reads SQLite's synchronous setting on the
+// connections of an Outbox and a CRM: Durable syncs every commit (FULL),
+// ProcessSafe none (OFF). No simulated crash can tell them apart, since
+// a process crash loses nothing either way: only a power loss would.
+func TestDurabilityReachesTheFile(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		d    system.Durability
+		want int
+	}{{system.Durable, 2}, {system.ProcessSafe, 0}} {
+		dir := t.TempDir()
+		o, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{Durability: tt.d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		c, err := system.OpenCRMWith(ctx, filepath.Join(dir, "crm.db"), system.CRMOptions{Durability: tt.d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for name, db := range map[string]*sql.DB{"app": o.DB(), "crm": c.DB()} {
+			var got int
+			if err := db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&got); err != nil || got != tt.want {
+				t.Errorf("durability %d, %s database: synchronous %d (%v), want %d", tt.d, name, got, err, tt.want)
+			}
+		}
 	}
 }
