@@ -55,19 +55,17 @@ func Enumerate(ctx context.Context, sc Scenario, cfg EnumerateConfig) ([]CrashPo
 	defer func() { closeEnv() }()
 	// run runs the scenario on a renewed Env, or on a new one.
 	run := func(crashAt int) (enumerationResult, error) {
-		if env != nil && !cfg.Fresh {
-			if err := env.renew(ctx); err != nil {
+		if env == nil || cfg.Fresh {
+			closeEnv()
+			closeEnv = func() {}
+			e, done, err := newEnvIn(ctx, envOptions{Dir: cfg.Dir, Design: cfg.Design, Renewable: !cfg.Fresh})
+			if err != nil {
 				return enumerationResult{}, err
 			}
-			return enumerationRun(ctx, env, sc.Name, cases, crashAt)
-		}
-		closeEnv()
-		closeEnv = func() {}
-		e, done, err := newEnvIn(ctx, envOptions{Dir: cfg.Dir, Design: cfg.Design, Renewable: !cfg.Fresh})
-		if err != nil {
+			env, closeEnv = e, done
+		} else if err := env.renew(ctx); err != nil {
 			return enumerationResult{}, err
 		}
-		env, closeEnv = e, done
 		return enumerationRun(ctx, env, sc.Name, cases, crashAt)
 	}
 	baseline, err := run(0)

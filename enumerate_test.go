@@ -118,7 +118,7 @@ func TestEnumerateWithoutAFolder(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "missing")
 	for _, fresh := range []bool{false, true} {
 		_, err := Enumerate(t.Context(), corpus(t)["corpus/lost-reply-demo.txt"], EnumerateConfig{Dir: dir, Fresh: fresh})
-		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		if !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("Fresh %v: Enumerate in a folder that does not exist: %v, want an error that it does not exist", fresh, err)
 		}
 	}

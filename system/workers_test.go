@@ -74,15 +74,21 @@ func row(t *testing.T, app *system.Outbox, k string) system.Row {
 // writes nothing, whatever A heard.
 func TestStaleSettleWritesNothing(t *testing.T) { eachBackend(t, testStaleSettleWritesNothing) }
 
+// testStaleSettleWritesNothing has A settle late, after its lease ran out
+// and B claimed the row: while B still holds it, and after B settled it.
+// Whatever A heard, a task id, a failure or a cause of its own (which it
+// records only on a row that carries its claim), the row stays as it was.
 func testStaleSettleWritesNothing(t *testing.T, b backend) {
 	for _, late := range []struct {
 		name string
 		err  error
+		own  bool // a cause of A's own: Settle returns an *AttemptError
 	}{
-		{"late task id", nil},
-		{"late transient", system.ErrTransient},
-		{"late conflict", system.ErrKeyConflict},
-		{"late rejection", system.ErrRejected},
+		{"late task id", nil, false},
+		{"late transient", system.ErrTransient, false},
+		{"late conflict", system.ErrKeyConflict, false},
+		{"late rejection", system.ErrRejected, false},
+		{"late cause of its own", errors.New("certificate expired"), true},
 	} {
 		t.Run(late.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -101,17 +107,27 @@ func testStaleSettleWritesNothing(t *testing.T, b backend) {
 			if err != nil || d.Result != system.ResultPending || cb.Fence != 2 || cb.Attempt != 2 {
 				t.Fatalf("B after A's lease ran out: got %+v %+v, %v", cb, d, err)
 			}
+			settleLate := func(when string) {
+				t.Helper()
+				before := row(t, w["A"], key)
+				d, err := w["A"].Settle(ctx, ca, 99, late.err)
+				var attempt *system.AttemptError
+				switch {
+				case late.own && !errors.As(err, &attempt):
+					t.Fatalf("A's late settle %s: got %v, want an *AttemptError", when, err)
+				case !late.own && (err != nil || d.Result != system.ResultStale):
+					t.Fatalf("A's late settle %s: got %+v, %v; want stale", when, d, err)
+				}
+				if diff := cmp.Diff(before, row(t, w["A"], key)); diff != "" {
+					t.Errorf("a stale settle %s changed the row (-before +after):\n%s", when, diff)
+				}
+			}
+			settleLate("while B holds the row")
 			id, err := w["B"].Send(ctx, cb, crm)
 			if d, err := w["B"].Settle(ctx, cb, id, err); err != nil || d.Result != system.ResultSent {
 				t.Fatalf("B's settle: got %+v, %v", d, err)
 			}
-			before := row(t, w["A"], key)
-			if d, err := w["A"].Settle(ctx, ca, 99, late.err); err != nil || d.Result != system.ResultStale {
-				t.Fatalf("A's late settle: got %+v, %v; want stale", d, err)
-			}
-			if diff := cmp.Diff(before, row(t, w["A"], key)); diff != "" {
-				t.Errorf("a stale settle changed the row (-before +after):\n%s", diff)
-			}
+			settleLate("after B settled the row")
 		})
 	}
 }
@@ -611,35 +627,6 @@ func TestBudgetIsRecorded(t *testing.T) {
 				t.Errorf("Budget() = %d, %v; want %d", got, err, tt.want)
 			}
 		})
-	}
-}
-
-// TestStaleCauseWritesNothing: a worker whose send failed for a cause of
-// its own records it as the row's last error only while the row carries
-// its claim; once another worker has claimed the row, the cause is not
-// that claim's, and the row stays as it was.
-func TestStaleCauseWritesNothing(t *testing.T) { eachBackend(t, testStaleCauseWritesNothing) }
-
-func testStaleCauseWritesNothing(t *testing.T, b backend) {
-	ctx := context.Background()
-	clk := newClock()
-	w, _ := workers(t, b, clk, system.Options{NoBackoff: true}, "A", "B")
-	mustApprove(t, w["A"], caseID)
-	ca, _, err := w["A"].ClaimNext(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk.tick(system.DefaultLease)
-	if _, d, err := w["B"].ClaimNext(ctx, 0); err != nil || d.Result != system.ResultPending {
-		t.Fatalf("B after A's lease ran out: got %+v, %v", d, err)
-	}
-	before := row(t, w["A"], key)
-	var attempt *system.AttemptError
-	if _, err := w["A"].Settle(ctx, ca, 0, errors.New("certificate expired")); !errors.As(err, &attempt) {
-		t.Fatalf("A's settle of its own failure: got %v, want an *AttemptError", err)
-	}
-	if diff := cmp.Diff(before, row(t, w["A"], key)); diff != "" {
-		t.Errorf("the cause of a claim the row no longer carries changed the row (-before +after):\n%s", diff)
 	}
 }
 
