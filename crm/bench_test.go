@@ -36,7 +36,7 @@ func timed(h http.Handler, spent *atomic.Int64) http.Handler {
 func BenchmarkWorkersHTTP(b *testing.B) {
 	for _, w := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
-			ctx := context.Background()
+			ctx := b.Context()
 			dir := b.TempDir()
 			c, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
 			if err != nil {

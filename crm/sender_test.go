@@ -76,7 +76,7 @@ func TestSenderMapsAnswers(t *testing.T) {
 				_, _ = w.Write([]byte(tt.body))
 			}))
 			defer ts.Close()
-			id, err := sender(t, ts.URL).CreateTask(context.Background(), "k", `{}`)
+			id, err := sender(t, ts.URL).CreateTask(t.Context(), "k", `{}`)
 			if id != tt.wantID || !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 				t.Fatalf("got %d, %v; want %d, %v", id, err, tt.wantID, tt.want)
 			}
@@ -92,7 +92,7 @@ func TestSenderMapsAnswers(t *testing.T) {
 }
 
 func TestSenderTransportFailures(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close() // connection refused
 	if _, err := sender(t, closed.URL).CreateTask(ctx, "k", `{}`); !errors.Is(err, system.ErrTransient) {
@@ -171,7 +171,7 @@ func loseFirstReply(h http.Handler) http.Handler {
 }
 
 func TestDeliveryOverHTTP(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	c, _ := openCRM(t, system.CRMOptions{})
 	srv, err := crm.NewServer(c, time.Hour)
 	if err != nil {

@@ -64,7 +64,7 @@ func (e *fuzzEnv) reset(t testing.TB) {
 		}
 	}
 	e.files++
-	c, err := system.OpenCRMWith(context.Background(), e.path(), system.CRMOptions{Durability: system.ProcessSafe})
+	c, err := system.OpenCRMWith(t.Context(), e.path(), system.CRMOptions{Durability: system.ProcessSafe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func (e *fuzzEnv) path() string { return filepath.Join(e.dir, fmt.Sprintf("crm-%
 // taskCount is how many tasks the CRM file holds.
 func (e *fuzzEnv) taskCount(t *testing.T) int {
 	t.Helper()
-	ts, err := e.crm.Tasks(context.Background())
+	ts, err := e.crm.Tasks(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

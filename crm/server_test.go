@@ -2,7 +2,6 @@ package crm_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -22,7 +21,7 @@ import (
 func openCRM(t *testing.T, opts system.CRMOptions) (*system.CRM, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "crm.db")
-	c, err := system.OpenCRMWith(context.Background(), path, opts)
+	c, err := system.OpenCRMWith(t.Context(), path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +78,7 @@ func post(t *testing.T, base, key, body string) answer {
 
 func tasks(t *testing.T, c *system.CRM) []system.Task {
 	t.Helper()
-	ts, err := c.Tasks(context.Background())
+	ts, err := c.Tasks(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +105,7 @@ func TestServerCreateAndReplay(t *testing.T) {
 		t.Fatalf("replay: %d %v %q", again.status, again.header, again.body)
 	}
 	// A new server on the same file: the key still replays, byte for byte.
-	c2, err := system.OpenCRMWith(context.Background(), path, system.CRMOptions{})
+	c2, err := system.OpenCRMWith(t.Context(), path, system.CRMOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func approvedPair(b *testing.B, d system.Durability, n int) (*system.Outbox, *sy
 	b.Helper()
 	app, crm, _ := openPair(b, sqliteBackend, system.Options{Durability: d})
 	for i := range n {
-		if _, err := app.RecordApproval(context.Background(), fmt.Sprint("case-", i), "Call back"); err != nil {
+		if _, err := app.RecordApproval(b.Context(), fmt.Sprint("case-", i), "Call back"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -27,7 +27,7 @@ func approvedPair(b *testing.B, d system.Durability, n int) (*system.Outbox, *sy
 
 // deliver makes one delivery and fails the benchmark unless it is sent.
 func deliver(b *testing.B, app *system.Outbox, crm *system.CRM) {
-	if d, err := app.DeliverOne(context.Background(), crm); err != nil || d.Result != system.ResultSent {
+	if d, err := app.DeliverOne(b.Context(), crm); err != nil || d.Result != system.ResultSent {
 		b.Fatalf("got %+v, %v; want sent", d, err)
 	}
 }
@@ -121,7 +121,7 @@ func BenchmarkDurableShare(b *testing.B) {
 // worker process has.
 func durableWorkers(b *testing.B, bk backend, w, rows int) ([]*system.Outbox, *system.CRM) {
 	b.Helper()
-	ctx := context.Background()
+	ctx := b.Context()
 	dir := b.TempDir()
 	target := bk.app(b)
 	crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
@@ -175,7 +175,7 @@ func BenchmarkDurableShareWorkers(b *testing.B) {
 	const deliveriesPerRound, syncsPerRound = 8, 8
 	for _, w := range []int{1, 8} {
 		b.Run(fmt.Sprint("workers=", w), func(b *testing.B) {
-			ctx := context.Background()
+			ctx := b.Context()
 			apps, crm := durableWorkers(b, sqliteBackend, w, b.N*w*deliveriesPerRound)
 			pipelines := make([]*system.Pipeline, w)
 			for i, app := range apps {
@@ -230,7 +230,7 @@ func BenchmarkDurableShareWorkers(b *testing.B) {
 func BenchmarkApprove(b *testing.B) {
 	for _, rows := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprint("rows=", rows), func(b *testing.B) {
-			ctx := context.Background()
+			ctx := b.Context()
 			app, _, _ := openPair(b, sqliteBackend, system.Options{Durability: system.ProcessSafe})
 			tx, err := app.DB().BeginTx(ctx, nil)
 			if err != nil {
@@ -308,7 +308,7 @@ func BenchmarkBackends(b *testing.B) {
 // in front of the durable CRM, until none is pending, and reports and
 // returns the deliveries per second.
 func deliverAll(b *testing.B, bk backend, w int, receiver func(*system.CRM) system.Receiver) float64 {
-	ctx := context.Background()
+	ctx := b.Context()
 	rows := b.N * w
 	apps, crm := durableWorkers(b, bk, w, rows)
 	r := receiver(crm)

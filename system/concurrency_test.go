@@ -102,7 +102,7 @@ func TestWorkersAtOnce(t *testing.T) {
 // of its own.
 func workersAtOnce(t *testing.T, b backend, nWorkers, approveLate int) {
 	const rows = 120
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 	target := b.app(t)
 	opts := system.Options{Durability: system.ProcessSafe, MaxAttempts: 5, Lease: 150 * time.Millisecond,

@@ -1,7 +1,6 @@
 package system
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"path/filepath"
@@ -12,7 +11,7 @@ import (
 // connection, is ErrBusy as SQLITE_BUSY is: the write may go through
 // once the other statement is done.
 func TestLockedIsBusy(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "locked.db"))
 	if err != nil {
 		t.Fatal(err)

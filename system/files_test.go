@@ -48,7 +48,7 @@ func foreignDatabase(t *testing.T, path string) {
 }
 
 func TestOpenRefusesWhatIsNotAPlainHandoffFile(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 	foreign := filepath.Join(dir, "o.db")
 	foreignDatabase(t, foreign)
@@ -101,7 +101,7 @@ func TestOpenRefusesWhatIsNotAPlainHandoffFile(t *testing.T) {
 // TestReadOnlyOpenLeavesNothing reads a database nobody has open, and one
 // a writer has open, and checks that neither read writes or leaves a file.
 func TestReadOnlyOpenLeavesNothing(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "app.db")
 	app, err := system.Open(ctx, path, system.Options{})
@@ -171,7 +171,7 @@ func TestReadOnlyOpenLeavesNothing(t *testing.T) {
 // TestUnmarkedEmptyDatabaseBecomesOne: a SQLite file with no tables and
 // no mark is new, whatever its user_version says, and is set up whole.
 func TestUnmarkedEmptyDatabaseBecomesOne(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "x.db")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -192,7 +192,7 @@ func TestUnmarkedEmptyDatabaseBecomesOne(t *testing.T) {
 }
 
 func TestReadOnlyOpenRefuses(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.db")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
@@ -239,7 +239,7 @@ func copyFile(t *testing.T, from, to string) {
 // (testdata: case-1 sent as task 1, case-2 blocked after three offline
 // attempts, case-3 pending) and checks that nothing is lost.
 func TestUpgradeFromTheFirstRelease(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 	copyFile(t, "testdata/app-v0.db", filepath.Join(dir, "app.db"))
 	copyFile(t, "testdata/crm-v0.db", filepath.Join(dir, "crm.db"))
@@ -282,7 +282,7 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 func TestBindReceiver(t *testing.T) { eachBackend(t, testBindReceiver) }
 
 func testBindReceiver(t *testing.T, b backend) {
-	ctx := context.Background()
+	ctx := t.Context()
 	app, crm, files := openPair(t, b, system.Options{})
 	other, err := system.OpenCRM(ctx, filepath.Join(files.dir, "other.db"), system.Durable)
 	if err != nil {
@@ -332,7 +332,7 @@ func TestFailureAfterTheAttemptSaysSo(t *testing.T) {
 		{"interrupted", fmt.Errorf("sending: %w", context.Canceled), "local: interrupted"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			app, _, _ := openPair(t, sqliteBackend, system.Options{})
 			if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
 				t.Fatal(err)
@@ -359,12 +359,12 @@ func holdWriteLock(t *testing.T, path string) (release func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := db.Conn(context.Background())
+	conn, err := db.Conn(t.Context())
 	if err != nil {
 		db.Close()
 		t.Fatal(err)
 	}
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
 		conn.Close()
 		db.Close()
 		t.Fatal(err)
@@ -388,7 +388,7 @@ func holdWriteLock(t *testing.T, path string) (release func()) {
 // fails with ErrBusy, and says that the attempt is counted.
 func TestBusyReceiverSpendsAnAttemptAndSaysSo(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	app, _, files := openPair(t, sqliteBackend, system.Options{})
 	dir := files.dir
 	if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
@@ -433,7 +433,7 @@ func TestBusyAppWritesNothing(t *testing.T) {
 		{time.Microsecond, 0},
 	} {
 		t.Run(c.busy.String(), func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			path := filepath.Join(t.TempDir(), "app.db")
 			app, err := system.Open(ctx, path, system.Options{BusyTimeout: c.busy})
 			if err != nil {
@@ -460,7 +460,7 @@ func TestBusyAppWritesNothing(t *testing.T) {
 // TestCorruptionIsReported damages one page of a database at a time and
 // checks that the integrity check reports it.
 func TestCorruptionIsReported(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "app.db")
 	app, err := system.Open(ctx, path, system.Options{Durability: system.ProcessSafe})
@@ -509,7 +509,7 @@ func TestCorruptionIsReported(t *testing.T) {
 // (its definition changed behind SQLite's back) fails a write with an
 // extended result code, SQLITE_CORRUPT_INDEX: that is ErrCorrupt too.
 func TestCorruptIndexIsReported(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "app.db")
 	app, err := system.Open(ctx, path, system.Options{NoBackoff: true})
 	if err != nil {

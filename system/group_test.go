@@ -74,7 +74,7 @@ func claimInto(ctx context.Context, app *system.Outbox, into *claimResult) func(
 // handle, run as one batch in one commit, each seeing the claims before
 // it: three rows go to the first three, one each, and the fourth is idle.
 func TestBatchClaimsSeeEachOther(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := newClock()
 	names := []string{"A", "B", "C", "D"}
 	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, names...)
@@ -127,7 +127,7 @@ func TestBatchSettleAndClaimOfOneRow(t *testing.T) {
 		{"settle reconcile", system.ResultSent, "", system.Sent, 1, 1, "", 7},
 	} {
 		t.Run(tt.order, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			clk := newClock()
 			w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A", "B")
 			mustApprove(t, w["A"], caseID)
@@ -174,7 +174,7 @@ func TestBatchSettleAndClaimOfOneRow(t *testing.T) {
 // commit apart: a durable write never rides on a commit that does not
 // sync.
 func TestGroupPerDurability(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := newClock()
 	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A")
 	mustApprove(t, w["A"], caseID)
@@ -200,7 +200,7 @@ func TestGroupPerDurability(t *testing.T) {
 // raises) is what the approval meets there.
 func betweenInserts(t *testing.T, like *system.Outbox, clk *clock, at func() error) *system.Outbox {
 	t.Helper()
-	o, err := system.Open(context.Background(), like.Path(), system.Options{Durability: system.ProcessSafe, Now: clk.Now, Worker: "X",
+	o, err := system.Open(t.Context(), like.Path(), system.Options{Durability: system.ProcessSafe, Now: clk.Now, Worker: "X",
 		Hook: func(p system.FaultPoint) error {
 			if p == system.PointBetweenApprovalInserts {
 				return at()
@@ -219,7 +219,7 @@ func betweenInserts(t *testing.T, like *system.Outbox, clk *clock, at func() err
 // savepoint, leaving neither insert, and returns its error; the writes
 // before and after it in the batch are committed.
 func TestBatchWriteFailsAlone(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := newClock()
 	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A", "B")
 	mustApprove(t, w["A"], "case-1", "case-2")
@@ -259,7 +259,7 @@ func TestBatchWriteFailsAlone(t *testing.T) {
 // and nothing of any write in the batch, before or after it, is written.
 // The handle keeps working.
 func TestBatchFailureWritesNothing(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := newClock()
 	names := []string{"A", "B", "C"}
 	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, names...)
@@ -303,7 +303,7 @@ func TestBatchFailureWritesNothing(t *testing.T) {
 // batch is a replay the second time and a conflict with other content,
 // never a second task.
 func TestBatchCreatesSeeEachOther(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "crm.db")
 	var crms [2]*system.CRM
 	for i := range crms {
@@ -354,7 +354,7 @@ func TestBatchCreatesSeeEachOther(t *testing.T) {
 // TestLoneWrite: a write that finds no batch running commits at once,
 // alone; one whose context is cancelled writes nothing.
 func TestLoneWrite(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := newClock()
 	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A")
 	mustApprove(t, w["A"], caseID)
@@ -379,7 +379,7 @@ func TestLoneWrite(t *testing.T) {
 // the caller that ran the batch panics, every other caller of the batch
 // gets an error, nothing is written, and later writes run as before.
 func TestBatchPanic(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := newClock()
 	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A", "B")
 	mustApprove(t, w["A"], "case-1", "case-2")
@@ -429,7 +429,7 @@ func TestBatchSkipsAGivenUpWrite(t *testing.T) {
 	const key = system.KeyPrefix + "case-1"
 	release := make(chan struct{})
 	held := system.Hold(w["A"], release)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	var gaveUp, next claimResult
 	done := make(chan struct{}, 2)
 	queue := func(call func(), n int) {
@@ -442,7 +442,7 @@ func TestBatchSkipsAGivenUpWrite(t *testing.T) {
 		}
 	}
 	queue(claimInto(ctx, w["A"], &gaveUp), 1)
-	queue(claimInto(context.Background(), w["B"], &next), 2)
+	queue(claimInto(t.Context(), w["B"], &next), 2)
 	cancel()
 	close(release)
 	if err := <-held; err != nil {

@@ -1,7 +1,6 @@
 package system_test
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -67,7 +66,7 @@ func TestLockProbe(t *testing.T) {
 // still holds: POSIX locks are the process's, and a stray close of any
 // descriptor of the file would drop them all.
 func TestAnotherHandleKeepsTheLocks(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "app.db")
 	app, err := system.Open(ctx, path, system.Options{})
 	if err != nil {

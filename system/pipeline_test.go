@@ -48,7 +48,7 @@ func TestPipeline(t *testing.T) { eachBackend(t, pipeline) }
 
 func pipeline(t *testing.T, b backend) {
 	const rows = 30
-	ctx := context.Background()
+	ctx := t.Context()
 	app, crm, _ := openPair(t, b, system.Options{Durability: system.ProcessSafe, NoBackoff: true})
 	for i := range rows {
 		mustApprove(t, app, fmt.Sprint("case-", i))
@@ -96,7 +96,7 @@ func untilIdle(t *testing.T, p *system.Pipeline, n int) map[string]system.Delive
 	t.Helper()
 	last := map[string]system.Delivery{}
 	for range n {
-		d, err := p.Next(context.Background())
+		d, err := p.Next(t.Context())
 		var ae *system.AttemptError
 		switch {
 		case errors.As(err, &ae):
@@ -104,7 +104,7 @@ func untilIdle(t *testing.T, p *system.Pipeline, n int) map[string]system.Delive
 		case err != nil:
 			t.Fatal(err)
 		case d.Result == system.Idle && d.NextEligible.IsZero():
-			if _, flushed, _ := p.Flush(context.Background()); flushed {
+			if _, flushed, _ := p.Flush(t.Context()); flushed {
 				t.Errorf("idle with an answer not yet recorded")
 			}
 			return last
@@ -136,7 +136,7 @@ func untilIdle(t *testing.T, p *system.Pipeline, n int) map[string]system.Delive
 func TestPipelineInterrupted(t *testing.T) { eachBackend(t, pipelineInterrupted) }
 
 func pipelineInterrupted(t *testing.T, b backend) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	commits := -3 // the approvals'
 	app, crm, _ := openPair(t, b, system.Options{Durability: system.ProcessSafe, Hook: func(p system.FaultPoint) error {
@@ -202,7 +202,7 @@ func pipelineInterrupted(t *testing.T, b backend) {
 func TestPipelineFlushReportsEveryDelivery(t *testing.T) { eachBackend(t, pipelineFlush) }
 
 func pipelineFlush(t *testing.T, b backend) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := newClock()
 	w, crm := workers(t, b, clk, system.Options{NoBackoff: true, Retention: time.Minute}, "A", "B")
 	mustApprove(t, w["A"], "case-1", "case-2")
@@ -258,7 +258,7 @@ func (c *sharedClock) tick(d time.Duration) {
 // in a new folder, both on clk, and closes them when t ends.
 func onSharedClock(t *testing.T, b backend, clk *sharedClock) (*system.Outbox, *system.CRM) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	app, err := system.Open(ctx, b.app(t), system.Options{Durability: system.ProcessSafe, NoBackoff: true, Now: clk.Now, Worker: "A"})
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +283,7 @@ func onSharedClock(t *testing.T, b backend, clk *sharedClock) (*system.Outbox, *
 func TestPipelineClaimsAhead(t *testing.T) { eachBackend(t, pipelineClaimsAhead) }
 
 func pipelineClaimsAhead(t *testing.T, b backend) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := &sharedClock{now: approvedAt}
 	app, crm := onSharedClock(t, b, clk)
 	mustApprove(t, app, "case-1", "case-2", "case-3", "case-4", "case-5")
@@ -385,7 +385,7 @@ func pipelineHalfTimeout(t *testing.T, b backend) {
 		{"half, to the millisecond", system.DefaultSendTimeout / 2, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			clk := &sharedClock{now: approvedAt}
 			app, crm := onSharedClock(t, b, clk)
 			mustApprove(t, app, "case-1", "case-2", "case-3")
@@ -456,7 +456,7 @@ func claimedAhead(ctx context.Context, app *system.Outbox, key string, want bool
 func TestPipelineFlushDropsAnIdleClaimedAhead(t *testing.T) { eachBackend(t, pipelineFlushIdle) }
 
 func pipelineFlushIdle(t *testing.T, b backend) {
-	ctx := context.Background()
+	ctx := t.Context()
 	app, crm, _ := openPair(t, b, system.Options{Durability: system.ProcessSafe, NoBackoff: true})
 	mustApprove(t, app, "case-1", "case-2")
 	p, err := app.Pipeline(crm)

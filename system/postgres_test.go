@@ -1,7 +1,6 @@
 package system_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -19,7 +18,7 @@ import (
 // TestPostgresOpen: Open creates an app database in an empty schema and
 // opens it again; it refuses, writing nothing, what is not one.
 func TestPostgresOpen(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	url := pgtest.URL(t)
 	if _, err := system.OpenReadOnly(ctx, url); !errors.Is(err, system.ErrNotFound) {
 		t.Fatalf("read-only open of an empty schema: %v, want ErrNotFound", err)
@@ -92,7 +91,7 @@ func pgExec(t *testing.T, url, sql string) {
 // query runs sql on the server of url and returns its rows as text.
 func query(t *testing.T, url, sql string) [][]string {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, url[:strings.LastIndex(url, "schema=")-1])
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +156,7 @@ func (k *killer) hook(p system.FaultPoint) error {
 // is there, and the next write on the same Outbox goes through. A settle
 // whose commit is unknown leaves its attempt counted, with the cause.
 func TestCommitLost(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, tt := range []struct {
 		name string
 		// write is the write that dies; it may prepare what it needs
@@ -243,7 +242,7 @@ func mustKey(t *testing.T, caseID string) string {
 // leaves neither, a commit both; a repeat changes nothing and another
 // title is a conflict.
 func TestRecordApprovalPgxJoinsTheCallersTransaction(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	url := pgtest.URL(t)
 	app, _, _ := openPair(t, backend{"postgres", func(testing.TB) string { return url }}, system.Options{})
 	schema := schemaOf(url)
@@ -311,7 +310,7 @@ func TestRecordApprovalPgxJoinsTheCallersTransaction(t *testing.T) {
 // must one in a caller's pgx transaction (RecordApprovalPgx), which is
 // then a harmless repeat, not a duplicate key.
 func TestSchemasDoNotWaitForEachOther(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	first, second := pgtest.URL(t), pgtest.URL(t)
 	inside, release := make(chan struct{}), make(chan struct{})
 	holder, _, _ := openPair(t, backend{"postgres", func(testing.TB) string { return first }}, system.Options{Hook: func(p system.FaultPoint) error {
@@ -364,7 +363,7 @@ func TestSchemasDoNotWaitForEachOther(t *testing.T) {
 // TestDropPostgres drops the schema of an app database, and refuses
 // one that holds something else.
 func TestDropPostgres(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	url := pgtest.URL(t)
 	app, err := system.Open(ctx, url, system.Options{})
 	if err != nil {
@@ -391,7 +390,7 @@ func TestDropPostgres(t *testing.T) {
 // its password, even one with a character a URL must encode, which the
 // URL parser then reads as a port or a path.
 func TestPasswordsStayHidden(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, tt := range []struct{ url, want string }{
 		{"postgres://alice:s3cret@127.0.0.1:1/app?schema=x", "postgres://alice:xxxxx@127.0.0.1:1/app?schema=x"},
 		{"postgres://alice:s3cr/et@127.0.0.1:1/app", "postgres://…@127.0.0.1:1/app"},
@@ -445,7 +444,7 @@ func (failingWrites) Write([]byte) (int, error) { return 0, errors.New("writes f
 // timeout: B takes case-2 at once (FOR UPDATE … SKIP LOCKED) instead of
 // waiting for A's row, and A's claim then commits case-1.
 func TestClaimSkipsARowAnotherClaimHolds(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	url := pgtest.URL(t)
 	inside, release := make(chan struct{}), make(chan struct{})
 	var armed atomic.Bool

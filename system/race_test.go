@@ -1,7 +1,6 @@
 package system_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -32,7 +31,7 @@ func TestOperatorsAmongWorkers(t *testing.T) {
 
 func operatorsAmongWorkers(t *testing.T, b backend) {
 	const rows, workers, actions = 40, 4, 200
-	ctx := context.Background()
+	ctx := t.Context()
 	target := b.app(t)
 	opts := system.Options{Durability: system.ProcessSafe, NoBackoff: true, MaxAttempts: 3}
 	crm, err := system.OpenCRM(ctx, filepath.Join(t.TempDir(), "crm.db"), system.ProcessSafe)
@@ -160,7 +159,7 @@ func TestApprovalsAtOnce(t *testing.T) { eachBackend(t, approvalsAtOnce) }
 
 func approvalsAtOnce(t *testing.T, b backend) {
 	const cases, approvers = 30, 6
-	ctx := context.Background()
+	ctx := t.Context()
 	target := b.app(t)
 	type answer struct {
 		payload string
@@ -225,7 +224,7 @@ func approvalsAtOnce(t *testing.T, b backend) {
 func TestSnapshotIsOneMoment(t *testing.T) { eachBackend(t, snapshotIsOneMoment) }
 
 func snapshotIsOneMoment(t *testing.T, b backend) {
-	ctx := context.Background()
+	ctx := t.Context()
 	target := b.app(t)
 	writer, err := system.Open(ctx, target, system.Options{Durability: system.ProcessSafe})
 	if err != nil {

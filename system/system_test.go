@@ -60,12 +60,12 @@ func openPair(t testing.TB, b backend, opts system.Options) (*system.Outbox, *sy
 	t.Helper()
 	dir := t.TempDir()
 	target := b.app(t)
-	app, err := system.Open(context.Background(), target, opts)
+	app, err := system.Open(t.Context(), target, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { app.Close() })
-	crm, err := system.OpenCRM(context.Background(), filepath.Join(dir, "crm.db"), opts.Durability)
+	crm, err := system.OpenCRM(t.Context(), filepath.Join(dir, "crm.db"), opts.Durability)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func openPair(t testing.TB, b backend, opts system.Options) (*system.Outbox, *sy
 
 func snapshot(t *testing.T, app *system.Outbox) system.Snapshot {
 	t.Helper()
-	s, err := app.Snapshot(context.Background())
+	s, err := app.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func snapshot(t *testing.T, app *system.Outbox) system.Snapshot {
 func TestRecordApproval(t *testing.T) { eachBackend(t, testRecordApproval) }
 
 func testRecordApproval(t *testing.T, b backend) {
-	ctx := context.Background()
+	ctx := t.Context()
 	app, _, _ := openPair(t, b, system.Options{Now: func() time.Time { return approvedAt }})
 	got, err := app.RecordApproval(ctx, caseID, "  "+title+" ")
 	if err != nil || got != key {
@@ -124,7 +124,7 @@ func TestRecordApprovalCrashLeavesNothing(t *testing.T) {
 }
 
 func testRecordApprovalCrashLeavesNothing(t *testing.T, b backend) {
-	ctx := context.Background()
+	ctx := t.Context()
 	app, _, files := openPair(t, b, system.Options{Hook: func(p system.FaultPoint) error {
 		if p == system.PointBetweenApprovalInserts {
 			return errCrash
@@ -146,7 +146,7 @@ func testRecordApprovalCrashLeavesNothing(t *testing.T, b backend) {
 }
 
 func TestRecordApprovalTxJoinsTheCallersTransaction(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	app, _, _ := openPair(t, sqliteBackend, system.Options{})
 	if _, err := app.DB().ExecContext(ctx, `CREATE TABLE repairs (case_id TEXT PRIMARY KEY, plan TEXT)`); err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func testDeliverOne(t *testing.T, b backend) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			app, crm, _ := openPair(t, b, system.Options{NoBackoff: true})
 			if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
 				t.Fatal(err)
@@ -266,7 +266,7 @@ func TestDeliverOneIdle(t *testing.T) { eachBackend(t, testDeliverOneIdle) }
 
 func testDeliverOneIdle(t *testing.T, b backend) {
 	app, crm, _ := openPair(t, b, system.Options{})
-	got, err := app.DeliverOne(context.Background(), crm)
+	got, err := app.DeliverOne(t.Context(), crm)
 	if err != nil || got != (system.Delivery{Result: system.Idle}) {
 		t.Errorf("got %+v, %v; want idle", got, err)
 	}
@@ -277,7 +277,7 @@ func TestDeliverOneTakesTheOldestPendingRow(t *testing.T) {
 }
 
 func testDeliverOneTakesTheOldestPendingRow(t *testing.T, b backend) {
-	ctx := context.Background()
+	ctx := t.Context()
 	app, crm, _ := openPair(t, b, system.Options{})
 	for _, c := range []string{"case-3", "case-1", "case-2"} {
 		if _, err := app.RecordApproval(ctx, c, title); err != nil {
@@ -300,7 +300,7 @@ func TestDeliverOneSendsOutsideTransactions(t *testing.T) {
 }
 
 func testDeliverOneSendsOutsideTransactions(t *testing.T, b backend) {
-	ctx := context.Background()
+	ctx := t.Context()
 	app, crm, files := openPair(t, b, system.Options{})
 	other, err := system.Open(ctx, files.app, system.Options{})
 	if err != nil {
@@ -328,7 +328,7 @@ func TestDeliverOneCrashPoints(t *testing.T) { eachBackend(t, testDeliverOneCras
 func testDeliverOneCrashPoints(t *testing.T, b backend) {
 	for _, point := range []system.FaultPoint{system.PointBeforeSend, system.PointAfterReply} {
 		t.Run(string(point), func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			app, crm, _ := openPair(t, b, system.Options{Hook: func(p system.FaultPoint) error {
 				if p == point {
 					return errCrash
@@ -361,7 +361,7 @@ func testDeliverOneCrashPoints(t *testing.T, b backend) {
 // hour, and checks each one's id, whether it was a replay and its error,
 // then what the reads by key and by id find, after a reopen too.
 func TestCRM(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "crm.db")
 	clk := newClock()
 	crm, err := system.OpenCRMWith(ctx, path, system.CRMOptions{Retention: time.Hour, Now: clk.Now})
@@ -443,7 +443,7 @@ func TestCRM(t *testing.T) {
 }
 
 func TestOpenRefuses(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 	crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
 	if err != nil {

@@ -1,7 +1,6 @@
 package system
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"path/filepath"
@@ -32,7 +31,7 @@ func firstSchema(t *testing.T, path string, k kind, stmts ...string) {
 // first claim from the upgrade: a retry within the retention window is a
 // replay, a claim past it blocks, and the time budget starts then too.
 func TestUpgradedRowsKeepTheirWindows(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	const key = KeyPrefix + "case-1"
 	payload := `{"case_id":"case-1","title":"Call"}`
 	upgraded := func(t *testing.T, clock *time.Time) (*Outbox, *CRM) {

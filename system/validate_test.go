@@ -1,7 +1,6 @@
 package system_test
 
 import (
-	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -53,7 +52,7 @@ func TestCaseIDMessages(t *testing.T) {
 // TestConflictMessageIsOneLine: a title with a line separator must not
 // break the message of a key conflict across lines.
 func TestConflictMessageIsOneLine(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	app, err := system.Open(ctx, filepath.Join(t.TempDir(), "app.db"), system.Options{})
 	if err != nil {
 		t.Fatal(err)

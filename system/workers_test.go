@@ -27,7 +27,7 @@ func fixedJitter(d time.Duration) func(time.Duration) time.Duration {
 // Outbox per worker name, all on clk.
 func workers(t *testing.T, b backend, clk *clock, opts system.Options, names ...string) (map[string]*system.Outbox, *system.CRM) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 	target := b.app(t)
 	opts.Now = clk.Now
@@ -54,7 +54,7 @@ func workers(t *testing.T, b backend, clk *clock, opts system.Options, names ...
 func mustApprove(t *testing.T, app *system.Outbox, cases ...string) {
 	t.Helper()
 	for _, c := range cases {
-		if _, err := app.RecordApproval(context.Background(), c, title); err != nil {
+		if _, err := app.RecordApproval(t.Context(), c, title); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,7 +62,7 @@ func mustApprove(t *testing.T, app *system.Outbox, cases ...string) {
 
 func row(t *testing.T, app *system.Outbox, k string) system.Row {
 	t.Helper()
-	r, err := app.Row(context.Background(), k)
+	r, err := app.Row(t.Context(), k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func testStaleSettleWritesNothing(t *testing.T, b backend) {
 		{"late cause of its own", errors.New("certificate expired"), true},
 	} {
 		t.Run(late.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			clk := newClock()
 			w, crm := workers(t, b, clk, system.Options{NoBackoff: true}, "A", "B")
 			mustApprove(t, w["A"], caseID)
@@ -137,7 +137,7 @@ func testStaleSettleWritesNothing(t *testing.T, b backend) {
 func TestRecoverFencesOutAZombie(t *testing.T) { eachBackend(t, testRecoverFencesOutAZombie) }
 
 func testRecoverFencesOutAZombie(t *testing.T, b backend) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := newClock()
 	w, crm := workers(t, b, clk, system.Options{NoBackoff: true}, "A", "B")
 	mustApprove(t, w["A"], caseID, "case-2")
@@ -199,7 +199,7 @@ func testBackoff(t *testing.T, b backend) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			clk := newClock()
 			w, crm := workers(t, b, clk, system.Options{MaxAttempts: 5, Jitter: fixedJitter(tt.jitter)}, "A")
 			app := w["A"]
@@ -274,7 +274,7 @@ func testClaimBlocks(t *testing.T, b backend) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			clk := newClock()
 			opts := system.Options{NoBackoff: true, MaxAge: tt.maxAge, Lease: 2 * time.Second, SendTimeout: time.Second}
 			w, crm := workers(t, b, clk, opts, "A")
@@ -322,7 +322,7 @@ func testClaimBlocks(t *testing.T, b backend) {
 // TestReceiverRetention: the CRM forgets a key after its retention; the
 // task stays, and a create for the forgotten key makes a second task.
 func TestReceiverRetention(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := newClock()
 	crm, err := system.OpenCRMWith(ctx, filepath.Join(t.TempDir(), "crm.db"), system.CRMOptions{Retention: time.Minute, Now: clk.Now})
 	if err != nil {
@@ -373,13 +373,13 @@ func TestOptionsRefused(t *testing.T) {
 		{Lease: time.Second, SendTimeout: time.Second},
 	} {
 		path := filepath.Join(t.TempDir(), "app.db")
-		if _, err := system.Open(context.Background(), path, opts); !errors.Is(err, system.ErrInvalidInput) {
+		if _, err := system.Open(t.Context(), path, opts); !errors.Is(err, system.ErrInvalidInput) {
 			t.Errorf("Open with %+v: got %v, want ErrInvalidInput", opts, err)
 		}
 	}
 	for _, opts := range []system.CRMOptions{{Retention: -1}, {BusyTimeout: -1}} {
 		path := filepath.Join(t.TempDir(), "crm.db")
-		if _, err := system.OpenCRMWith(context.Background(), path, opts); !errors.Is(err, system.ErrInvalidInput) {
+		if _, err := system.OpenCRMWith(t.Context(), path, opts); !errors.Is(err, system.ErrInvalidInput) {
 			t.Errorf("OpenCRMWith with %+v: got %v, want ErrInvalidInput", opts, err)
 		}
 	}
@@ -447,7 +447,7 @@ func testOperatorActions(t *testing.T, b backend) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			clk := newClock()
 			w, crm := workers(t, b, clk, system.Options{NoBackoff: true}, "A")
 			app := w["A"]
@@ -504,7 +504,7 @@ func TestReconcileAbsentForgetsTheFirstClaim(t *testing.T) {
 }
 
 func testReconcileAbsentForgetsTheFirstClaim(t *testing.T, b backend) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := newClock()
 	w, crm := workers(t, b, clk, system.Options{NoBackoff: true}, "A")
 	app := w["A"]
@@ -546,7 +546,7 @@ func (conflicting) CreateTask(context.Context, string, string) (int64, error) {
 func TestStale(t *testing.T) { eachBackend(t, testStale) }
 
 func testStale(t *testing.T, b backend) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := newClock()
 	w, crm := workers(t, b, clk, system.Options{NoBackoff: true}, "A")
 	app := w["A"]
@@ -592,7 +592,7 @@ func TestBudgetIsRecorded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			path := filepath.Join(t.TempDir(), "app.db")
 			for i, b := range tt.budgets {
 				app, err := system.Open(ctx, path, system.Options{MaxAttempts: b, Durability: system.ProcessSafe, Worker: fmt.Sprint("w", i)})
@@ -636,7 +636,7 @@ func TestBudgetIsRecorded(t *testing.T) {
 func TestSendEndsByTheClaimsDeadline(t *testing.T) { eachBackend(t, testSendEndsByTheClaimsDeadline) }
 
 func testSendEndsByTheClaimsDeadline(t *testing.T, b backend) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := newClock()
 	w, _ := workers(t, b, clk, system.Options{NoBackoff: true}, "A")
 	mustApprove(t, w["A"], caseID)
@@ -671,7 +671,7 @@ func testSendEndsByTheClaimsDeadline(t *testing.T, b backend) {
 // ProcessSafe none (OFF). No simulated crash can tell them apart, since
 // a process crash loses nothing either way: only a power loss would.
 func TestDurabilityReachesTheFile(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, tt := range []struct {
 		d    system.Durability
 		want int
