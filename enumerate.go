@@ -53,66 +53,52 @@ func Enumerate(ctx context.Context, sc Scenario, cfg EnumerateConfig) ([]CrashPo
 	var env *Env
 	closeEnv := func() {}
 	defer func() { closeEnv() }()
-	// run runs the scenario on a renewed Env, or on a new one.
-	run := func(crashAt int) (enumerationResult, error) {
+	// run runs the scenario on a renewed Env, or on a new one, crashing at
+	// pass crashAt (0: never), and returns the outcome of the first step
+	// that broke an invariant, the fault points passed before the final
+	// converge, and for every pass the index of the case that made it.
+	run := func(crashAt int) (broke Outcome, trace []system.FaultPoint, stepOfPass []int, err error) {
 		if env == nil || cfg.Fresh {
 			closeEnv()
 			closeEnv = func() {}
 			e, done, err := newEnvIn(ctx, envOptions{Dir: cfg.Dir, Design: cfg.Design, Renewable: !cfg.Fresh})
 			if err != nil {
-				return enumerationResult{}, err
+				return Outcome{}, nil, nil, err
 			}
 			env, closeEnv = e, done
 		} else if err := env.renew(ctx); err != nil {
-			return enumerationResult{}, err
+			return Outcome{}, nil, nil, err
 		}
-		return enumerationRun(ctx, env, sc.Name, cases, crashAt)
+		env.CrashAtPass(crashAt)
+		for i, c := range append(cases, Case{Line: 0, Text: "converge", Step: NewStep("converge")}) {
+			out, err := env.Apply(ctx, c.Step)
+			if err != nil {
+				return Outcome{}, nil, nil, fmt.Errorf("%s:%d: %w", sc.Name, c.Line, err)
+			}
+			passed := env.Trace()
+			for len(stepOfPass) < len(passed) {
+				stepOfPass = append(stepOfPass, i)
+			}
+			if out.Violation != nil && broke.Violation == nil {
+				broke = out
+			}
+			if c.Step.Directive != "converge" {
+				trace = passed
+			}
+		}
+		return broke, trace, stepOfPass, nil
 	}
-	baseline, err := run(0)
+	_, trace, stepOfPass, err := run(0)
 	if err != nil {
 		return nil, err
 	}
 	var points []CrashPoint
-	for pass := 1; pass <= len(baseline.trace); pass++ {
-		r, err := run(pass)
+	for pass := 1; pass <= len(trace); pass++ {
+		broke, _, _, err := run(pass)
 		if err != nil {
 			return nil, err
 		}
-		points = append(points, CrashPoint{
-			Pass: pass, Point: baseline.trace[pass-1], Case: cases[baseline.stepOfPass[pass-1]],
-			Outcome: r.broke,
-		})
+		points = append(points, CrashPoint{Pass: pass, Point: trace[pass-1], Case: cases[stepOfPass[pass-1]], Outcome: broke})
 	}
 	return points, nil
-}
-
-// enumerationResult is what one run of Enumerate saw.
-type enumerationResult struct {
-	trace      []system.FaultPoint
-	stepOfPass []int   // for every pass, the index of the case that made it
-	broke      Outcome // the outcome of the first step that broke an invariant
-}
-
-// enumerationRun runs cases on env, new or renewed, crashing at pass
-// crashAt (0: never), then converges.
-func enumerationRun(ctx context.Context, env *Env, name string, cases []Case, crashAt int) (enumerationResult, error) {
-	var res enumerationResult
-	env.CrashAtPass(crashAt)
-	for i, c := range append(cases, Case{Line: 0, Text: "converge", Step: NewStep("converge")}) {
-		out, err := env.Apply(ctx, c.Step)
-		if err != nil {
-			return res, fmt.Errorf("%s:%d: %w", name, c.Line, err)
-		}
-		trace := env.Trace()
-		for len(res.stepOfPass) < len(trace) {
-			res.stepOfPass = append(res.stepOfPass, i)
-		}
-		if out.Violation != nil && res.broke.Violation == nil {
-			res.broke = out
-		}
-		if c.Step.Directive != "converge" {
-			res.trace = trace
-		}
-	}
-	return res, nil
 }

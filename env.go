@@ -60,6 +60,12 @@ type Env struct {
 	// started is set by the first step that is not design, config,
 	// transport or backend.
 	started bool
+	// burst is the fault the last steps that fired one fired, and in how
+	// many of them in a row (see Shape).
+	burst struct {
+		fault faults.Kind
+		n     int
+	}
 
 	// now is the virtual clock in milliseconds since the Unix epoch: time
 	// moves only with a tick step (and converge), so nothing a step does
@@ -168,6 +174,7 @@ func (e *Env) begin() {
 	e.applied, e.before, e.diverged, e.started = 0, model.Observation{}, Disagreement{}, false
 	e.now, e.jitter = e.model.Now, 0
 	e.injector = faults.Injector{}
+	e.burst.fault, e.burst.n = "", 0
 }
 
 // envOptions say where newEnvIn makes an Env and what it runs.
@@ -494,7 +501,15 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	if r.ifUnchanged != "" && sameObservation(obs, e.before) {
 		r.line += r.ifUnchanged
 	}
-	e.cfg.Stats.count(s, r, e.before, obs)
+	burst := 0
+	if r.fired != "" {
+		if r.fired != e.burst.fault {
+			e.burst.fault, e.burst.n = r.fired, 0
+		}
+		e.burst.n++
+		burst = e.burst.n
+	}
+	e.cfg.Stats.count(s, r, e.before, obs, burst)
 	e.before = obs
 	out := append([]string{r.line}, render(obs)...)
 	if v != nil {

@@ -407,6 +407,26 @@ func (f *rapidFlagSet) check(tb rapid.TB, seed uint64, prop func(*rapid.T)) {
 	})
 }
 
+// checkAsGiven runs rapid.Check(tb, prop) with rapid.checks and
+// rapid.seed as the command line gave them, even while explorations in
+// the same process have set them for their own checks: a test's property
+// (TestSimulation's, Verify's) must run the checks it was asked for.
+func (f *rapidFlagSet) checkAsGiven(tb rapid.TB, prop func(*rapid.T)) {
+	f.mu.Lock()
+	var once sync.Once
+	unlock := func() { once.Do(f.mu.Unlock) }
+	defer unlock()
+	if f.users > 0 {
+		for _, name := range []string{"rapid.checks", "rapid.seed"} {
+			_ = flag.Set(name, f.saved[name]) // the value was read from this flag in begin
+		}
+	}
+	rapid.Check(tb, func(t *rapid.T) {
+		unlock()
+		prop(t)
+	})
+}
+
 // exploreTB is the rapid.TB of an exploration: it keeps rapid's failure
 // messages instead of failing a test.
 type exploreTB struct {

@@ -208,7 +208,7 @@ func TestInterruptedShrinkingEnds(t *testing.T) {
 		found       *Failure
 	)
 	tb := &exploreTB{name: t.Name()}
-	rapidFlags.check(tb, SequenceSeed(1, 8), func(rt *rapid.T) {
+	rapidFlags.check(tb, SequenceSeed(1, 5), func(rt *rapid.T) {
 		if runs++; runs == interruptAt {
 			cancel()
 			found = rec.Failure
@@ -220,10 +220,33 @@ func TestInterruptedShrinkingEnds(t *testing.T) {
 	})
 	switch {
 	case !tb.failed || found == nil:
-		t.Fatalf("two-writes did not fail within %d runs of seed %d", interruptAt, SequenceSeed(1, 8))
+		t.Fatalf("two-writes did not fail within %d runs of seed %d", interruptAt, SequenceSeed(1, 5))
 	case after > 2:
 		t.Errorf("rapid ran the property %d times after the interrupt, want at most 2", after)
 	case rec.Failure != found:
 		t.Errorf("the recorder holds a failure found after the interrupt:\n%s\nwant the one found before:\n%s", rec.Failure.Report(""), found.Report(""))
+	}
+}
+
+// TestCheckAsGivenKeepsTheCommandLinesChecks runs a test's property while
+// an exploration has set rapid's flags for its own single checks: the
+// test must still run as many checks as the command line asked for.
+func TestCheckAsGivenKeepsTheCommandLinesChecks(t *testing.T) {
+	count := func() int {
+		n := 0
+		rapidFlags.checkAsGiven(t, func(*rapid.T) { n++ })
+		return n
+	}
+	asked := count()
+	if asked < 2 {
+		t.Fatalf("rapid ran %d checks with no exploration running; the test needs more than one", asked)
+	}
+	if err := rapidFlags.begin(); err != nil {
+		t.Fatal(err)
+	}
+	defer rapidFlags.end()
+	rapidFlags.check(&exploreTB{name: t.Name()}, 1, func(*rapid.T) {}) // leaves rapid.checks set for one check
+	if got := count(); got != asked {
+		t.Errorf("with an exploration running, the property ran %d checks, want %d as without", got, asked)
 	}
 }

@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -10,8 +11,10 @@ import (
 
 // The characters of SPEC's "Recording an approval" that the generators
 // combine into titles: white space (exactly Go's unicode.IsSpace, split
-// into ASCII and the rest), the other control characters, and the
-// invisible characters that are kept and counted.
+// into ASCII and the rest), the other control characters (NUL, the rest
+// of C0, DEL, and C1 but U+0085, each set as often), and the invisible
+// characters that are kept and counted (U+001C-001F, U+200B and U+FEFF,
+// each set as often).
 var (
 	asciiSpace  = []rune{'\t', '\n', '\v', '\f', '\r', ' '}
 	exoticSpace = []rune{
@@ -19,12 +22,13 @@ var (
 		0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200A,
 		0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
 	}
-	controls = []rune{
-		0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
-		0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x1D, 0x1E, 0x1F,
-		0x7F,
+	controls = [][]rune{
+		{0x00},
+		{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x1D, 0x1E, 0x1F},
+		{0x7F},
+		{0x80, 0x81, 0x8D, 0x9B, 0x9F},
 	}
-	invisibles = []rune{0x1C, 0x1D, 0x1E, 0x1F, 0x200B, 0xFEFF}
+	invisibles = [][]rune{{0x1C, 0x1D, 0x1E, 0x1F}, {0x200B}, {0xFEFF}}
 )
 
 // The case ids the generators draw. The valid ones are few, case-1 and
@@ -100,9 +104,11 @@ func drawTitle(t *rapid.T) (title string, ok bool) {
 	case bodyJSON:
 		body = jsonBodies[pickOf(t, "json", len(jsonBodies))]
 	case bodyControl:
-		body = "Call" + string(controls[pickOf(t, "control", len(controls))]) + "back"
+		set := controls[pickOf(t, "control set", len(controls))]
+		body = "Call" + string(set[pickOf(t, "control", len(set))]) + "back"
 	case bodyInvisible:
-		c := string(invisibles[pickOf(t, "invisible", len(invisibles))])
+		set := invisibles[pickOf(t, "invisible set", len(invisibles))]
+		c := string(set[pickOf(t, "invisible", len(set))])
 		body = [...]string{c + "Call back", "Call back" + c, c}[pickOf(t, "where", 3)]
 	case bodyLong:
 		body = strings.Repeat(wideRunes[pickOf(t, "wide", len(wideRunes))], 160+pickOf(t, "over", 2))
@@ -167,11 +173,17 @@ const (
 	TitleEmpty          InputClass = "title: empty"
 	TitleOnlyASCIISpace InputClass = "title: only ASCII white space"
 	TitleOnlyOtherSpace InputClass = "title: only white space, some not ASCII"
-	TitleTrimASCII      InputClass = "title: ASCII white space trimmed at an end"
-	TitleTrimOther      InputClass = "title: non-ASCII white space trimmed at an end"
+	TitleTrimASCIIStart InputClass = "title: ASCII white space trimmed at the start"
+	TitleTrimASCIIEnd   InputClass = "title: ASCII white space trimmed at the end"
+	TitleTrimOtherStart InputClass = "title: non-ASCII white space trimmed at the start"
+	TitleTrimOtherEnd   InputClass = "title: non-ASCII white space trimmed at the end"
 	TitleInnerSpace     InputClass = "title: white space kept inside"
-	TitleControl        InputClass = "title: control character"
-	TitleInvisible      InputClass = "title: invisible character kept"
+	TitleNUL            InputClass = "title: NUL"
+	TitleControl        InputClass = "title: other C0 control character or DEL"
+	TitleC1Control      InputClass = "title: C1 control character"
+	TitleSeparator      InputClass = "title: U+001C-001F kept"
+	TitleZeroWidthSpace InputClass = "title: U+200B kept"
+	TitleByteOrderMark  InputClass = "title: U+FEFF kept"
 	TitleInvisibleEnd   InputClass = "title: invisible character kept at an end"
 	TitleNonASCII       InputClass = "title: non-ASCII"
 	TitleAstral         InputClass = "title: character outside the BMP"
@@ -179,7 +191,7 @@ const (
 	TitleHTMLOrLineSep  InputClass = "title: HTML or U+2028/U+2029"
 	Title160            InputClass = "title: 160 code points, more bytes"
 	Title160Trimmed     InputClass = "title: 160 code points after trimming a longer one"
-	Title161            InputClass = "title: 161 code points"
+	Title161            InputClass = "title: 161 code points, more bytes"
 	TitleInvalidUTF8    InputClass = "title: invalid UTF-8"
 )
 
@@ -188,8 +200,10 @@ const (
 var InputClasses = []InputClass{
 	CaseMissing, CaseEmpty, CaseLongest, CaseTooLong, CaseUpper, CaseLower, CaseDigit, CaseDash,
 	CaseNonASCII, CaseUnderbar, CaseSpace, CaseOther,
-	TitleMissing, TitleEmpty, TitleOnlyASCIISpace, TitleOnlyOtherSpace, TitleTrimASCII, TitleTrimOther,
-	TitleInnerSpace, TitleControl, TitleInvisible, TitleInvisibleEnd, TitleNonASCII, TitleAstral,
+	TitleMissing, TitleEmpty, TitleOnlyASCIISpace, TitleOnlyOtherSpace,
+	TitleTrimASCIIStart, TitleTrimASCIIEnd, TitleTrimOtherStart, TitleTrimOtherEnd, TitleInnerSpace,
+	TitleNUL, TitleControl, TitleC1Control, TitleSeparator, TitleZeroWidthSpace, TitleByteOrderMark, TitleInvisibleEnd,
+	TitleNonASCII, TitleAstral,
 	TitleJSONEscape, TitleHTMLOrLineSep, Title160, Title161, Title160Trimmed, TitleInvalidUTF8,
 }
 
@@ -281,13 +295,27 @@ func classifyTitle(title string) []InputClass {
 			classes = append(classes, c)
 		}
 	}
-	cut := strings.Replace(title, trimmed, "", 1)
-	add(TitleTrimASCII, cut != "" && strings.TrimLeft(cut, string(asciiSpace)) == "")
-	add(TitleTrimOther, strings.TrimLeft(cut, string(asciiSpace)) != "")
+	start := title[:len(title)-len(strings.TrimLeftFunc(title, unicode.IsSpace))]
+	end := title[len(strings.TrimRightFunc(title, unicode.IsSpace)):]
+	asciiOnly := func(cut string) bool { return cut != "" && strings.Trim(cut, string(asciiSpace)) == "" }
+	otherToo := func(cut string) bool { return strings.Trim(cut, string(asciiSpace)) != "" }
+	add(TitleTrimASCIIStart, asciiOnly(start))
+	add(TitleTrimASCIIEnd, asciiOnly(end))
+	add(TitleTrimOtherStart, otherToo(start))
+	add(TitleTrimOtherEnd, otherToo(end))
 	add(TitleInnerSpace, strings.ContainsFunc(trimmed, unicode.IsSpace))
-	add(TitleControl, strings.ContainsFunc(trimmed, func(r rune) bool { return r < ' ' || r == 0x7F }))
-	isInvisible := func(r rune) bool { return strings.ContainsRune(string(invisibles), r) }
-	add(TitleInvisible, strings.ContainsFunc(trimmed, isInvisible))
+	holds := func(lo, hi rune) bool {
+		return strings.ContainsFunc(trimmed, func(r rune) bool { return lo <= r && r <= hi && !unicode.IsSpace(r) })
+	}
+	add(TitleNUL, holds(0, 0))
+	add(TitleControl, holds(0x01, 0x1F) || holds(0x7F, 0x7F))
+	add(TitleC1Control, holds(0x80, 0x9F))
+	add(TitleSeparator, holds(0x1C, 0x1F))
+	add(TitleZeroWidthSpace, holds(0x200B, 0x200B))
+	add(TitleByteOrderMark, holds(0xFEFF, 0xFEFF))
+	isInvisible := func(r rune) bool {
+		return slices.ContainsFunc(invisibles, func(set []rune) bool { return slices.Contains(set, r) })
+	}
 	first, _ := utf8.DecodeRuneInString(trimmed)
 	last, _ := utf8.DecodeLastRuneInString(trimmed)
 	add(TitleInvisibleEnd, isInvisible(first) || isInvisible(last))
@@ -298,6 +326,6 @@ func classifyTitle(title string) []InputClass {
 	n := utf8.RuneCountInString(trimmed)
 	add(Title160, n == 160 && len(trimmed) > 160)
 	add(Title160Trimmed, n == 160 && utf8.RuneCountInString(title) > 160)
-	add(Title161, n == 161)
+	add(Title161, n == 161 && len(trimmed) > 161)
 	return classes
 }

@@ -83,6 +83,9 @@ func (r Run) Length() int { return len(r.Steps) - r.designLines() }
 type Failure struct {
 	Run
 	Violation Violation
+	// Unshrunk says the run is as it was found, not shrunk: the fuzzer
+	// found it (see PropertyConfig.Fuzzing).
+	Unshrunk bool
 	// Disagreement is where the model and the system first disagreed, its
 	// step counted without a design line; zero when they never did.
 	Disagreement Disagreement
@@ -127,6 +130,9 @@ type PropertyConfig struct {
 	Stats *Stats
 	// Recorder (may be nil) keeps the last failing run.
 	Recorder *Recorder
+	// Fuzzing says the property runs under rapid.MakeFuzz, which does
+	// not shrink: its failures are reported as found, not as minimal.
+	Fuzzing bool
 	// FirstFailure, if not nil, is called when Recorder first records a
 	// failure, before rapid shrinks it: an exploration's other lanes stop
 	// then instead of after the shrinking.
@@ -209,7 +215,7 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 				if d.Step > 0 {
 					d.Step -= run.designLines()
 				}
-				failure = &Failure{Run: run, Violation: *out.Violation, Disagreement: d}
+				failure = &Failure{Run: run, Violation: *out.Violation, Disagreement: d, Unshrunk: cfg.Fuzzing}
 			}
 			return failure == nil
 		}
@@ -276,8 +282,8 @@ func (r Run) Scenario(header ...string) string {
 	return b.String()
 }
 
-// Report says in plain words what broke, shows the minimal scenario as a
-// ready corpus file, and where the model and the system first disagreed.
+// Report says in plain words what broke, shows the minimal scenario (or,
+// unshrunk, the scenario as found) as a ready corpus file, and where the model and the system first disagreed.
 // reproduce, if not empty, is the command that reproduces and saves it.
 func (f *Failure) Report(reproduce string) string {
 	var b strings.Builder
@@ -286,7 +292,11 @@ func (f *Failure) Report(reproduce string) string {
 	if reproduce != "" {
 		fmt.Fprintf(&b, "reproduce and save: %s\n", reproduce)
 	}
-	fmt.Fprintf(&b, "\nminimal scenario (%d steps):\n\n%s%s", f.Length(), f.Scenario(f.Header()...), f.Diverged())
+	shown := "minimal scenario"
+	if f.Unshrunk {
+		shown = "scenario as found, not shrunk"
+	}
+	fmt.Fprintf(&b, "\n%s (%d steps):\n\n%s%s", shown, f.Length(), f.Scenario(f.Header()...), f.Diverged())
 	return b.String()
 }
 
@@ -330,13 +340,17 @@ func (f *Failure) Table() string {
 	return b.String()
 }
 
-// Header is the comment a saved counterexample starts with: for a design
-// of the catalog, what go test does with it; for another, what Verify
-// does.
+// Header is the comment a saved counterexample starts with: whether it was
+// shrunk and, for a design of the catalog, what go test does with it; for
+// another, what Verify does.
 func (f *Failure) Header() []string {
-	next := "Minimal after shrinking. For the real design this is a bug: fix it, then rewrite the expectations."
+	shape := "Minimal after shrinking."
+	if f.Unshrunk {
+		shape = "Found by the fuzzer, not shrunk: steps that do not matter may remain."
+	}
+	next := shape + " For the real design this is a bug: fix it, then rewrite the expectations."
 	if _, err := designs.Lookup(f.Design); err != nil {
-		next = "Minimal after shrinking. Verify replays it and fails until the design is fixed; the outputs below are the broken design's, and Verify does not compare them."
+		next = shape + " Verify replays it and fails until the design is fixed; the outputs below are the broken design's, and Verify does not compare them."
 	}
 	return []string{fmt.Sprintf("Found by exploration: design %s breaks invariant %d (%s).", f.Design, f.Violation.Invariant, f.Violation.Name()), next}
 }

@@ -22,6 +22,7 @@ var (
 // -rapid.checks to explore more, -rapid.seed to reproduce, -save corpus to
 // keep a counterexample.
 func TestSimulation(t *testing.T) {
+	t.Parallel()
 	rec, stats := &Recorder{}, NewStats()
 	defer func() {
 		t.Logf("%d sequences (and %d shrink runs), %d steps; faults %v; transitions %v; worker results %v",
@@ -41,7 +42,7 @@ func TestSimulation(t *testing.T) {
 	}
 	prop, done := Property(t.Context(), PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: *steps, NoSwarm: *noSwarm, Stats: stats, Recorder: rec})
 	defer done()
-	rapid.Check(t, prop)
+	rapidFlags.checkAsGiven(t, prop)
 }
 
 // FuzzSimulation is the property of TestSimulation driven by Go's
@@ -59,7 +60,7 @@ func FuzzSimulation(f *testing.F) {
 		f.Fatal(err)
 	}
 	rec := &Recorder{}
-	prop, done := Property(f.Context(), PropertyConfig{Design: d, Dir: f.TempDir(), MaxSteps: *steps, NoSwarm: *noSwarm, Recorder: rec})
+	prop, done := Property(f.Context(), PropertyConfig{Design: d, Dir: f.TempDir(), MaxSteps: *steps, NoSwarm: *noSwarm, Recorder: rec, Fuzzing: true})
 	f.Cleanup(done)
 	check := rapid.MakeFuzz(prop)
 	f.Fuzz(func(t *testing.T, input []byte) {
@@ -79,7 +80,7 @@ func FuzzSimulation(f *testing.F) {
 					t.Errorf("saving the counterexample: %v", err)
 					return
 				}
-				t.Logf("saved the minimal scenario as %s", path)
+				t.Logf("saved the scenario as %s", path)
 			}
 		})
 		check(t, input)
@@ -94,4 +95,38 @@ func drawStream(seed uint64, n int) []byte {
 		b = binary.LittleEndian.AppendUint64(b, splitmix64(seed, int64(i+1)))
 	}
 	return b
+}
+
+// TestFuzzingFailuresSayTheyAreNotShrunk: a failure of the property run
+// as the fuzzer runs it (rapid.MakeFuzz does not shrink) is reported and
+// headed as found, not as minimal; under rapid.Check it is minimal.
+func TestFuzzingFailuresSayTheyAreNotShrunk(t *testing.T) {
+	d, err := designs.Lookup("two-writes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rapidFlags.begin(); err != nil {
+		t.Fatal(err)
+	}
+	defer rapidFlags.end()
+	for _, tt := range []struct {
+		fuzzing        bool
+		report, header string
+	}{
+		{false, "\nminimal scenario (", "Minimal after shrinking."},
+		{true, "\nscenario as found, not shrunk (", "Found by the fuzzer, not shrunk"},
+	} {
+		rec := &Recorder{}
+		prop, done := Property(t.Context(), PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: DefaultSteps, Recorder: rec, Fuzzing: tt.fuzzing})
+		rapidFlags.check(&exploreTB{name: t.Name()}, SequenceSeed(1, 5), prop)
+		done()
+		if rec.Failure == nil {
+			t.Fatalf("two-writes did not fail on seed %d", SequenceSeed(1, 5))
+		}
+		f := rec.Failure
+		if f.Unshrunk != tt.fuzzing || !strings.Contains(f.Report(""), tt.report) || !strings.HasPrefix(f.Header()[1], tt.header) {
+			t.Errorf("fuzzing %v: Unshrunk %v, header %q, report:\n%s\nwant Unshrunk %v, %q in the report, a header starting %q",
+				tt.fuzzing, f.Unshrunk, f.Header()[1], f.Report(""), tt.fuzzing, tt.report, tt.header)
+		}
+	}
 }

@@ -39,6 +39,24 @@ var blockedBy = map[string]Transition{
 	model.Rejected:         PendingToBlockedRejected,
 }
 
+// Shape names a state of a sequence that a fixed mix of steps draws
+// rarely: what swarm testing (see mix) is for.
+type Shape string
+
+// The shapes an exploration counts, in steps after which they hold.
+const (
+	// AttemptSpread: pending rows at three different attempt counts at
+	// once, where claim order and budgets meet.
+	AttemptSpread Shape = "pending rows at three attempt counts"
+	// FaultBurst: one fault taking effect a third time or more in a row,
+	// with no other fault between.
+	FaultBurst Shape = "one fault three times running"
+)
+
+// Shapes are every shape a default exploration must reach (TestReach
+// checks it does).
+var Shapes = []Shape{AttemptSpread, FaultBurst}
+
 // Stats counts what an exploration did. Sequences the property ran (not
 // counting the runs of rapid's shrinking, ShrinkRuns), and steps of both.
 // Several sequences may count into one Stats at once. The counters may be
@@ -54,6 +72,7 @@ type Stats struct {
 	Phases       map[string]int     // the answers to the other steps, as "directive answer": "settle stale", "claim blocked"
 	Transitions  map[Transition]int
 	InputClasses map[InputClass]int // the classes of the approvals' case ids and titles
+	Shapes       map[Shape]int      // the steps after which each shape held
 }
 
 // NewStats returns empty Stats.
@@ -64,11 +83,14 @@ func NewStats() *Stats {
 		Phases:       map[string]int{},
 		Transitions:  map[Transition]int{},
 		InputClasses: map[InputClass]int{},
+		Shapes:       map[Shape]int{},
 	}
 }
 
-// count records one step. A nil *Stats counts nothing.
-func (st *Stats) count(s Step, r stepResult, before, after model.Observation) {
+// count records one step; burst is how many steps in a row, this one
+// included, the fault it fired took effect (0 when it fired none). A nil
+// *Stats counts nothing.
+func (st *Stats) count(s Step, r stepResult, before, after model.Observation, burst int) {
 	if st == nil {
 		return
 	}
@@ -82,6 +104,18 @@ func (st *Stats) count(s Step, r stepResult, before, after model.Observation) {
 	}
 	if r.fired != "" {
 		st.Faults[r.fired]++
+	}
+	if burst >= 3 {
+		st.Shapes[FaultBurst]++
+	}
+	attempts := map[int]bool{}
+	for _, row := range after.Outbox {
+		if row.State == model.Pending {
+			attempts[row.Attempts] = true
+		}
+	}
+	if len(attempts) >= 3 {
+		st.Shapes[AttemptSpread]++
 	}
 	switch s.Directive {
 	case "deliver":
@@ -125,6 +159,7 @@ func (st *Stats) Add(o *Stats) {
 	addCounts(st.Phases, o.Phases)
 	addCounts(st.Transitions, o.Transitions)
 	addCounts(st.InputClasses, o.InputClasses)
+	addCounts(st.Shapes, o.Shapes)
 }
 
 func addCounts[K comparable](to, from map[K]int) {
@@ -141,6 +176,7 @@ type statsWire struct {
 	Phases                       map[string]int
 	Transitions                  map[Transition]int
 	InputClasses                 map[InputClass]int
+	Shapes                       map[Shape]int
 }
 
 // GobEncode encodes st, so that a lane in another process can send what
@@ -148,7 +184,7 @@ type statsWire struct {
 func (st *Stats) GobEncode() ([]byte, error) {
 	var b bytes.Buffer
 	err := gob.NewEncoder(&b).Encode(statsWire{st.Sequences.Load(), st.ShrinkRuns.Load(), st.Steps.Load(),
-		st.Faults, st.Results, st.Phases, st.Transitions, st.InputClasses})
+		st.Faults, st.Results, st.Phases, st.Transitions, st.InputClasses, st.Shapes})
 	return b.Bytes(), err
 }
 
@@ -163,11 +199,12 @@ func (st *Stats) GobDecode(b []byte) error {
 	st.ShrinkRuns.Store(w.ShrinkRuns)
 	st.Steps.Store(w.Steps)
 	fresh := NewStats()
-	st.Faults, st.Results, st.Phases, st.Transitions, st.InputClasses = fresh.Faults, fresh.Results, fresh.Phases, fresh.Transitions, fresh.InputClasses
+	st.Faults, st.Results, st.Phases, st.Transitions, st.InputClasses, st.Shapes = fresh.Faults, fresh.Results, fresh.Phases, fresh.Transitions, fresh.InputClasses, fresh.Shapes
 	addCounts(st.Faults, w.Faults)
 	addCounts(st.Results, w.Results)
 	addCounts(st.Phases, w.Phases)
 	addCounts(st.Transitions, w.Transitions)
 	addCounts(st.InputClasses, w.InputClasses)
+	addCounts(st.Shapes, w.Shapes)
 	return nil
 }

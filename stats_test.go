@@ -9,56 +9,6 @@ import (
 	"testing"
 )
 
-// TestReach checks that a default exploration of the real design reaches
-// every fault, every outbox transition, every worker result and every
-// class of edge input, so that a change to the generators cannot silently
-// lose reach. It runs exactly reachChecks sequences, with or without
-// -short.
-func TestReach(t *testing.T) {
-	t.Parallel()
-	const reachChecks = 300
-	r, err := Explore(t.Context(), ExploreConfig{Checks: reachChecks, Steps: DefaultSteps, Seed: 3, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Failure != nil {
-		t.Fatalf("the real design failed:\n%s", r.Failure.Report(""))
-	}
-	if got := r.Stats.Sequences.Load(); got != reachChecks {
-		t.Errorf("ran %d sequences, want %d", got, reachChecks)
-	}
-	for _, c := range InputClasses {
-		if r.Stats.InputClasses[c] == 0 {
-			t.Errorf("input class %q never drawn", c)
-		}
-	}
-	for k := range faultTable {
-		if runsOn(k, SQLite) && r.Stats.Faults[k] == 0 {
-			t.Errorf("fault %s never took effect", k)
-		}
-	}
-	for _, tr := range []Transition{PendingToSent, PendingToBlockedConflict, PendingToBlockedBudget, PendingToBlockedDeadline,
-		PendingToBlockedRetention, PendingToBlockedRejected, PendingToPending, BlockedToPending, BlockedToSent} {
-		if r.Stats.Transitions[tr] == 0 {
-			t.Errorf("transition %s never happened", tr)
-		}
-	}
-	for _, res := range []AnswerKind{Idle, Sent, Pending, Blocked, Crashed, DatabaseBusy} {
-		if r.Stats.Results[res] == 0 {
-			t.Errorf("worker result %s never happened", res)
-		}
-	}
-	for _, p := range []string{"claim claimed", "claim idle", "claim blocked", "send task", "send transient", "send conflict",
-		"send rejected", "settle sent", "settle pending", "settle blocked", "settle stale", "crash crashed", "tick ticked",
-		"requeue done", "reconcile done", "config configured", "stale listed", "send database-busy", "settle database-busy"} {
-		if r.Stats.Phases[p] == 0 {
-			t.Errorf("step and answer %q never happened", p)
-		}
-	}
-	t.Logf("phases %v", r.Stats.Phases)
-	t.Logf("faults %v; transitions %v; results %v; input classes %v", r.Stats.Faults, r.Stats.Transitions, r.Stats.Results, r.Stats.InputClasses)
-}
-
 // TestStatsAddAndGob sends Stats with every counter and every map set
 // through gob, adds both copies, and checks that each value doubled: a
 // lane in another process sends its Stats so, and its run adds them. A

@@ -47,6 +47,8 @@ const (
 	faultBits   = 6 // 24 + 10·4 = 64 (on PostgreSQL; on SQLite commit-lost weighs nothing; deliveries draw no commit-reply-lost)
 	approveBits = 5 // 7 + 4·4 = 23 < 32 (app-full and the commit faults never both)
 	crashBits   = 4 // 7 + 4 = 11 < 16: an approval's crash alone, for a design without faults of the databases
+	sendBits    = 6 // 6 + 8·4 = 38 < 64: a named worker's send
+	phaseBits   = 5 // 15 + 3·4 = 27 < 32: a named worker's claim or settle
 )
 
 // mix is the mix one sequence draws its steps from (swarm testing, as
@@ -152,7 +154,7 @@ func (m mix) drawStep(t *rapid.T, e *Env) Step {
 	case 3:
 		return NewStep("restart")
 	case 4:
-		return drawPhase(t, e)
+		return m.drawPhase(t, e)
 	case 5:
 		return drawTick(t, e)
 	}

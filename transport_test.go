@@ -83,6 +83,7 @@ func TestExploreOverHTTP(t *testing.T) {
 // receiver answers it, in process its error, over HTTP crm.Server's 503
 // or 500.
 func TestTransportLineChangesNoOutput(t *testing.T) {
+	t.Parallel()
 	scenarios, err := CorpusScenarios()
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/system"
-	"pgregory.net/rapid"
 )
 
 // SaveEnv is the environment variable that has Verify save a failure's
@@ -273,5 +272,5 @@ func verifyProperty(t *testing.T, d designs.Design, opts VerifyOptions) {
 	prop, done := Property(t.Context(), PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: opts.Steps, Fresh: opts.Fresh,
 		Backend: opts.Backend, PostgresURL: opts.PostgresURL, Recorder: rec, Reproduce: save})
 	defer done()
-	rapid.Check(t, prop)
+	rapidFlags.checkAsGiven(t, prop)
 }

@@ -47,12 +47,15 @@ var retryHints = map[Transport][]string{
 }
 
 // drawPhase draws a named worker and its next phase: a claim when it holds
-// none (on PostgreSQL, one time in sixteen with its commit lost), then the
-// send of what it claimed (with a fault, some of the time), then the
-// settle (with a jitter drawn within the backoff ceiling, and one time in
-// sixteen a busy app database or, on PostgreSQL, a lost commit, for a
-// design that takes them); or, one time in eight, its crash.
-func drawPhase(t *rapid.T, e *Env) Step {
+// none (on PostgreSQL, by default one time in sixteen with its commit
+// lost), then the send of what it claimed (with a fault, some of the
+// time), then the settle (with a jitter drawn within the backoff ceiling,
+// and by default one time in sixteen a busy app database or, on
+// PostgreSQL, a lost commit, for a design that takes them); or, one time
+// in eight, its crash. Each fault weighs as m's level for it says, so that
+// a swarm brings bursts of one fault to the workers' phases too (the
+// faults m does not tune, throttled and refused, weigh as by default).
+func (m mix) drawPhase(t *rapid.T, e *Env) Step {
 	name := namedWorkers[pick(t, "worker", 6, 6, 1)]
 	if pick(t, "worker crash", 7, 1) == 1 {
 		return NewStep("crash", "worker", name)
@@ -60,16 +63,13 @@ func drawPhase(t *rapid.T, e *Env) Step {
 	c, holds := e.model.Claims[name]
 	switch {
 	case !holds:
-		return drawFault(t, e, NewStep("claim", "worker", name), "claim fault", claimFaults)
+		return m.drawFault(t, e, NewStep("claim", "worker", name), "claim fault", claimFaults)
 	case c.Heard == "":
 		weights := []int{6}
 		for _, k := range sendFaults {
-			weights = append(weights, faultWeight[byDefault])
-			if faultTable[k].database != "" && !takesDatabaseFaults(e.cfg.Design) {
-				weights[len(weights)-1] = 0
-			}
+			weights = append(weights, faultWeight[m.faults[k]])
 		}
-		i := pick(t, "send fault", weights...)
+		i := choose(t, "send fault", sendBits, weights...)
 		if i == 0 {
 			return NewStep("send", "worker", name)
 		}
@@ -87,14 +87,15 @@ func drawPhase(t *rapid.T, e *Env) Step {
 			s.Args = append(s.Args, Arg{"jitter", itoa(j)})
 		}
 	}
-	return drawFault(t, e, s, "settle fault", settleFaults)
+	return m.drawFault(t, e, s, "settle fault", settleFaults)
 }
 
-// drawFault adds to s, one time in sixteen, one of kinds, each as often:
-// those of kinds that run on the Env's backend, for a design that takes
-// faults of the databases. With none to draw it draws nothing, so that a
-// step that takes only the other backend's faults costs no draw.
-func drawFault(t *rapid.T, e *Env, s Step, label string, kinds []faults.Kind) Step {
+// drawFault adds to s, by default one time in sixteen, one of kinds, each
+// as often as m's level for it says: those of kinds that run on the Env's
+// backend, for a design that takes faults of the databases. With none to
+// draw it draws nothing, so that a step that takes only the other
+// backend's faults costs no draw.
+func (m mix) drawFault(t *rapid.T, e *Env, s Step, label string, kinds []faults.Kind) Step {
 	if !takesDatabaseFaults(e.cfg.Design) {
 		return s
 	}
@@ -103,13 +104,13 @@ func drawFault(t *rapid.T, e *Env, s Step, label string, kinds []faults.Kind) St
 	for _, k := range kinds {
 		if runsOn(k, e.cfg.Backend) {
 			runs = append(runs, k)
-			weights = append(weights, 1)
+			weights = append(weights, faultWeight[m.faults[k]])
 		}
 	}
 	if len(runs) == 0 {
 		return s
 	}
-	if i := pick(t, label, weights...); i > 0 {
+	if i := choose(t, label, phaseBits, weights...); i > 0 {
 		s.Args = append(s.Args, Arg{"fault", runs[i-1].String()})
 	}
 	return s
