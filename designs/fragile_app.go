@@ -15,7 +15,8 @@ import (
 // or wrapped around the receiver it is given. They write the real schema
 // with plain SQL, one statement per step, so each reads as the shortcut it
 // takes; written for SQLite, and said in the Outbox's dialect (see
-// Outbox.Query), so that each runs on PostgreSQL too.
+// Outbox.Query), a title bound as the Outbox's column takes it (see
+// Outbox.TitleArg), so that each runs on PostgreSQL too.
 
 // querier is what *sql.DB and *sql.Tx both offer: on a *sql.DB every
 // statement commits on its own.
@@ -41,7 +42,7 @@ func heldPayload(ctx context.Context, o *system.Outbox, q querier, key string) (
 // opts' clock says.
 func insertApproval(ctx context.Context, o *system.Outbox, q querier, opts system.Options, a system.Approval) error {
 	if _, err := q.ExecContext(ctx, o.Query(`INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`),
-		a.Key, a.CaseID, a.Title, a.Payload); err != nil {
+		a.Key, a.CaseID, o.TitleArg(a.Title), a.Payload); err != nil {
 		return err
 	}
 	if err := pass(opts.Hook, system.PointBetweenApprovalInserts); err != nil {
@@ -100,7 +101,7 @@ func (o overwrite) RecordApproval(ctx context.Context, caseID, title string) (st
 		return "", err
 	case ok && held != a.Payload:
 		// The shortcut: the newest instruction wins.
-		if _, err := tx.ExecContext(ctx, o.Query(`UPDATE approvals SET title = ?, payload = ? WHERE key = ?`), a.Title, a.Payload, a.Key); err != nil {
+		if _, err := tx.ExecContext(ctx, o.Query(`UPDATE approvals SET title = ?, payload = ? WHERE key = ?`), o.TitleArg(a.Title), a.Payload, a.Key); err != nil {
 			return "", err
 		}
 	case !ok:

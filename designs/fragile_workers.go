@@ -165,7 +165,7 @@ func (f freshKeyRequeue) Requeue(ctx context.Context, key string, _ time.Duratio
 	// receiver can get in the way.
 	now := f.Options().Now().UnixMilli()
 	fresh := key + "-requeued"
-	if _, err := tx.ExecContext(ctx, f.Query(`INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`), fresh, caseID, title, payload); err != nil {
+	if _, err := tx.ExecContext(ctx, f.Query(`INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`), fresh, caseID, f.TitleArg(title), payload); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, f.Query(`INSERT INTO outbox (key, state, attempts, created_at, next_attempt_at) VALUES (?, 'pending', 0, ?, ?)`), fresh, now, now); err != nil {

@@ -216,7 +216,7 @@ func (o *Outbox) record(ctx context.Context, r runner, a Approval) error {
 	case !errors.Is(err, sql.ErrNoRows):
 		return driverError("looking up "+a.Key, err)
 	}
-	if err := r.exec(ctx, sqlInsertApproval, a.Key, a.CaseID, a.Title, a.Payload); err != nil {
+	if err := r.exec(ctx, sqlInsertApproval, a.Key, a.CaseID, o.q.titleArg(a.Title), a.Payload); err != nil {
 		return driverError("inserting the approval", err)
 	}
 	if err := o.opts.Hook.pass(PointBetweenApprovalInserts); err != nil {
@@ -228,6 +228,28 @@ func (o *Outbox) record(ctx context.Context, r runner, a Approval) error {
 	}
 	return nil
 }
+
+// titleArg is the value to bind for an approval's title in a statement
+// that writes approvals.title: the title itself on SQLite; on PostgreSQL,
+// where the column is BYTEA because TEXT cannot hold NUL, its UTF-8
+// bytes. A []byte binds as raw bytes, through database/sql and pgx alike;
+// a string bound to BYTEA would be read as bytea's text syntax, in which
+// a backslash starts an escape.
+func (s *statements) titleArg(title string) any {
+	if s.dialect == nil {
+		return title
+	}
+	return []byte(title)
+}
+
+// TitleArg is the value to bind for an approval's title when SQL of the
+// caller's own, run on DB (as package designs does), writes
+// approvals.title: the title on a SQLite app database; on PostgreSQL,
+// where approvals.title is BYTEA (TEXT cannot hold NUL, and a title may),
+// the title's UTF-8 bytes. Bind it as it is: a string bound to that
+// column fails on NUL or mangles a backslash. Reading the column needs
+// nothing of the kind: it scans into a string on both.
+func (o *Outbox) TitleArg(title string) any { return o.q.titleArg(title) }
 
 // lineBreaks are the characters JSON leaves as they are that still break a
 // line on a terminal or in a log: a message shows them escaped.

@@ -39,10 +39,15 @@ func IsPostgres(target string) bool {
 }
 
 // postgresVersion is the schema version of a PostgreSQL app database.
-const postgresVersion = 1
+// Version 2 made approvals.title BYTEA (see postgresSchema); an app
+// database of version 1 is migrated when it is opened for writing (see
+// migrations).
+const postgresVersion = 2
 
 // postgresSchema creates the tables of an app database in the schema on
-// the search path: SQLite's latest schema, in PostgreSQL's types.
+// the search path: SQLite's latest schema, in PostgreSQL's types, but for
+// approvals.title, which holds the title's UTF-8 bytes: a title may hold
+// NUL, which PostgreSQL's TEXT cannot (see statements.titleArg).
 const postgresSchema = `
 	CREATE TABLE handoff_version (
 		kind    TEXT NOT NULL,
@@ -52,7 +57,7 @@ const postgresSchema = `
 		seq     BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
 		key     TEXT PRIMARY KEY,
 		case_id TEXT NOT NULL,
-		title   TEXT NOT NULL,
+		title   BYTEA NOT NULL,
 		payload TEXT NOT NULL
 	);
 	CREATE TABLE outbox (
@@ -86,7 +91,16 @@ const postgresSchema = `
 		key    TEXT NOT NULL,
 		reason TEXT NOT NULL
 	);
-	INSERT INTO handoff_version (kind, version) VALUES ('app', 1);`
+	INSERT INTO handoff_version (kind, version) VALUES ('app', 2);`
+
+// migrations are the statements that take an app database of each
+// version below postgresVersion to the next, by the version they start
+// from, with every table named as SCHEMA.table: version 1's
+// approvals.title was TEXT, which cannot hold NUL.
+var migrations = map[int]string{
+	1: `ALTER TABLE SCHEMA.approvals ALTER COLUMN title TYPE BYTEA USING convert_to(title, 'UTF8');
+		UPDATE SCHEMA.handoff_version SET version = 2`,
+}
 
 // sqlSerialise holds a lock on a name until the transaction ends (see
 // statements.serialise). The lock is the server's, not a schema's: a
@@ -452,49 +466,66 @@ func (e *connectFailure) Error() string {
 
 func (e *connectFailure) Unwrap() error { return e.err }
 
-// preparePostgres checks what schema t.schema holds, and creates the
-// tables of an app database in it when it holds none (unless readOnly):
-// an app database there is opened at once; an empty schema is looked at
-// again and filled under a lock that one opening at a time holds.
+// preparePostgres checks what schema t.schema holds and, unless
+// readOnly, creates the tables of an app database in it when it holds
+// none, or migrates one of an older version: an app database of this
+// version is opened at once; an empty or older schema is looked at again,
+// and filled or migrated, under a lock that one opening at a time holds.
+// Read-only, an older app database is read as it is: its tables have the
+// same columns, and what they hold scans into the same Go types.
 func preparePostgres(ctx context.Context, db *sql.DB, t postgresTarget, readOnly bool) error {
-	empty, err := inspectSchema(ctx, db, t)
-	if err != nil || !empty {
+	version, err := inspectSchema(ctx, db, t)
+	switch {
+	case err != nil || version == postgresVersion:
 		return err
-	}
-	if readOnly {
+	case readOnly && version == 0:
 		return fmt.Errorf("%w: schema %s in %s holds no handoff app database", ErrNotFound, t.schema, t.shown)
+	case readOnly:
+		return nil
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return driverError("opening "+t.shown, err)
 	}
 	defer tx.Rollback()
-	// Making the schema is set-up, done once, not a write that a busy
-	// database should refuse: it waits for the locks it takes as long as
-	// ten seconds, however short the handle's busy timeout.
+	// Making or migrating the schema is set-up, done once, not a write
+	// that a busy database should refuse: it waits for the locks it
+	// takes as long as ten seconds, however short the handle's busy
+	// timeout.
 	if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = '10s'"); err != nil {
 		return driverError("opening "+t.shown, err)
 	}
 	if _, err := tx.ExecContext(ctx, sqlSerialise, "handoff schema "+t.schema); err != nil {
 		return driverError("opening "+t.shown, err)
 	}
-	if empty, err := inspectSchema(ctx, tx, t); err != nil || !empty {
-		return err // another opening made it meanwhile
+	// Another opening may have made or migrated it meanwhile.
+	switch version, err = inspectSchema(ctx, tx, t); {
+	case err != nil || version == postgresVersion:
+		return err
+	case version == 0:
+		if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+t.schema); err != nil {
+			return driverError("creating schema "+t.schema, err)
+		}
+		if _, err := tx.ExecContext(ctx, postgresSchema); err != nil {
+			return driverError("creating the tables of schema "+t.schema, err)
+		}
+		return driverError("creating schema "+t.schema, tx.Commit())
 	}
-	if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+t.schema); err != nil {
-		return driverError("creating schema "+t.schema, err)
+	for ; version < postgresVersion; version++ {
+		stmts := strings.ReplaceAll(migrations[version], "SCHEMA.", t.schema+".")
+		if _, err := tx.ExecContext(ctx, stmts); err != nil {
+			return driverError(fmt.Sprintf("migrating schema %s from version %d", t.schema, version), err)
+		}
 	}
-	if _, err := tx.ExecContext(ctx, postgresSchema); err != nil {
-		return driverError("creating the tables of schema "+t.schema, err)
-	}
-	return driverError("creating schema "+t.schema, tx.Commit())
+	return driverError("migrating schema "+t.schema, tx.Commit())
 }
 
-// inspectSchema reports whether schema t.schema holds no table, and
-// refuses one that holds tables of something else or of a newer handoff.
+// inspectSchema returns the version of the app database schema t.schema
+// holds, 0 when it holds no table, and refuses one that holds tables of
+// something else or of a newer handoff.
 func inspectSchema(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, t postgresTarget) (empty bool, err error) {
+}, t postgresTarget) (version int, err error) {
 	var tables int
 	var hasVersion bool
 	err = q.QueryRowContext(ctx, `SELECT count(*), coalesce(bool_or(c.relname = 'handoff_version'), false)
@@ -502,24 +533,25 @@ func inspectSchema(ctx context.Context, q interface {
 		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`, t.schema).Scan(&tables, &hasVersion)
 	switch {
 	case err != nil:
-		return false, driverError("reading the tables of schema "+t.schema, err)
+		return 0, driverError("reading the tables of schema "+t.schema, err)
 	case tables == 0:
-		return true, nil
+		return 0, nil
 	case !hasVersion:
-		return false, fmt.Errorf("%w: schema %s in %s holds tables that are not a handoff app database's; name another (?schema=…)", ErrWrongDatabase, t.schema, t.shown)
+		return 0, fmt.Errorf("%w: schema %s in %s holds tables that are not a handoff app database's; name another (?schema=…)", ErrWrongDatabase, t.schema, t.shown)
 	}
 	var kind string
-	var version int
 	if err := q.QueryRowContext(ctx, `SELECT kind, version FROM `+t.schema+`.handoff_version`).Scan(&kind, &version); err != nil {
-		return false, driverError("reading the schema version", err)
+		return 0, driverError("reading the schema version", err)
 	}
 	switch {
 	case kind != "app":
-		return false, fmt.Errorf("%w: schema %s in %s is not a handoff app database", ErrWrongDatabase, t.schema, t.shown)
+		return 0, fmt.Errorf("%w: schema %s in %s is not a handoff app database", ErrWrongDatabase, t.schema, t.shown)
 	case version > postgresVersion:
-		return false, fmt.Errorf("%w: schema %s in %s has version %d, this handoff knows %d", ErrNewerSchema, t.schema, t.shown, version, postgresVersion)
+		return 0, fmt.Errorf("%w: schema %s in %s has version %d, this handoff knows %d", ErrNewerSchema, t.schema, t.shown, version, postgresVersion)
+	case version < 1:
+		return 0, fmt.Errorf("%w: schema %s in %s has version %d, which no handoff made", ErrWrongDatabase, t.schema, t.shown, version)
 	}
-	return false, nil
+	return version, nil
 }
 
 // DropPostgres drops the schema that target names, with its tables, if
