@@ -3,12 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -40,12 +38,12 @@ func approveRows(t *testing.T, path string, n int) {
 // does), and returns its key.
 func lease(t *testing.T, path, worker string) string {
 	t.Helper()
-	app, err := system.Open(context.Background(), path, system.Options{Worker: worker})
+	app, err := system.Open(t.Context(), path, system.Options{Worker: worker})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	c, d, err := app.ClaimNext(context.Background(), 0)
+	c, d, err := app.ClaimNext(t.Context(), 0)
 	if err != nil || d.Result != system.ResultPending {
 		t.Fatalf("claiming a row: %v, %+v", err, d)
 	}
@@ -243,126 +241,6 @@ func TestWorkProcesses(t *testing.T) {
 		t.Errorf("the processes made %d deliveries in all, fewer than the %d rows", total, rows)
 	}
 	delivered(t, app, crm, rows, false, false)
-}
-
-// TestOperatorActions runs requeue, reconcile and stale on a blocked, a
-// sent and a leased row: each refusal exits 1 and leaves the files as
-// they were, each action shows in the audit log with its actor and reason.
-func TestOperatorActions(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir)
-	for _, c := range []string{"case-1", "case-2", "case-3"} {
-		mustRun(t, "approve", "--app", "app.db", "--case", c, "--title", "Call back")
-	}
-	mustRun(t, "crm", "init", "--crm", "crm.db")
-	for range 3 {
-		mustRun(t, "deliver", "--app", "app.db", "--crm", "crm.db", "--fault", "offline") // case-1 blocks
-	}
-	mustRun(t, "deliver", "--app", "app.db", "--crm", "crm.db") // case-2 is sent
-	lease(t, "app.db", "w:1")                                   // case-3 is in flight
-	osUser, err := user.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := system.KeyPrefix
-	steps := []struct {
-		args []string
-		code int
-		want string // in stdout or stderr
-	}{
-		{[]string{"stale", "--app", "app.db", "--older-than", "1h"}, 3, key + "case-1 blocked"},
-		{[]string{"requeue", "case-2", "--app", "app.db", "--reason", "r"}, 1, "case-2 is sent; requeue takes a blocked row"},
-		{[]string{"requeue", "case-3", "--app", "app.db", "--reason", "r"}, 1, "case-3 is pending; requeue takes a blocked row"},
-		{[]string{"requeue", "case-9", "--app", "app.db", "--reason", "r"}, 1, "no outbox row for " + key + "case-9"},
-		{[]string{"requeue", "case-1", "--app", "app.db", "--reason", "r", "--retention", "10s"}, 1, "check the CRM, then reconcile it"},
-		{[]string{"requeue", "case-1", "--app", "missing.db", "--reason", "r"}, 1, "the app database missing.db does not exist"},
-		{[]string{"reconcile", key + "case-2", "--app", "app.db", "--remote-id", "1", "--reason", "r"}, 1, "is sent already (task 1)"},
-		{[]string{"reconcile", "case-3", "--app", "app.db", "--absent", "--reason", "r"}, 1, "worker w:1 holds " + key + "case-3"},
-		{[]string{"reconcile", "case-9", "--app", "app.db", "--absent", "--reason", "r"}, 1, "no outbox row"},
-		{[]string{"stale", "--app", "missing.db", "--older-than", "1h"}, 1, "missing.db"},
-		{[]string{"requeue", "case-1", "--app", "app.db", "--actor", "ann", "--reason", "the CRM is back"}, 0, "requeued " + key + "case-1: pending, 0 of 3 attempts"},
-		{[]string{"stale", "--app", "app.db", "--older-than", "1h"}, 0, "nothing needs a person"},
-		{[]string{"stale", "--app", "app.db", "--older-than", "0s"}, 3, "2 row(s) need a person"},
-		{[]string{"reconcile", "--app", "app.db", "--absent", "--reason", "no task in the CRM", key + "case-1"}, 0, "reconciled " + key + "case-1 as absent"},
-		{[]string{"reconcile", "case-1", "--app", "app.db", "--remote-id", "7", "--actor", "bob", "--reason", "found task 7"}, 0, "reconciled " + key + "case-1: sent, CRM task 7"},
-		{[]string{"requeue", "case-1", "--app", "app.db", "--reason", "r"}, 1, "case-1 is sent"},
-	}
-	for _, s := range steps {
-		before := folder(t, dir)
-		code, stdout, stderr := runCLI(t, s.args...)
-		if code != s.code || !strings.Contains(stdout+stderr, s.want) {
-			t.Errorf("%v: got exit %d, stdout %q, stderr %q; want %d and %q", s.args, code, stdout, stderr, s.code, s.want)
-		}
-		if s.code == 1 && strings.Count(stderr, "\n") != 1 {
-			t.Errorf("%v: stderr %q, want one line", s.args, stderr)
-		}
-		if diff := cmp.Diff(before, folder(t, dir)); s.code != 0 && diff != "" {
-			t.Errorf("%v changed the folder (-before +after):\n%s", s.args, diff)
-		}
-	}
-	out := mustRun(t, "inspect", "--app", "app.db")
-	for _, want := range []string{
-		"audit log: 3 entries",
-		"ann requeue " + key + "case-1: the CRM is back",
-		osUser.Username + " reconcile-absent " + key + "case-1: no task in the CRM",
-		"bob reconcile " + key + "case-1: found task 7",
-		"leased by w:1 until ",
-		"fence 6", // case-1: three claims, three operator actions
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("inspect: no %q in:\n%s", want, out)
-		}
-	}
-}
-
-// TestOperatorAndWorkUsageErrors: bad flag values are usage errors (exit
-// 2), caught before any file is opened or created.
-func TestOperatorAndWorkUsageErrors(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir)
-	work := []string{"work", "--app", "app.db", "--crm", "crm.db"}
-	op := func(cmd string, args ...string) []string {
-		return append([]string{cmd, "--app", "app.db"}, args...)
-	}
-	for _, tt := range []struct {
-		args []string
-		want string
-	}{
-		{append(work, "--workers", "0"), "--workers is 0, want 1 or more"},
-		{append(work, "--max-attempts", "0"), "--max-attempts is 0, want 1 or more"},
-		{append(work, "--lease", "-1s"), "--lease is -1s, want more than 0"},
-		{append(work, "--lease", "0s"), "--lease is 0s, want more than 0"},
-		{append(work, "--send-timeout", "30s"), "--send-timeout 30s must be shorter than --lease 30s"},
-		{append(work, "--lease", "5s", "--send-timeout", "6s"), "--send-timeout 6s must be shorter than --lease 5s"},
-		{append(work, "--max-age", "-1m"), "--max-age is -1m0s, want 0 (none) or more"},
-		{append(work, "--backoff-base", "-1s"), "--backoff-base is -1s, want 0 (retry at once) or more"},
-		{append(work, "--backoff-cap", "0s"), "--backoff-cap is 0s, want more than 0"},
-		{append(work, "--log-format", "xml"), `--log-format "xml", want text or json`},
-		{append(work, "--worker", ""), "--worker is empty"},
-		{append(work, "extra"), `unexpected argument "extra"`},
-		{[]string{"work", "--app", "app.db"}, "missing --crm"},
-		{op("requeue", "--reason", "r"), "missing KEY"},
-		{op("requeue", "case-1", "case-2", "--reason", "r"), `unexpected argument "case-2"`},
-		{op("requeue", "case-1"), "missing --reason"},
-		{op("requeue", "case-1", "--reason", " "), "--reason is empty"},
-		{op("requeue", "case-1", "--reason", "r", "--actor", ""), "--actor is empty"},
-		{op("requeue", "case-1", "--reason", "r", "--retention", "-1h"), "--retention is -1h0m0s"},
-		{op("reconcile", "case-1", "--reason", "r"), "give one of --remote-id N and --absent"},
-		{op("reconcile", "case-1", "--reason", "r", "--remote-id", "3", "--absent"), "give one of --remote-id N and --absent"},
-		{op("reconcile", "case-1", "--reason", "r", "--remote-id", "0"), "--remote-id is 0, want a task id of 1 or more"},
-		{op("stale"), "missing --older-than"},
-		{op("stale", "--older-than", "-1h"), "--older-than is -1h0m0s, want 0 or more"},
-		{op("stale", "--older-than", "soon"), `invalid value "soon" for flag -older-than`},
-		{[]string{"crm", "serve", "--crm", "crm.db", "--retention", "-1s"}, "--retention is -1s, want 0 or more"},
-	} {
-		code, _, stderr := runCLI(t, tt.args...)
-		if code != 2 || !strings.Contains(stderr, tt.want) {
-			t.Errorf("%v: got exit %d, stderr %q; want 2 and %q", tt.args, code, stderr, tt.want)
-		}
-	}
-	if entries, err := os.ReadDir(dir); err != nil || len(entries) > 0 {
-		t.Errorf("usage errors left %v (%v) in the folder", entries, err)
-	}
 }
 
 // TestIdleWait: an idle worker sleeps until the next row is eligible,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -12,57 +11,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	_ "modernc.org/sqlite"
 )
 
-// TestMain lets a test run the command line in a process of its own (as
-// another user, say): with HANDOFF_RUN_MAIN set, the test binary is the
-// handoff command. It is the lane command too, as explore --parallel N
-// starts it from its own executable: the test binary, under go test.
-func TestMain(m *testing.M) {
-	if os.Getenv("HANDOFF_RUN_MAIN") != "" || len(os.Args) > 1 && os.Args[1] == laneCommand {
-		main()
-	}
-	os.Exit(m.Run())
-}
-
-// folder returns every file in dir with its content.
-func folder(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[e.Name()] = string(b)
-	}
-	return files
-}
-
-// mustRun runs the command line and fails the test unless it exits 0.
-func mustRun(t *testing.T, args ...string) string {
-	t.Helper()
-	code, stdout, stderr := runCLI(t, args...)
-	if code != 0 {
-		t.Fatalf("%v: exit %d: %s%s", args, code, stdout, stderr)
-	}
-	return stdout
-}
-
-// refused runs the command line and fails the test unless it exits 1
-// with a message on stderr that contains want.
-func refused(t *testing.T, want string, args ...string) {
-	t.Helper()
-	code, stdout, stderr := runCLI(t, args...)
-	if code != 1 || !strings.Contains(stdout+stderr, want) {
-		t.Errorf("%v: got exit %d, stdout %q, stderr %q; want 1 and %q", args, code, stdout, stderr, want)
-	}
-}
+// What the commands do with files that are not what they should be:
+// paths that are not files, other programs' databases, read-only,
+// corrupt and old files, CRM files made by mistake.
 
 // TestPathsThatAreNotFiles: an in-memory database, URIs and URLs are
 // refused by every command, and nothing is created.
@@ -131,33 +84,6 @@ func TestTheAppKnowsItsCRM(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, folder(t, dir)); diff != "" {
 		t.Errorf("inspect and check changed the folder (-before +after):\n%s", diff)
-	}
-}
-
-// inOldFiles makes a new folder the working directory, holding
-// old-app.db and old-crm.db: files the first release wrote (see
-// system/testdata), whose app delivered before identities existed.
-func inOldFiles(t *testing.T) (dir string) {
-	t.Helper()
-	testdata, err := filepath.Abs("../../system/testdata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir = t.TempDir()
-	t.Chdir(dir)
-	copyTo(t, filepath.Join(testdata, "app-v0.db"), "old-app.db")
-	copyTo(t, filepath.Join(testdata, "crm-v0.db"), "old-crm.db")
-	return dir
-}
-
-func copyTo(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -299,83 +225,6 @@ func TestCorruptionIsNeverExitZero(t *testing.T) {
 	} {
 		if code, _, stderr := runCLI(t, args...); code != 0 && !strings.Contains(stderr, "corrupt") {
 			t.Errorf("%v: got exit %d, %q; want 0 or a message that the database is corrupt", args, code, stderr)
-		}
-	}
-}
-
-// TestBusyCRMSaysTheAttemptIsCounted holds the CRM's write lock from
-// another process's connection while deliver runs.
-func TestBusyCRMSaysTheAttemptIsCounted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits out SQLite's busy timeout (5 s)")
-	}
-	t.Parallel()
-	dir := t.TempDir()
-	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
-	mustRun(t, "approve", "--app", app, "--case", "case-1", "--title", "t")
-	mustRun(t, "crm", "init", "--crm", crm)
-	db, err := sql.Open("sqlite", crm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	refused(t, "attempt 1 of 3 counted; the CRM may have acted", "deliver", "--app", app, "--crm", crm)
-	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
-	if out := mustRun(t, "inspect", "--app", app); !strings.Contains(out, "last error local: database is busy") {
-		t.Errorf("inspect after a busy CRM: got %q, want the cause as last error", out)
-	}
-}
-
-// TestInspectFiltersAndTimes lists rows by state, with a limit, times and
-// ages, and approvals in JSON.
-func TestInspectFiltersAndTimes(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir)
-	for i := range 5 {
-		mustRun(t, "approve", "--app", "app.db", "--case", fmt.Sprint("case-", i), "--title", "Call back")
-	}
-	mustRun(t, "deliver", "--app", "app.db", "--crm", "crm.db", "--create-crm")
-	tests := []struct {
-		args        []string
-		contains    []string
-		notContains []string
-	}{
-		{[]string{"--state", "sent"}, []string{"case-0 sent, 1 of 3 attempts, CRM task 1", "approved 20", "last attempt 20", "sent 20", " ago)"}, []string{"case-1"}},
-		{[]string{"--state", "pending", "--limit", "2"}, []string{"case-1 pending", "case-2 pending", "... 2 more (--limit 0 lists all)"}, []string{"case-0", "case-3"}},
-		{[]string{"--limit", "0"}, []string{"case-0", "case-4"}, []string{"more"}},
-	}
-	for _, tt := range tests {
-		out := mustRun(t, append([]string{"inspect", "--app", "app.db"}, tt.args...)...)
-		for _, want := range tt.contains {
-			if !strings.Contains(out, want) {
-				t.Errorf("inspect %v: no %q in:\n%s", tt.args, want, out)
-			}
-		}
-		for _, unwanted := range tt.notContains {
-			if strings.Contains(out, unwanted) {
-				t.Errorf("inspect %v: %q in:\n%s", tt.args, unwanted, out)
-			}
-		}
-	}
-	out := mustRun(t, "inspect", "--app", "app.db", "--crm", "crm.db", "--state", "sent", "--json")
-	for _, want := range []string{`"case_id": "case-0"`, `"title": "Call back"`, `"approved_at": "20`, `"sent_at": "20`, `"more": 0`, `"problems": []`} {
-		if !strings.Contains(out, want) {
-			t.Errorf("inspect --json: no %q in:\n%s", want, out)
-		}
-	}
-	for _, args := range [][]string{{"--state", "done"}, {"--limit", "-1"}} {
-		if code, _, _ := runCLI(t, append([]string{"inspect", "--app", "app.db"}, args...)...); code != 2 {
-			t.Errorf("inspect %v: got exit %d, want 2", args, code)
 		}
 	}
 }
