@@ -115,7 +115,7 @@ func (o *Outbox) operate(ctx context.Context, action Action, key, actor, reason 
 		now := o.opts.Now()
 		r, err := scanRow(q.row(ctx, tx, sqlLockRow, key))
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: no outbox row for %s", ErrNotFound, key)
+			return fmt.Errorf("%w: no outbox row for %q", ErrNotFound, key)
 		}
 		if err != nil {
 			return driverError("reading the row of "+key, err)

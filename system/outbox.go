@@ -436,7 +436,7 @@ func (o *Outbox) rows(ctx context.Context, tx *sql.Tx, query string, args ...any
 func (o *Outbox) Row(ctx context.Context, key string) (Row, error) {
 	r, err := scanRow(o.q.row(ctx, nil, sqlRow, key))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Row{}, fmt.Errorf("%w: no outbox row for %s", ErrNotFound, key)
+		return Row{}, fmt.Errorf("%w: no outbox row for %q", ErrNotFound, key)
 	}
 	return r, driverError("reading the row of "+key, err)
 }

@@ -39,12 +39,15 @@ func TestOperatorActions(t *testing.T) {
 		{[]string{"stale", "--app", "app.db", "--older-than", "1h"}, 3, key + "case-1 blocked"},
 		{[]string{"requeue", "case-2", "--app", "app.db", "--reason", "r"}, 1, "case-2 is sent; requeue takes a blocked row"},
 		{[]string{"requeue", "case-3", "--app", "app.db", "--reason", "r"}, 1, "case-3 is pending; requeue takes a blocked row"},
-		{[]string{"requeue", "case-9", "--app", "app.db", "--reason", "r"}, 1, "no outbox row for " + key + "case-9"},
+		{[]string{"requeue", "case-9", "--app", "app.db", "--reason", "r"}, 1, `no outbox row for "` + key + `case-9"`},
+		{[]string{"requeue", "harbor:x\u2028y", "--app", "app.db", "--reason", "r"}, 1, `no outbox row for "harbor:x\u2028y"`},
+		{[]string{"requeue", "harbor:x\u0085y\u2029", "--app", "app.db", "--reason", "r"}, 1, `no outbox row for "harbor:x\u0085y\u2029"`},
 		{[]string{"requeue", "case-1", "--app", "app.db", "--reason", "r", "--retention", "10s"}, 1, "check the CRM, then reconcile it"},
 		{[]string{"requeue", "case-1", "--app", "missing.db", "--reason", "r"}, 1, "the app database missing.db does not exist"},
 		{[]string{"reconcile", key + "case-2", "--app", "app.db", "--remote-id", "1", "--reason", "r"}, 1, "is sent already (task 1)"},
 		{[]string{"reconcile", "case-3", "--app", "app.db", "--absent", "--reason", "r"}, 1, "worker w:1 holds " + key + "case-3"},
-		{[]string{"reconcile", "case-9", "--app", "app.db", "--absent", "--reason", "r"}, 1, "no outbox row"},
+		{[]string{"reconcile", "case-9", "--app", "app.db", "--absent", "--reason", "r"}, 1, `no outbox row for "` + key + `case-9"`},
+		{[]string{"reconcile", "harbor:x\u2028y", "--app", "app.db", "--absent", "--reason", "r"}, 1, `no outbox row for "harbor:x\u2028y"`},
 		{[]string{"stale", "--app", "missing.db", "--older-than", "1h"}, 1, "missing.db"},
 		{[]string{"requeue", "case-1", "--app", "app.db", "--actor", "ann", "--reason", "the CRM is back"}, 0, "requeued " + key + "case-1: pending, 0 of 3 attempts"},
 		{[]string{"stale", "--app", "app.db", "--older-than", "1h"}, 0, "nothing needs a person"},
@@ -59,7 +62,7 @@ func TestOperatorActions(t *testing.T) {
 		if code != s.code || !strings.Contains(stdout+stderr, s.want) {
 			t.Errorf("%v: got exit %d, stdout %q, stderr %q; want %d and %q", s.args, code, stdout, stderr, s.code, s.want)
 		}
-		if s.code == 1 && strings.Count(stderr, "\n") != 1 {
+		if s.code == 1 && strings.Count(stderr, "\n") != 1 || strings.ContainsAny(stdout+stderr, "\u0085\u2028\u2029") {
 			t.Errorf("%v: stderr %q, want one line", s.args, stderr)
 		}
 		if diff := cmp.Diff(before, folder(t, dir)); s.code != 0 && diff != "" {
