@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/outboxlab/handoff"
@@ -63,16 +65,16 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			checked = "schema"
 		}
 		if len(findings) == 0 {
-			fmt.Fprintf(stdout, "%s: ok (%s, %d rows, %d tasks; invariants %s hold)\n", what, checked, len(files.App.Outbox), len(files.Tasks), checkedInvariants(*crmPath))
+			fmt.Fprintf(stdout, "%s: ok (%s, %s, %s; invariants %s hold)\n", what, checked, howMany(len(files.App.Outbox), "row"), howMany(len(files.Tasks), "task"), checkedInvariants(*crmPath))
 		} else {
-			fmt.Fprintf(stdout, "%s: %d problem(s)\n", what, len(findings))
+			fmt.Fprintf(stdout, "%s: %s\n", what, howMany(len(findings), "problem"))
 			for _, f := range findings {
-				fmt.Fprintf(stdout, "  %s\n", f)
+				fmt.Fprintf(stdout, "  %s\n", oneLine(f.String()))
 			}
 		}
 	}
 	if len(findings) > 0 {
-		return fmt.Errorf("%d problem(s) with the files (listed above)", len(findings))
+		return fmt.Errorf("%s with the files (listed above)", howMany(len(findings), "problem"))
 	}
 	return nil
 }
@@ -89,14 +91,25 @@ func checkedInvariants(crmPath string) string {
 // crmCmd runs the CRM's subcommands: init creates a CRM database, serve
 // serves one over HTTP with SPEC's Idempotency-Key contract.
 func crmCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	sub := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+		if !slices.Contains(crmSubcommands, sub) {
+			return fmt.Errorf("%w: unknown subcommand %q; want %s", errUsage, sub, strings.Join(crmSubcommands, " or "))
+		}
+	}
+	return inSubcommand(sub, crmRun(ctx, sub, args, stdout, stderr))
+}
+
+// crmSubcommands are the subcommands of crm.
+var crmSubcommands = []string{"init", "serve"}
+
+// crmRun runs the crm subcommand sub ("" when none was given) with args.
+func crmRun(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("crm", flag.ContinueOnError)
 	crmPath := fs.String("crm", "", "CRM database: created by init (must not exist), served by serve (must exist)")
 	addr := fs.String("addr", "127.0.0.1:8080", "serve: the address to listen on (port 0: any free port, printed)")
 	retention := fs.Duration("retention", 0, "serve: how long the CRM remembers a key, at least 1s; 0 means forever")
-	sub := ""
-	if len(args) > 0 && (args[0] == "init" || args[0] == "serve") {
-		sub, args = args[0], args[1:]
-	}
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
@@ -107,6 +120,9 @@ func crmCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if sub == "serve" {
+		if *retention > 0 && *retention < time.Second {
+			return fmt.Errorf("%w: --retention is %v, want 0 (forever) or 1s or more", errUsage, *retention)
+		}
 		return serveCRM(ctx, *crmPath, *addr, *retention, stdout)
 	}
 	given := false

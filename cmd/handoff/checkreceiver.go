@@ -42,8 +42,6 @@ func checkReceiver(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("%w: missing URL (the receiver's base URL)", errUsage)
 	case len(urls) > 1:
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, urls[1])
-	case *timeout == 0:
-		return fmt.Errorf("%w: --timeout is 0s, want more than 0", errUsage)
 	}
 	opts := receiver.CheckOptions{Timeout: *timeout}
 	fs.Visit(func(f *flag.Flag) {
@@ -117,8 +115,8 @@ func printCheckTable(w io.Writer, r receiver.Report) error {
 	if !r.OK() {
 		verdict = "the receiver does not keep the contract"
 	}
-	_, err := fmt.Fprintf(w, "\n%d clauses: %d passed, %d failed, %d skipped; %s\n",
-		len(r.Results), tally(r, receiver.Pass), tally(r, receiver.Fail), tally(r, receiver.Skip), verdict)
+	_, err := fmt.Fprintf(w, "\n%s: %d passed, %d failed, %d skipped; %s\n",
+		howMany(len(r.Results), "clause"), tally(r, receiver.Pass), tally(r, receiver.Fail), tally(r, receiver.Skip), verdict)
 	return err
 }
 

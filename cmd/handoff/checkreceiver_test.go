@@ -47,7 +47,7 @@ func TestCheckReceiverCommand(t *testing.T) {
 		{"no scheme", []string{"crm.example:8080"}, 2, nil, "not http or https"},
 		{"a query", []string{"http://crm.example/?x=1"}, 2, nil, "no user, query or fragment"},
 		{"no timeout", []string{crm, "--timeout", "0"}, 2, nil, "--timeout is 0s, want more than 0"},
-		{"a negative timeout", []string{crm, "--timeout", "-1s"}, 2, nil, "--timeout is -1s, want 0 or more"},
+		{"a negative timeout", []string{crm, "--timeout", "-1s"}, 2, nil, "--timeout is -1s, want more than 0"},
 		{"a negative retention", []string{crm, "--retention", "-1s"}, 2, nil, "--retention is -1s, want 0 or more"},
 	}
 	for _, tt := range tests {

@@ -30,8 +30,9 @@ type command struct {
 	// alerting) has it.
 	attention string
 	// atLeastOne lists integer flags that must be 1 or more when given,
-	// nonNegative duration flags that must be 0 or more.
-	atLeastOne, nonNegative []string
+	// nonNegative duration flags that must be 0 or more, positive
+	// duration flags that must be more than 0.
+	atLeastOne, nonNegative, positive []string
 	// run parses args with parse, so that -h and --help return a
 	// helpRequest before anything else happens.
 	run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
@@ -52,7 +53,7 @@ func init() {
 			summary:    "explore random fault sequences against the real handoff (the main job)",
 			done:       "the real design kept every invariant, or the fragile design given with --design was caught",
 			failed:     "an invariant of the real design broke (the minimal scenario is printed), the fragile design was not caught, the run was interrupted (the partial summary is printed), or the harness failed",
-			atLeastOne: []string{"checks", "steps"},
+			atLeastOne: []string{"checks", "steps", "parallel"},
 			run:        explore,
 		},
 		{
@@ -60,7 +61,7 @@ func init() {
 			args:       "[--json] [--measure SEEDS [--backend NAME [--postgres-url URL]]] [NAME...]",
 			summary:    "list the fragile designs the harness must catch; --measure how fast it does, on either backend",
 			done:       "listed, explained or measured",
-			failed:     "an exploration could not run",
+			failed:     "an exploration could not run, or --measure found a fragile design " + notAsDocumented + " (found, shrunk to its documented length, and caught by its documented invariant)",
 			atLeastOne: []string{"measure"},
 			run:        designsCmd,
 		},
@@ -183,7 +184,8 @@ func init() {
 			operands:    checkReceiverHelp(),
 			done:        "every clause passed",
 			failed:      "a clause failed or could not be checked (the table says which, with the evidence), or the check was interrupted",
-			nonNegative: []string{"retention", "timeout"},
+			nonNegative: []string{"retention"},
+			positive:    []string{"timeout"},
 			run:         checkReceiver,
 		},
 		{
@@ -265,8 +267,10 @@ func (c command) printHelp(w io.Writer, fs *flag.FlagSet) error {
 		if word := words[f.Name]; word != "" {
 			name += " " + word
 		}
+		// A flag whose usage says what its default is (one that depends
+		// on the machine or the run) is not given its value.
 		usage := f.Usage
-		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" && !strings.Contains(usage, "(default") {
 			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\n", name, usage)
@@ -283,7 +287,8 @@ func (c command) printHelp(w io.Writer, fs *flag.FlagSet) error {
 }
 
 // checkNumbers returns a usage error for an atLeastOne flag of c given a
-// number below 1, or a nonNegative flag given a negative duration.
+// number below 1, a nonNegative flag given a negative duration, or a
+// positive flag given one that is not more than 0.
 func (c command) checkNumbers(fs *flag.FlagSet) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -302,6 +307,11 @@ func (c command) checkNumbers(fs *flag.FlagSet) error {
 	for _, name := range c.nonNegative {
 		if d, err := time.ParseDuration(value(name)); given[name] && err == nil && d < 0 {
 			return fmt.Errorf("%w: --%s is %v, want 0 or more", errUsage, name, d)
+		}
+	}
+	for _, name := range c.positive {
+		if d, err := time.ParseDuration(value(name)); given[name] && err == nil && d <= 0 {
+			return fmt.Errorf("%w: --%s is %v, want more than 0", errUsage, name, d)
 		}
 	}
 	return nil

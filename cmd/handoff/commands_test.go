@@ -2,15 +2,19 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/system"
 )
 
 // The command table and its help.
@@ -71,7 +75,7 @@ func TestUsageLinesNameEveryFlag(t *testing.T) {
 				t.Errorf("%s: the usage line names --%s, which the command does not define", c.name, m[1])
 			}
 		}
-		for _, name := range append(slices.Clone(c.atLeastOne), c.nonNegative...) {
+		for _, name := range slices.Concat(c.atLeastOne, c.nonNegative, c.positive) {
 			if !slices.Contains(defined, name) {
 				t.Errorf("%s: the table checks --%s, which the command does not define", c.name, name)
 			}
@@ -156,5 +160,38 @@ func TestREADMECommandLine(t *testing.T) {
 	want.WriteString("```\n")
 	if !strings.Contains(string(b), want.String()) {
 		t.Errorf("README.md has no block of the usage lines; want\n%s", want.String())
+	}
+}
+
+// TestHelpDefaults: a flag's help shows its default value, unless its
+// usage says what the default is because the value depends on the machine
+// or the run: help is the same wherever it is read.
+func TestHelpDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		command, flag string
+		want          string // the end of the flag's line
+	}{
+		{"explore", "parallel", "(default: the number of CPUs)"},
+		{"explore", "seed", "(default: a fresh one, printed in the summary)"},
+		{"explore", "checks", fmt.Sprintf("random sequences to try (default %d)", handoff.DefaultChecks)},
+		{"explore", "shard", "(default 1/1)"},
+		{"work", "worker", "(default HOST:PID); a stable name lets a restarted process release its leases at once"},
+		{"work", "lease", fmt.Sprintf("(default %v)", system.DefaultLease)},
+		{"crm", "addr", "(default 127.0.0.1:8080)"},
+	} {
+		_, help, _ := runCLI(t, "help", tt.command)
+		var line string
+		for _, l := range strings.Split(help, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "--"+tt.flag+" ") {
+				line = l
+			}
+		}
+		if !strings.HasSuffix(line, tt.want) || strings.Count(line, "(default") != 1 {
+			t.Errorf("help %s: the line of --%s is %q; want it to end with %q, its only default", tt.command, tt.flag, line, tt.want)
+		}
+	}
+	_, help, _ := runCLI(t, "help", "explore")
+	if cpus := fmt.Sprintf("(default %d)", runtime.NumCPU()); strings.Contains(help, cpus) {
+		t.Errorf("help explore shows this machine's CPUs, %s:\n%s", cpus, help)
 	}
 }

@@ -157,7 +157,7 @@ func TestCRMURLRetention(t *testing.T) {
 		want string
 	}{
 		{[]string{"deliver", "--app", "app.db", "--crm-url", url, "--fault", "offline"}, "pending " + key + "case-1: transient failure (attempt 1 of 3)"},
-		{[]string{"deliver", "--app", "app.db", "--crm-url", url, "--fault", "offline"}, "blocked " + key + "case-1: retention-expired after 1 attempt(s)"},
+		{[]string{"deliver", "--app", "app.db", "--crm-url", url, "--fault", "offline"}, "blocked " + key + "case-1: retention-expired after 1 attempt;"},
 		{[]string{"deliver", "--app", "app.db", "--crm-url", url, "--fault", "offline"}, "pending " + key + "case-2: transient failure (attempt 1 of 3)"},
 		{[]string{"work", "--app", "app.db", "--crm-url", url, "--until-idle", "--worker", "w"}, "outbox: 0 pending, 0 sent, 2 blocked"},
 	} {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
+	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/designs"
 )
 
@@ -19,8 +21,9 @@ func TestDesigns(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "caught by invariant 2 in 1 step") {
 		t.Errorf("designs two-writes: exit %d:\n%s", code, stdout)
 	}
-	if code, _, stderr := runCLI(t, "designs", "three-writes"); code != 2 || !strings.Contains(stderr, "unknown design") {
-		t.Errorf("designs three-writes: got exit %d, %q; want 2", code, stderr)
+	if code, _, stderr := runCLI(t, "designs", "three-writes"); code != 2 ||
+		stderr != "handoff designs: unknown design \"three-writes\" (see handoff designs)\nsee handoff help designs\n" {
+		t.Errorf("designs three-writes: got exit %d, %q; want 2 and the design named once", code, stderr)
 	}
 	if code, _, _ := runCLI(t, "designs", "--measure", "-1"); code != 2 {
 		t.Errorf("designs --measure -1: got exit %d, want 2", code)
@@ -50,5 +53,47 @@ func TestDesignsJSONCatalog(t *testing.T) {
 	code, stdout, _ = runCLI(t, "designs", "--json", "no-budget")
 	if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil || len(got) != 1 || got[0].Name != "no-budget" {
 		t.Errorf("designs --json no-budget: exit %d, %v:\n%s", code, err, stdout)
+	}
+}
+
+// TestDesignsMeasureExitStatus measures a cheap fragile design on one
+// seed as documented, and as if it were documented otherwise: each way it
+// is not caught as documented exits 1, and the help of designs says that
+// exit status 1 means that too.
+func TestDesignsMeasureExitStatus(t *testing.T) {
+	t.Parallel()
+	twoWrites, err := designs.Lookup("two-writes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := lookup("designs")
+	_, help, _ := runCLI(t, "help", "designs")
+	_, failed, _ := strings.Cut(help, "\n  1  ")
+	failed, _, _ = strings.Cut(failed, "\n")
+	for _, tt := range []struct {
+		name   string
+		change func(d *designs.Design)
+		code   int
+		stderr string
+	}{
+		{"as documented", func(*designs.Design) {}, 0, ""},
+		{"documented longer", func(d *designs.Design) { d.MinimalSteps, d.MostSteps = 3, 3 }, 1, "handoff designs: not caught as documented on every seed: two-writes\n"},
+		{"documented with another invariant", func(d *designs.Design) { d.Invariant = 5 }, 1, "handoff designs: not caught as documented on every seed: two-writes\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := twoWrites
+			tt.change(&d)
+			var stdout, stderr strings.Builder
+			err := measureDesigns(t.Context(), []designs.Design{d}, 1, handoff.SQLite, "", false, &stdout, io.Discard)
+			if code := c.exit(err, &stdout, &stderr); code != tt.code || stderr.String() != tt.stderr {
+				t.Fatalf("got exit %d, stderr %q; want %d and %q", code, stderr.String(), tt.code, tt.stderr)
+			}
+			if !strings.Contains(strings.Join(strings.Fields(stdout.String()), " "), " two-writes 1/1 ") {
+				t.Errorf("no measurement of two-writes in:\n%s", stdout.String())
+			}
+			if why, _, _ := strings.Cut(strings.TrimPrefix(tt.stderr, "handoff designs: "), ":"); tt.code == 1 && !strings.Contains(failed, why) {
+				t.Errorf("help designs says exit status 1 means %q, which does not say %q", failed, why)
+			}
+		})
 	}
 }

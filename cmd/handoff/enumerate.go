@@ -63,22 +63,25 @@ func enumerate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stderr, "%s:%d: %s: crash at pass %d (%s), restart, converge:\n%s\n",
 				sc.Name, p.Case.Line, p.Case.Text, p.Pass, p.Point, p.Output)
 		}
-		fmt.Fprintf(stdout, "%s: %d crash points, %d kept every invariant\n", sc.Name, len(points), ok)
+		fmt.Fprintf(stdout, "%s: %s, %d kept every invariant\n", sc.Name, howMany(len(points), "crash point"), ok)
 		tried, passed = tried+len(points), passed+ok
 	}
 	if files == 0 {
-		return fmt.Errorf("nothing to enumerate: all %d scenarios are of fragile designs or of PostgreSQL only", skipped+skippedBackend)
+		if n := skipped + skippedBackend; n != 1 {
+			return fmt.Errorf("nothing to enumerate: all %d scenarios are of fragile designs or of PostgreSQL only", n)
+		}
+		return errors.New("nothing to enumerate: the one scenario is of a fragile design or of PostgreSQL only")
 	}
-	fmt.Fprintf(stdout, "enumerated %d crash points in %d scenarios: %d passed, %d failed", tried, files, passed, tried-passed)
+	fmt.Fprintf(stdout, "enumerated %s in %s: %d passed, %d failed", howMany(tried, "crash point"), howMany(files, "scenario"), passed, tried-passed)
 	if skipped > 0 {
-		fmt.Fprintf(stdout, "; skipped %d scenarios of fragile designs", skipped)
+		fmt.Fprintf(stdout, "; skipped %s of fragile designs", howMany(skipped, "scenario"))
 	}
 	if skippedBackend > 0 {
-		fmt.Fprintf(stdout, "; skipped %d scenarios of PostgreSQL only", skippedBackend)
+		fmt.Fprintf(stdout, "; skipped %s of PostgreSQL only", howMany(skippedBackend, "scenario"))
 	}
 	fmt.Fprintln(stdout)
 	if passed < tried {
-		return fmt.Errorf("%d crash points broke an invariant", tried-passed)
+		return fmt.Errorf("%s broke an invariant", howMany(tried-passed, "crash point"))
 	}
 	return nil
 }

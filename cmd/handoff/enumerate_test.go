@@ -32,8 +32,8 @@ func TestEnumerateSkipsFragileScenarios(t *testing.T) {
 		t.Errorf("enumerate of a fragile scenario: got exit %d, stdout %q, stderr %q; want 1, the skip and nothing to enumerate", code, stdout, stderr)
 	}
 	code, stdout, stderr = runCLI(t, "enumerate", fragile, real)
-	if code != 0 || !strings.Contains(stderr, "skipped "+fragile) || !strings.Contains(stdout, "in 1 scenarios") ||
-		!strings.Contains(stdout, "skipped 1 scenarios of fragile designs") {
+	if code != 0 || !strings.Contains(stderr, "skipped "+fragile) || !strings.Contains(stdout, "enumerated 3 crash points in 1 scenario: 3 passed, 0 failed") ||
+		!strings.Contains(stdout, "; skipped 1 scenario of fragile designs\n") {
 		t.Errorf("enumerate of a fragile and a real scenario: got exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }

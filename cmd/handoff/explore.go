@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -32,7 +34,7 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	save := fs.String("save", "", "save the minimal failing scenario as a file in this folder")
 	dir := fs.String("dir", "", "folder for the sequences' databases (default: the system's temporary folder)")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
-	parallel := fs.Int("parallel", runtime.NumCPU(), "sequences to run at once, each lane a process of its own when more than one (the sequences are the same whatever it is)")
+	parallel := fs.Int("parallel", runtime.NumCPU(), "sequences to run at once, each lane a process of its own when more than one; the sequences are the same whatever it is (default: the number of CPUs)")
 	shardFlag := fs.String("shard", "1/1", "run shard i/n of the run's sequences (every n-th, from the i-th), --checks of them")
 	swarm := fs.Bool("swarm", true, "swarm testing: one sequence in four reweights or switches off kinds of steps and faults")
 	transportName := fs.String("transport", string(handoff.InProcess), "how the worker's requests reach the CRM: in-process, or http (crm.Sender through a fault proxy to crm.Server on loopback)")
@@ -47,14 +49,11 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var shard, shards int
 	if _, err := fmt.Sscanf(*shardFlag, "%d/%d", &shard, &shards); err != nil || shard < 1 || shard > shards ||
 		fmt.Sprintf("%d/%d", shard, shards) != *shardFlag {
-		return fmt.Errorf("%w: --shard %q, want i/n with 1 <= i <= n", errUsage, *shardFlag)
+		return fmt.Errorf("%w: --shard is %q, want i/n with 1 <= i <= n", errUsage, *shardFlag)
 	}
-	if *parallel < 1 {
-		return fmt.Errorf("%w: --parallel %d, want at least 1", errUsage, *parallel)
-	}
-	design, err := designs.Lookup(*designName)
+	design, err := lookupDesign(*designName)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return err
 	}
 	transport, err := handoff.ParseTransport(*transportName)
 	if err == nil {
@@ -78,7 +77,7 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *seed == 0 {
 		*seed = new(maphash.Hash).Sum64() | 1
 	}
-	common := fmt.Sprintf("go run ./cmd/handoff explore --design %s --steps %d", design.Name, *steps)
+	common := fmt.Sprintf("%s explore --design %s --steps %d", invokedAs(os.Args[0]), design.Name, *steps)
 	if !*swarm {
 		common += " --swarm=false"
 	}
@@ -119,15 +118,26 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	switch {
 	case report.Interrupted:
-		return fmt.Errorf("interrupted after %d of %d sequences; to run it again: %s", report.Stats.Sequences.Load(), *checks, again)
+		return fmt.Errorf("interrupted after %d of %s; to run it again: %s", report.Stats.Sequences.Load(), howMany(*checks, "sequence"), again)
 	case report.Problem != "":
 		return fmt.Errorf("the harness itself failed:\n%s", report.Problem)
 	case report.Failure != nil && design.Name == designs.Handoff.Name:
 		return fmt.Errorf("invariant %d broke; the minimal scenario is above", report.Failure.Violation.Invariant)
 	case report.Failure == nil && design.Name != designs.Handoff.Name:
-		return fmt.Errorf("no violation found in fragile design %s after %d sequences", design.Name, *checks)
+		return fmt.Errorf("no violation found in fragile design %s after %s", design.Name, howMany(*checks, "sequence"))
 	}
 	return nil
+}
+
+// invokedAs is how a command line a person copies runs this program
+// again: as it was started (handoff from the PATH, or the path given to
+// it), or go run ./cmd/handoff (from the module's folder) when go run or
+// go test built it, in a go-build folder that is gone once it ends.
+func invokedAs(arg0 string) string {
+	if slices.ContainsFunc(strings.Split(filepath.ToSlash(arg0), "/"), func(dir string) bool { return strings.HasPrefix(dir, "go-build") }) {
+		return "go run ./cmd/handoff"
+	}
+	return shellWord(arg0)
 }
 
 // runExploration runs cfg's exploration: in this process for one lane,
@@ -148,8 +158,9 @@ func runExploration(ctx context.Context, cfg handoff.ExploreConfig) (handoff.Rep
 func progressLine(w io.Writer, checks int) func(*handoff.Stats, time.Duration) {
 	terminal := isTerminal(w)
 	return func(st *handoff.Stats, elapsed time.Duration) {
-		line := fmt.Sprintf("exploring: %d sequences (of %d checks), %d shrink runs, %d steps, %.0f steps/s",
-			st.Sequences.Load(), checks, st.ShrinkRuns.Load(), st.Steps.Load(), float64(st.Steps.Load())/elapsed.Seconds())
+		line := fmt.Sprintf("exploring: %s (of %s), %s, %s, %.0f steps/s",
+			howMany(st.Sequences.Load(), "sequence"), howMany(checks, "check"), howMany(st.ShrinkRuns.Load(), "shrink run"), howMany(st.Steps.Load(), "step"),
+			float64(st.Steps.Load())/elapsed.Seconds())
 		switch {
 		case terminal:
 			fmt.Fprintf(w, "\r%s ", line)
@@ -178,8 +189,9 @@ func isTerminal(w io.Writer) bool {
 
 func printSummary(w io.Writer, r handoff.Report, reproduce string) {
 	st := r.Stats
-	fmt.Fprintf(w, "explored design %s (%s): %d sequences (%d checks asked) and %d shrink runs, %d steps in %.1fs = %.0f steps/s, seed %d, %d lanes",
-		r.Config.Design.Name, r.Config.Transport, st.Sequences.Load(), r.Config.Checks, st.ShrinkRuns.Load(), st.Steps.Load(), r.Elapsed.Seconds(), r.StepsPerSecond(), r.Config.Seed, r.Config.Parallel)
+	fmt.Fprintf(w, "explored design %s (%s): %s (%s asked) and %s, %s in %.1fs = %.0f steps/s, seed %d, %s",
+		r.Config.Design.Name, r.Config.Transport, howMany(st.Sequences.Load(), "sequence"), howMany(r.Config.Checks, "check"), howMany(st.ShrinkRuns.Load(), "shrink run"),
+		howMany(st.Steps.Load(), "step"), r.Elapsed.Seconds(), r.StepsPerSecond(), r.Config.Seed, howMany(r.Config.Parallel, "lane"))
 	if r.Config.Shards > 1 {
 		fmt.Fprintf(w, ", shard %d/%d", r.Config.Shard, r.Config.Shards)
 	}
@@ -199,8 +211,8 @@ func printSummary(w io.Writer, r handoff.Report, reproduce string) {
 	fmt.Fprintf(w, "  failures:        1 (seed %d)\n\n", r.FailureSeed)
 	f := r.Failure
 	if f.Design != designs.Handoff.Name {
-		fmt.Fprintf(w, "caught: the minimal counterexample of %s, %d steps\n(reproduce: %s; add --save DIR for a scenario file)\n\n%s%s",
-			f.Design, f.Length(), reproduce, f.Table(), f.Diverged())
+		fmt.Fprintf(w, "caught: the minimal counterexample of %s, %s\n(reproduce: %s; add --save DIR for a scenario file)\n\n%s%s",
+			f.Design, howMany(f.Length(), "step"), reproduce, f.Table(), f.Diverged())
 		return
 	}
 	fmt.Fprintf(w, "%s\n%s", f.Table(), f.Report(reproduce))

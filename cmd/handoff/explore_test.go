@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,5 +59,46 @@ func TestExploreFragileDesign(t *testing.T) {
 	}
 	if s.Design != "two-writes" || s.Violation.Invariant != 2 || s.Violation.Steps != 1 || !strings.Contains(s.Scenario, "design name=two-writes") {
 		t.Errorf("explore --design two-writes --json: got %+v", s)
+	}
+}
+
+// TestInvokedAs: the command lines explore and trial print to run them
+// again start as the program was started, or with go run ./cmd/handoff
+// when go run or go test built it in a folder that is gone once it ends.
+func TestInvokedAs(t *testing.T) {
+	for _, tt := range []struct{ arg0, want string }{
+		{"handoff", "handoff"},
+		{"/usr/local/bin/handoff", "/usr/local/bin/handoff"},
+		{"./handoff", "./handoff"},
+		{"/home/ann/my tools/handoff", "'/home/ann/my tools/handoff'"},
+		{"/tmp/go-build1554567133/b001/exe/handoff", "go run ./cmd/handoff"},
+		{"/root/.cache/go-build/3f/3f0c-d/handoff", "go run ./cmd/handoff"},
+		{"/tmp/go-build2718/b001/handoff.test", "go run ./cmd/handoff"},
+	} {
+		if got := invokedAs(tt.arg0); got != tt.want {
+			t.Errorf("invokedAs(%q) = %q, want %q", tt.arg0, got, tt.want)
+		}
+	}
+}
+
+// TestExploreReproduceLineOfAnInstalledBinary runs explore as a binary
+// started by its name, as from the PATH: the lines that say how to run it
+// again name it so, not go run, which works only in the module's folder.
+func TestExploreReproduceLineOfAnInstalledBinary(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "handoff")
+	copyTo(t, os.Args[0], exe)
+	if err := os.Chmod(exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := &exec.Cmd{Path: exe, Args: []string{"handoff", "explore", "--checks", "2", "--seed", "3", "--parallel", "1", "--dir", dir},
+		Env: append(os.Environ(), "HANDOFF_RUN_MAIN=1")}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("handoff explore: %v:\n%s", err, out)
+	}
+	if want := "; to run it again: handoff explore --design handoff --steps 50 --seed 3 --checks 2\n"; !strings.Contains(string(out), want) {
+		t.Errorf("handoff explore: no %q in:\n%s", want, out)
 	}
 }

@@ -79,7 +79,7 @@ func TestTheAppKnowsItsCRM(t *testing.T) {
 	refused(t, "delivers to CRM", "check", "--app", "app.db", "--crm", "other.db")
 	refused(t, "but the CRM has no task 1", "inspect", "--app", "app.db", "--crm", "crm-before.db")
 	refused(t, "invariant 3", "check", "--app", "app.db", "--crm", "crm-before.db")
-	if out := mustRun(t, "check", "--app", "app.db", "--crm", "crm.db"); !strings.Contains(out, "ok (integrity, schema, 2 rows, 1 tasks; invariants 1 to 5") {
+	if out := mustRun(t, "check", "--app", "app.db", "--crm", "crm.db"); !strings.Contains(out, "ok (integrity, schema, 2 rows, 1 task; invariants 1 to 5") {
 		t.Errorf("check of sound files: got %q", out)
 	}
 	if diff := cmp.Diff(before, folder(t, dir)); diff != "" {

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff"
-	"github.com/outboxlab/handoff/designs"
 )
 
 // laneCommand is what explore --parallel N, for N above 1, runs each of
@@ -118,9 +117,9 @@ func exploreLane(ctx context.Context, args []string, stdin io.Reader, stdout io.
 	if err := in.Decode(&start); err != nil || start.Protocol != laneProtocol {
 		return errNotALane
 	}
-	design, err := designs.Lookup(start.Design)
+	design, err := lookupDesign(start.Design)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return err
 	}
 	// One lane is one goroutine at a time (see the comment in explore);
 	// two lanes whose processes had two processors each ran at 3,600 to
@@ -162,7 +161,7 @@ func laneExit(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "handoff %s: %s\n", laneCommand, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+	fmt.Fprintf(stderr, "handoff %s: %s\n", laneCommand, message(err))
 	if errors.Is(err, errUsage) {
 		return 2
 	}

@@ -165,7 +165,7 @@ func TestExploreStopped(t *testing.T) {
 			}
 			stderr := bufio.NewReader(stderrPipe)
 			first, err := stderr.ReadString('\n')
-			if err != nil || !strings.Contains(first, "seed 9; to run it again: go run ./cmd/handoff explore") {
+			if err != nil || !strings.Contains(first, "seed 9; to run it again: "+invokedAs(os.Args[0])+" explore") {
 				cmd.Process.Kill()
 				t.Fatalf("first line on stderr: %q, %v; want the seed and the command", first, err)
 			}

@@ -22,8 +22,11 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // errUsage marks a usage error: exit status 2.
@@ -66,14 +69,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // exit prints what err says, once, and returns the exit status: 0 for
 // nil or a help request (the help goes to stdout), 2 for a usage error, 3
 // for errAttention from a command that documents it, 1 for anything else.
+// The message is prefixed with the command's name, and its subcommand's
+// when err comes from one (see inSubcommand).
 func (c command) exit(err error, stdout, stderr io.Writer) int {
 	var h helpRequest
+	name := c.name
+	if sub := (subcommandError{}); errors.As(err, &sub) {
+		name += " " + sub.name
+	}
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &h):
 		if err := c.printHelp(stdout, h.fs); err != nil {
-			fmt.Fprintf(stderr, "handoff %s: %v\n", c.name, err)
+			fmt.Fprintf(stderr, "handoff %s: %v\n", name, err)
 			return 1
 		}
 		return 0
@@ -82,19 +91,51 @@ func (c command) exit(err error, stdout, stderr io.Writer) int {
 		if c.name == "help" {
 			pointer = "handoff help"
 		}
-		fmt.Fprintf(stderr, "handoff %s: %s\nsee %s\n", c.name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "), pointer)
+		fmt.Fprintf(stderr, "handoff %s: %s\nsee %s\n", name, message(err), pointer)
 		return 2
 	case errors.Is(err, errAttention) && c.attention != "":
-		fmt.Fprintf(stderr, "handoff %s: %s\n", c.name, err)
+		fmt.Fprintf(stderr, "handoff %s: %s\n", name, message(err))
 		return 3
 	}
-	// The command name stands in for this module's own package prefix.
-	fmt.Fprintf(stderr, "handoff %s: %s\n", c.name, strings.TrimPrefix(err.Error(), "handoff: "))
+	fmt.Fprintf(stderr, "handoff %s: %s\n", name, message(err))
 	return 1
 }
 
+// ownPrefixes are the prefixes of this module's packages that their
+// errors start with: the command's name stands in for them.
+var ownPrefixes = []string{"handoff: ", "designs: ", "crm: "}
+
+// message is what err says, without errUsage's text and the package
+// prefix it starts with, if it is one of this module's.
+func message(err error) string {
+	m := strings.TrimPrefix(err.Error(), errUsage.Error()+": ")
+	for _, p := range ownPrefixes {
+		m = strings.TrimPrefix(m, p)
+	}
+	return m
+}
+
+// subcommandError is an error of a command's subcommand (crm init, crm
+// serve): exit names the subcommand after the command.
+type subcommandError struct {
+	name string
+	err  error
+}
+
+func (e subcommandError) Error() string { return e.err.Error() }
+func (e subcommandError) Unwrap() error { return e.err }
+
+// inSubcommand returns err as an error of the subcommand name; nil, and
+// any error when no subcommand was given (name is empty), as they are.
+func inSubcommand(name string, err error) error {
+	if err == nil || name == "" {
+		return err
+	}
+	return subcommandError{name, err}
+}
+
 // parse parses args with fs, the flag set of the command of the same name,
-// and checks the numbers the command table says must be 1 or more. It
+// and checks the numbers the command table bounds (see checkNumbers). It
 // returns a helpRequest for -h or --help, and a usage error (printed once,
 // by run) for every flag problem and every unexpected argument: the flag
 // package's own output is discarded, so stderr is not written to.
@@ -165,6 +206,64 @@ func required(fs *flag.FlagSet, names ...string) error {
 		return fmt.Errorf("%w: missing %s", errUsage, strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// howMany is n and noun, singular for 1 and plural otherwise: "1 step",
+// "2 steps", "0 entries". A noun of several words takes the plural on its
+// last: "3 crash points".
+func howMany[N ~int | ~int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %s", n, plural(noun))
+}
+
+// agree is howMany(n, noun) and the verb that agrees with it: one for 1,
+// many otherwise ("1 row needs", "2 rows need").
+func agree[N ~int | ~int64](n N, noun, one, many string) string {
+	if n == 1 {
+		return howMany(n, noun) + " " + one
+	}
+	return howMany(n, noun) + " " + many
+}
+
+// plural is the plural of an English noun, by the rules the nouns of
+// this command's output follow.
+func plural(noun string) string {
+	switch {
+	case len(noun) > 1 && strings.HasSuffix(noun, "y") && !strings.ContainsAny(noun[len(noun)-2:len(noun)-1], "aeiou"):
+		return noun[:len(noun)-1] + "ies"
+	case strings.HasSuffix(noun, "s"), strings.HasSuffix(noun, "x"), strings.HasSuffix(noun, "ch"), strings.HasSuffix(noun, "sh"):
+		return noun + "es"
+	}
+	return noun + "s"
+}
+
+// oneLine is s with every character that is not printable (as
+// strconv.IsPrint says: control and format characters, U+0085, the line
+// and paragraph separators, every space but ' ') escaped as %q escapes
+// it, \u2028 say, so that text read from a database prints on one line
+// and shows what is there. Below U+0080 too it writes \u00XX, as JSON
+// does (%q writes \t, \x7f), so that a JSON payload printed through it
+// is still JSON, and the same value; an invalid UTF-8 byte shows as \xff.
+func oneLine(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == ' ' || strconv.IsPrint(r):
+			b.WriteRune(r)
+		case r < 0x10000:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // counts prints a map as "k v, k v" in key order.

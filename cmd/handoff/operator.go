@@ -190,7 +190,7 @@ func stale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		writeStaleText(stdout, *olderThan, now, rows)
 	}
 	if len(rows) > 0 {
-		return fmt.Errorf("%w: %d row(s), listed on stdout", errAttention, len(rows))
+		return fmt.Errorf("%w: %s, listed on stdout", errAttention, howMany(len(rows), "row"))
 	}
 	return nil
 }
@@ -200,7 +200,7 @@ func writeStaleText(w io.Writer, olderThan time.Duration, now time.Time, rows []
 		fmt.Fprintf(w, "nothing needs a person: no blocked row, no pending row approved more than %v ago\n", olderThan)
 		return
 	}
-	fmt.Fprintf(w, "%d row(s) need a person (blocked, or pending and approved more than %v ago), oldest first:\n", len(rows), olderThan)
+	fmt.Fprintf(w, "%s a person (blocked, or pending and approved more than %v ago), oldest first:\n", agree(len(rows), "row", "needs", "need"), olderThan)
 	for _, r := range rows {
 		ageText := "unknown age"
 		if !r.CreatedAt.IsZero() {
@@ -210,7 +210,7 @@ func writeStaleText(w io.Writer, olderThan time.Duration, now time.Time, rows []
 		if lastError == "" {
 			lastError = "none"
 		}
-		fmt.Fprintf(w, "  %s %s, %s, %d attempt(s), last error %s\n", r.Key, r.State, ageText, r.Attempts, lastError)
+		fmt.Fprintf(w, "  %s %s, %s, %s, last error %s\n", oneLine(r.Key), r.State, ageText, howMany(r.Attempts, "attempt"), oneLine(lastError))
 	}
 }
 

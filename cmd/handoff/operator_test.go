@@ -51,7 +51,7 @@ func TestOperatorActions(t *testing.T) {
 		{[]string{"stale", "--app", "missing.db", "--older-than", "1h"}, 1, "missing.db"},
 		{[]string{"requeue", "case-1", "--app", "app.db", "--actor", "ann", "--reason", "the CRM is back"}, 0, "requeued " + key + "case-1: pending, 0 of 3 attempts"},
 		{[]string{"stale", "--app", "app.db", "--older-than", "1h"}, 0, "nothing needs a person"},
-		{[]string{"stale", "--app", "app.db", "--older-than", "0s"}, 3, "2 row(s) need a person"},
+		{[]string{"stale", "--app", "app.db", "--older-than", "0s"}, 3, "2 rows need a person"},
 		{[]string{"reconcile", "--app", "app.db", "--absent", "--reason", "no task in the CRM", key + "case-1"}, 0, "reconciled " + key + "case-1 as absent"},
 		{[]string{"reconcile", "case-1", "--app", "app.db", "--remote-id", "7", "--actor", "bob", "--reason", "found task 7"}, 0, "reconciled " + key + "case-1: sent, CRM task 7"},
 		{[]string{"requeue", "case-1", "--app", "app.db", "--reason", "r"}, 1, "case-1 is sent"},

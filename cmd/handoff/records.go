@@ -177,10 +177,10 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		switch {
 		case counts[system.Pending] > 0:
-			fmt.Fprintf(stdout, "idle: %d pending row(s), none eligible before %s (leased by another worker, or waiting out its backoff)\n",
-				counts[system.Pending], d.NextEligible.UTC().Format("2006-01-02 15:04:05.000Z"))
+			fmt.Fprintf(stdout, "idle: %s, none eligible before %s (leased by another worker, or waiting out its backoff)\n",
+				howMany(counts[system.Pending], "pending row"), d.NextEligible.UTC().Format("2006-01-02 15:04:05.000Z"))
 		case counts[system.Blocked] > 0:
-			fmt.Fprintf(stdout, "idle: nothing pending, but %d blocked row(s) wait for a person (handoff inspect --state blocked)\n", counts[system.Blocked])
+			fmt.Fprintf(stdout, "idle: nothing pending, but %s for a person (handoff inspect --state blocked)\n", agree(counts[system.Blocked], "blocked row", "waits", "wait"))
 		default:
 			fmt.Fprintln(stdout, "idle: nothing pending")
 		}
@@ -191,7 +191,7 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case system.ResultPending:
 		fmt.Fprintf(stdout, "pending %s: %s failure (attempt %d of %d); deliver again to retry with the same key\n", d.Key, d.LastError, d.Attempts, app.MaxAttempts())
 	default:
-		fmt.Fprintf(stdout, "blocked %s: %s after %d attempt(s); a person must reconcile this key in the CRM\n", d.Key, d.LastError, d.Attempts)
+		fmt.Fprintf(stdout, "blocked %s: %s after %s; a person must reconcile this key in the CRM\n", d.Key, d.LastError, howMany(d.Attempts, "attempt"))
 	}
 	return nil
 }
@@ -318,7 +318,7 @@ func inspect(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		v.writeText(stdout)
 	}
 	if len(v.findings) > 0 {
-		return fmt.Errorf("%d problem(s) with the files (listed above)", len(v.findings))
+		return fmt.Errorf("%s with the files (listed above)", howMany(len(v.findings), "problem"))
 	}
 	return nil
 }
@@ -342,7 +342,7 @@ func parseStates(s string) ([]system.State, error) {
 	if st := system.State(s); slices.Contains(all, st) {
 		return []system.State{st}, nil
 	}
-	return nil, fmt.Errorf("%w: --state %q, want pending, sent, blocked or all", errUsage, s)
+	return nil, fmt.Errorf("%w: --state is %q, want pending, sent, blocked or all", errUsage, s)
 }
 
 // inspection is what inspect shows.
@@ -365,7 +365,7 @@ func (v inspection) writeText(w io.Writer) {
 	c := stateCounts(rows)
 	fmt.Fprintf(w, "app database %s: %d pending, %d sent, %d blocked\n", v.appPath, c[system.Pending], c[system.Sent], c[system.Blocked])
 	for _, r := range v.listed {
-		fmt.Fprintf(w, "  %s %s\n", r.Key, describeRow(r, max(v.files.Budget, system.DefaultMaxAttempts)))
+		fmt.Fprintf(w, "  %s %s\n", oneLine(r.Key), oneLine(describeRow(r, max(v.files.Budget, system.DefaultMaxAttempts))))
 		fmt.Fprintf(w, "    %s\n", v.times(r))
 		fmt.Fprintf(w, "    %s\n", v.claim(r))
 	}
@@ -373,27 +373,27 @@ func (v inspection) writeText(w io.Writer) {
 		fmt.Fprintf(w, "  ... %d more (--limit 0 lists all)\n", v.unlisted)
 	}
 	if c[system.Blocked] > 0 {
-		fmt.Fprintf(w, "%d blocked row(s) need a person: reconcile each key in the CRM before anything else is sent for it\n", c[system.Blocked])
+		fmt.Fprintf(w, "%s a person: reconcile each key in the CRM before anything else is sent for it\n", agree(c[system.Blocked], "blocked row", "needs", "need"))
 	}
 	if v.crmPath != "" && len(v.findings) == 0 {
-		fmt.Fprintf(w, "CRM database %s: %d task(s); every sent row names its task\n", v.crmPath, len(v.files.Tasks))
+		fmt.Fprintf(w, "CRM database %s: %s; every sent row names its task\n", v.crmPath, howMany(len(v.files.Tasks), "task"))
 		for _, t := range v.files.Tasks {
-			fmt.Fprintf(w, "  task %d %s %s\n", t.ID, t.Key, t.Payload)
+			fmt.Fprintf(w, "  task %d %s %s\n", t.ID, oneLine(t.Key), oneLine(t.Payload))
 		}
 	}
 	if len(v.audit) > 0 {
 		shown := v.audit[max(0, len(v.audit)-auditInText):]
-		fmt.Fprintf(w, "audit log: %d entries", len(v.audit))
+		fmt.Fprintf(w, "audit log: %s", howMany(len(v.audit), "entry"))
 		if len(shown) < len(v.audit) {
 			fmt.Fprintf(w, ", the last %d (--json has all)", len(shown))
 		}
 		fmt.Fprintln(w)
 		for _, e := range shown {
-			fmt.Fprintf(w, "  %s %s %s %s: %s\n", e.At.UTC().Format("2006-01-02 15:04:05Z"), e.Actor, e.Action, e.Key, e.Reason)
+			fmt.Fprintf(w, "  %s %s %s %s: %s\n", e.At.UTC().Format("2006-01-02 15:04:05Z"), oneLine(e.Actor), e.Action, oneLine(e.Key), oneLine(e.Reason))
 		}
 	}
 	for _, f := range v.findings {
-		fmt.Fprintf(w, "PROBLEM %s\n", f)
+		fmt.Fprintf(w, "PROBLEM %s\n", oneLine(f.String()))
 	}
 }
 

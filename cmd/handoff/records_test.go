@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/outboxlab/handoff/internal/pgtest"
+	"github.com/outboxlab/handoff/system"
 )
 
 // approve, deliver and inspect on real files (records.go).
@@ -211,5 +214,79 @@ func TestBusyCRMSaysTheAttemptIsCounted(t *testing.T) {
 	}
 	if out := mustRun(t, "inspect", "--app", app); !strings.Contains(out, "last error local: database is busy") {
 		t.Errorf("inspect after a busy CRM: got %q, want the cause as last error", out)
+	}
+}
+
+// TestInspectPrintsDataOnOneLine: what inspect reads from the databases
+// (a CRM task's payload and key, the audit log's actor and reason) prints
+// with its characters that are not printable escaped, as %q escapes them,
+// so that none breaks a line: a title with a line separator shows as
+// \u2028 in its task's payload, as it does in a key conflict's message.
+func TestInspectPrintsDataOnOneLine(t *testing.T) {
+	for _, tt := range []struct {
+		name, title, payload string
+	}{
+		{"line and paragraph separators", "a\u2028b\u2029c", `{"case_id":"case-1","title":"a\u2028b\u2029c"}`},
+		{"next line", "a\u0085b", `{"case_id":"case-1","title":"a\u0085b"}`},
+		{"format characters", "a\u200bb\u202ec\ufeffd", `{"case_id":"case-1","title":"a\u200bb\u202ec\ufeffd"}`},
+		{"controls JSON leaves as they are", "a\x7fb\u009bc", `{"case_id":"case-1","title":"a\u007fb\u009bc"}`},
+		{"no-break space", "a\u00a0b", `{"case_id":"case-1","title":"a\u00a0b"}`},
+		{"a tag character, past U+FFFF", "a\U000e0041b", `{"case_id":"case-1","title":"a\udb40\udc41b"}`},
+		{"printable text as it is", `Ruf zurück "bald" \ 🙂`, `{"case_id":"case-1","title":"Ruf zurück \"bald\" \\ 🙂"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
+			mustRun(t, "approve", "--app", app, "--case", "case-1", "--title", tt.title)
+			for range 3 {
+				mustRun(t, "deliver", "--app", app, "--crm", crm, "--fault", "offline", "--create-crm")
+			}
+			mustRun(t, "requeue", "case-1", "--app", app, "--actor", "ann\u2028bob", "--reason", "asked "+tt.title)
+			mustRun(t, "deliver", "--app", app, "--crm", crm)
+			out := mustRun(t, "inspect", "--app", app, "--crm", crm)
+			for _, want := range []string{
+				"\n  task 1 " + system.KeyPrefix + "case-1 " + tt.payload + "\n",
+				` ann\u2028bob requeue ` + system.KeyPrefix + "case-1: asked " + oneLine(tt.title) + "\n",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("inspect: no %q in:\n%s", want, out)
+				}
+			}
+			if i := strings.IndexFunc(out, func(r rune) bool { return r != '\n' && r != ' ' && !strconv.IsPrint(r) }); i >= 0 {
+				t.Errorf("inspect printed %q as it is:\n%s", []rune(out[i:])[0], out)
+			}
+			var js struct {
+				CRMTasks []struct {
+					Payload string `json:"payload"`
+				} `json:"crm_tasks"`
+			}
+			if err := json.Unmarshal([]byte(mustRun(t, "inspect", "--app", app, "--crm", crm, "--json")), &js); err != nil || len(js.CRMTasks) != 1 {
+				t.Fatalf("inspect --json: %v, %+v", err, js)
+			}
+			var printed, stored any // the escaped payload is the same JSON value
+			if err := json.Unmarshal([]byte(tt.payload), &printed); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(js.CRMTasks[0].Payload), &stored); err != nil || !reflect.DeepEqual(printed, stored) {
+				t.Errorf("the printed payload %s is not the stored one, %s (%v)", tt.payload, js.CRMTasks[0].Payload, err)
+			}
+		})
+	}
+}
+
+// TestOneLine escapes what %q escapes, in JSON's form, and nothing else.
+func TestOneLine(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"plain text, ü, 🙂, \"quoted\" \\", "plain text, ü, 🙂, \"quoted\" \\"},
+		{"a\nb\tc\rd", `a\u000ab\u0009c\u000dd`},
+		{"a\u2028b\u2029c\u0085d", `a\u2028b\u2029c\u0085d`},
+		{"\u200e\u202e\u2066", `\u200e\u202e\u2066`},
+		{"a\u3000b", `a\u3000b`},
+		{"\U000e0001", `\udb40\udc01`},
+		{"bad \xff byte", `bad \xff byte`},
+	} {
+		if got := oneLine(tt.in); got != tt.want {
+			t.Errorf("oneLine(%q) = %s, want %s", tt.in, got, tt.want)
+		}
 	}
 }

@@ -66,16 +66,12 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	replayed := len(scenarios) - skipped
 	if mismatches > 0 {
-		files := fmt.Sprintf("%d files", replayed)
-		if replayed == 1 {
-			files = "1 file"
-		}
-		return fmt.Errorf("%d of %d steps in %s did not match", mismatches, steps, files)
+		return fmt.Errorf("%d of %s in %s did not match", mismatches, howMany(steps, "step"), howMany(replayed, "file"))
 	}
 	if replayed == 0 {
 		return fmt.Errorf("nothing to replay on %s: every file runs on another backend", backend)
 	}
-	fmt.Fprintf(stdout, "replayed %d files, %d steps over %s: every output matches", replayed, steps, transport)
+	fmt.Fprintf(stdout, "replayed %s, %s over %s: every output matches", howMany(replayed, "file"), howMany(steps, "step"), transport)
 	if skipped > 0 {
 		fmt.Fprintf(stdout, "; skipped %d not applicable on %s", skipped, backend)
 	}
@@ -102,21 +98,10 @@ func overTransport(scenarios []handoff.Scenario, t handoff.Transport, stderr io.
 // readScenarios reads the named files, or the embedded corpus when none are
 // named.
 func readScenarios(files []string) ([]handoff.Scenario, error) {
-	var scenarios []handoff.Scenario
 	if len(files) == 0 {
-		for _, name := range handoff.CorpusFiles() {
-			b, err := handoff.Corpus.ReadFile(name)
-			if err != nil {
-				return nil, err
-			}
-			sc, err := handoff.ParseScenario(name, string(b))
-			if err != nil {
-				return nil, err
-			}
-			scenarios = append(scenarios, sc)
-		}
-		return scenarios, nil
+		return handoff.CorpusScenarios()
 	}
+	var scenarios []handoff.Scenario
 	for _, f := range files {
 		sc, err := handoff.ReadScenario(f)
 		if err != nil {

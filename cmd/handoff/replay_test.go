@@ -2,10 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/outboxlab/handoff"
 )
 
 // replay of the embedded corpus and of files, in process and over HTTP.
@@ -32,7 +37,7 @@ func TestOverHTTP(t *testing.T) {
 	real := filepath.Join("..", "..", "corpus", "lost-reply-demo.txt")
 	own := filepath.Join("..", "..", "corpus", "fragile", "check-then-create.txt")
 	code, stdout, stderr := runCLI(t, "replay", "--quiet", "--transport", "http", real, own)
-	if code != 0 || !strings.Contains(stdout, "replayed 1 files, 4 steps over http: every output matches") ||
+	if code != 0 || !strings.Contains(stdout, "replayed 1 file, 4 steps over http: every output matches") ||
 		!strings.Contains(stderr, "skipped "+own+": design check-then-create has a receiver of its own") {
 		t.Errorf("replay --transport http: got exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
@@ -44,7 +49,51 @@ func TestOverHTTP(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil || s["transport"] != "http" || s["sequences"] != 3.0 {
 		t.Errorf("explore --transport http --json: exit %d, %v, %v, stderr %s", code, err, s, stderr)
 	}
-	if !strings.Contains(stderr, "exploring design handoff (http) with seed 5; to run it again: go run ./cmd/handoff explore --design handoff --steps 50 --transport http --seed 5") {
+	if !strings.Contains(stderr, "exploring design handoff (http) with seed 5; to run it again: "+invokedAs(os.Args[0])+" explore --design handoff --steps 50 --transport http --seed 5") {
 		t.Errorf("explore --transport http: stderr %q does not say how to run it again over http", stderr)
+	}
+}
+
+// TestCorpusReadInOnePlace: replay and enumerate read the embedded corpus
+// with handoff.CorpusScenarios, as the root package's tests do, not with
+// a loop of their own over its files that could come to read it otherwise.
+func TestCorpusReadInOnePlace(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if s, ok := n.(*ast.SelectorExpr); ok {
+				if x, ok := s.X.(*ast.Ident); ok && x.Name == "handoff" && (s.Sel.Name == "Corpus" || s.Sel.Name == "CorpusFiles") {
+					t.Errorf("%s reads the corpus with handoff.%s; use handoff.CorpusScenarios", fset.Position(s.Pos()), s.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+	got, err := readScenarios(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := handoff.CorpusScenarios()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || len(got) == 0 {
+		t.Fatalf("readScenarios(nil): %d scenarios, want the %d of the corpus", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Name != want[i].Name {
+			t.Errorf("scenario %d: %s, want %s", i, got[i].Name, want[i].Name)
+		}
 	}
 }

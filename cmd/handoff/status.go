@@ -136,5 +136,5 @@ func statusText(results map[string]int, rate float64, workers int) string {
 	if e := results["error"]; e > 0 {
 		text += fmt.Sprintf(", failed %d", e)
 	}
-	return text + fmt.Sprintf(" | %.1f/s, %d workers", rate, workers)
+	return text + fmt.Sprintf(" | %.1f/s, %s", rate, howMany(workers, "worker"))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,6 +62,11 @@ func TestExitStatusRule(t *testing.T) {
 		{[]string{"explore", "--checks", "0"}, 2, "--checks is 0, want 1 or more"},
 		{[]string{"explore", "--checks", "-3"}, 2, "--checks is -3, want 1 or more"},
 		{[]string{"explore", "--steps", "0"}, 2, "--steps is 0, want 1 or more"},
+		{[]string{"explore", "--parallel", "0"}, 2, "--parallel is 0, want 1 or more"},
+		{[]string{"explore", "--shard", "0/1"}, 2, `--shard is "0/1", want i/n with 1 <= i <= n`},
+		{[]string{"inspect", "--app", app, "--state", "done"}, 2, `--state is "done", want pending, sent, blocked or all`},
+		{[]string{"crm", "nope", "--crm", crm}, 2, `unknown subcommand "nope"; want init or serve`},
+		{[]string{"crm", "serve", "--crm", crm, "--retention", "500ms"}, 2, "--retention is 500ms, want 0 (forever) or 1s or more"},
 		{[]string{"explore", "--checks", "many"}, 2, `invalid value "many" for flag -checks`},
 		{[]string{"explore", "--nope"}, 2, "flag provided but not defined: -nope"},
 		{[]string{"explore", "--design", "nope"}, 2, `unknown design "nope"`},
@@ -154,12 +160,12 @@ func TestOperatorAndWorkUsageErrors(t *testing.T) {
 		{append(work, "--max-attempts", "0"), "--max-attempts is 0, want 1 or more"},
 		{append(work, "--lease", "-1s"), "--lease is -1s, want more than 0"},
 		{append(work, "--lease", "0s"), "--lease is 0s, want more than 0"},
-		{append(work, "--send-timeout", "30s"), "--send-timeout 30s must be shorter than --lease 30s"},
-		{append(work, "--lease", "5s", "--send-timeout", "6s"), "--send-timeout 6s must be shorter than --lease 5s"},
+		{append(work, "--send-timeout", "30s"), "--send-timeout is 30s, want less than --lease (30s)"},
+		{append(work, "--lease", "5s", "--send-timeout", "6s"), "--send-timeout is 6s, want less than --lease (5s)"},
 		{append(work, "--max-age", "-1m"), "--max-age is -1m0s, want 0 (none) or more"},
 		{append(work, "--backoff-base", "-1s"), "--backoff-base is -1s, want 0 (retry at once) or more"},
 		{append(work, "--backoff-cap", "0s"), "--backoff-cap is 0s, want more than 0"},
-		{append(work, "--log-format", "xml"), `--log-format "xml", want text or json`},
+		{append(work, "--log-format", "xml"), `--log-format is "xml", want text or json`},
 		{append(work, "--worker", ""), "--worker is empty"},
 		{append(work, "extra"), `unexpected argument "extra"`},
 		{[]string{"work", "--app", "app.db"}, "missing --crm"},
@@ -184,5 +190,60 @@ func TestOperatorAndWorkUsageErrors(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) > 0 {
 		t.Errorf("usage errors left %v (%v) in the folder", entries, err)
+	}
+}
+
+// TestEveryBoundUsesOneWording: every number the command table bounds is
+// refused in the same words, "--NAME is VALUE, want …", before anything
+// else the command would check.
+func TestEveryBoundUsesOneWording(t *testing.T) {
+	n := 0
+	for _, c := range commands {
+		for _, tt := range []struct {
+			flags       []string
+			value, want string
+		}{
+			{c.atLeastOne, "0", "is 0, want 1 or more"},
+			{c.nonNegative, "-1s", "is -1s, want 0 or more"},
+			{c.positive, "0s", "is 0s, want more than 0"},
+		} {
+			for _, f := range tt.flags {
+				n++
+				want := fmt.Sprintf("handoff %s: --%s %s\nsee handoff help %s\n", c.name, f, tt.want, c.name)
+				if code, _, stderr := runCLI(t, c.name, "--"+f, tt.value); code != 2 || stderr != want {
+					t.Errorf("%s --%s %s: got exit %d, stderr %q; want 2 and %q", c.name, f, tt.value, code, stderr, want)
+				}
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("the command table bounds %d flags; it bounded 14 when this test was written", n)
+	}
+}
+
+// TestMessagesNameTheCommandOnce: a message starts with the command (and
+// its subcommand) once, not with the name of the package that made it.
+func TestMessagesNameTheCommandOnce(t *testing.T) {
+	dir := t.TempDir()
+	crm := filepath.Join(dir, "crm.db")
+	mustRun(t, "crm", "init", "--crm", crm)
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string // the start of stderr
+	}{
+		{[]string{"designs", "nope"}, 2, "handoff designs: unknown design \"nope\" (see handoff designs)\nsee handoff help designs\n"},
+		{[]string{"explore", "--design", "nope"}, 2, "handoff explore: unknown design \"nope\" (see handoff designs)\nsee handoff help explore\n"},
+		{[]string{"crm", "nope", "--crm", crm}, 2, "handoff crm: unknown subcommand \"nope\"; want init or serve\nsee handoff help crm\n"},
+		{[]string{"crm"}, 2, "handoff crm: want handoff crm init --crm PATH, or handoff crm serve --crm PATH\n"},
+		{[]string{"crm", "serve", "--bogus"}, 2, "handoff crm serve: flag provided but not defined: -bogus\nsee handoff help crm\n"},
+		{[]string{"crm", "init", "--crm"}, 2, "handoff crm init: flag needs an argument: -crm\n"},
+		{[]string{"crm", "init", "--crm", crm}, 1, "handoff crm init: " + crm + " already exists; crm init creates a new CRM database only\n"},
+		{[]string{"crm", "serve", "--crm", filepath.Join(dir, "missing.db")}, 1, "handoff crm serve: the CRM database "},
+		{[]string{"check-receiver", closedPort(t)}, 1, "handoff check-receiver: nothing answers at the receiver's URL: "},
+	} {
+		if code, _, stderr := runCLI(t, tt.args...); code != tt.code || !strings.HasPrefix(stderr, tt.want) {
+			t.Errorf("%v: got exit %d, stderr %q; want %d and %q first", tt.args, code, stderr, tt.code, tt.want)
+		}
 	}
 }

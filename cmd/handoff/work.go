@@ -163,7 +163,7 @@ func checkWorkFlags(fs *flag.FlagSet, opts system.Options, name, logFormat strin
 		}
 	}
 	if opts.SendTimeout >= opts.Lease {
-		return fmt.Errorf("%w: --send-timeout %v must be shorter than --lease %v", errUsage, opts.SendTimeout, opts.Lease)
+		return fmt.Errorf("%w: --send-timeout is %v, want less than --lease (%v)", errUsage, opts.SendTimeout, opts.Lease)
 	}
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "worker" })
@@ -171,7 +171,7 @@ func checkWorkFlags(fs *flag.FlagSet, opts system.Options, name, logFormat strin
 		return fmt.Errorf("%w: --worker is empty", errUsage)
 	}
 	if logFormat != "text" && logFormat != "json" {
-		return fmt.Errorf("%w: --log-format %q, want text or json", errUsage, logFormat)
+		return fmt.Errorf("%w: --log-format is %q, want text or json", errUsage, logFormat)
 	}
 	return nil
 }
@@ -275,7 +275,7 @@ func (p *pool) worker(ctx context.Context, o *system.Outbox) error {
 		case errors.Is(err, system.ErrBusy) || errors.Is(err, system.ErrCommitUnknown):
 			// A claim the database refused, or whose commit it may
 			// have lost: if it committed, its lease runs out.
-			p.log.Warn("database", "worker", o.Worker(), "error", err.Error())
+			p.claimRefused(o, err)
 			sleep(ctx, nil, maxIdleWait)
 			continue
 		case err != nil:
@@ -314,6 +314,12 @@ func (p *pool) report(ctx context.Context, o *system.Outbox, deliveries *system.
 	}
 	p.log.Log(ctx, level, "delivery", attrs...)
 	return true
+}
+
+// claimRefused logs a claim of o's worker that the database refused, or
+// whose commit it may have lost (err): the worker waits, then claims again.
+func (p *pool) claimRefused(o *system.Outbox, err error) {
+	p.log.Warn("database", "worker", o.Worker(), "error", err.Error())
 }
 
 // stopped is err, or nil when ctx was cancelled: an interrupt during a
@@ -374,7 +380,7 @@ func (p *pool) summary(w io.Writer, elapsed time.Duration, states map[system.Sta
 	if interrupted {
 		how = " (interrupted: deliveries under way finished)"
 	}
-	fmt.Fprintf(w, "work: %d deliveries by %d worker(s) in %v (%.1f/s)%s: %s\n", n, len(p.outboxes), elapsed.Round(time.Millisecond),
+	fmt.Fprintf(w, "work: %s by %s in %v (%.1f/s)%s: %s\n", howMany(n, "delivery"), howMany(len(p.outboxes), "worker"), elapsed.Round(time.Millisecond),
 		float64(n)/max(elapsed.Seconds(), 1e-9), how, counts(p.results))
 	fmt.Fprintf(w, "outbox: %d pending, %d sent, %d blocked\n", states[system.Pending], states[system.Sent], states[system.Blocked])
 }
