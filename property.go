@@ -296,7 +296,11 @@ func (f *Failure) Report(reproduce string) string {
 	if f.Unshrunk {
 		shown = "scenario as found, not shrunk"
 	}
-	fmt.Fprintf(&b, "\n%s (%d steps):\n\n%s%s", shown, f.Length(), f.Scenario(f.Header()...), f.Diverged())
+	steps := fmt.Sprintf("%d steps", f.Length())
+	if f.Length() == 1 {
+		steps = "1 step"
+	}
+	fmt.Fprintf(&b, "\n%s (%s):\n\n%s%s", shown, steps, f.Scenario(f.Header()...), f.Diverged())
 	return b.String()
 }
 

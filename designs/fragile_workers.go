@@ -155,7 +155,7 @@ func (f freshKeyRequeue) Requeue(ctx context.Context, key string, _ time.Duratio
 		WHERE o.key = ?`), key).Scan(&state, &caseID, &title, &payload)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("%w: no outbox row for %s", system.ErrNotFound, key)
+		return fmt.Errorf("%w: no outbox row for %q", system.ErrNotFound, key)
 	case err != nil:
 		return err
 	case state != string(system.Blocked):

@@ -204,6 +204,7 @@ func printSummary(w io.Writer, r handoff.Report, reproduce string) {
 	fmt.Fprintf(w, "  worker results:  %s\n", counts(st.Results))
 	fmt.Fprintf(w, "  other steps:     %s\n", counts(st.Phases))
 	fmt.Fprintf(w, "  input classes:   %d of %d drawn\n", len(st.InputClasses), len(handoff.InputClasses))
+	fmt.Fprintf(w, "  shapes (steps):  %s\n", counts(st.Shapes))
 	if r.Failure == nil {
 		fmt.Fprintln(w, "  failures:        0")
 		return
@@ -231,6 +232,7 @@ type summary struct {
 	Shard            string         `json:"shard"`
 	Interrupted      bool           `json:"interrupted"`
 	InputClasses     map[string]int `json:"input_classes"`
+	Shapes           map[string]int `json:"shapes"`
 	Steps            int64          `json:"steps"`
 	ElapsedSeconds   float64        `json:"elapsed_seconds"`
 	StepsPerSecond   float64        `json:"steps_per_second"`
@@ -258,7 +260,7 @@ func printJSON(w io.Writer, r handoff.Report, reproduce string) error {
 		Design: r.Config.Design.Name, Transport: string(r.Config.Transport), Seed: r.Config.Seed, Checks: r.Config.Checks, StepsPerSequence: r.Config.Steps,
 		Sequences: st.Sequences.Load(), ShrinkRuns: st.ShrinkRuns.Load(), Steps: st.Steps.Load(),
 		Parallel: r.Config.Parallel, Shard: fmt.Sprintf("%d/%d", r.Config.Shard, r.Config.Shards), Interrupted: r.Interrupted,
-		InputClasses:   stringKeys(st.InputClasses),
+		InputClasses: stringKeys(st.InputClasses), Shapes: stringKeys(st.Shapes),
 		ElapsedSeconds: r.Elapsed.Seconds(), StepsPerSecond: r.StepsPerSecond(),
 		Faults: stringKeys(st.Faults), Transitions: stringKeys(st.Transitions), Results: stringKeys(st.Results), Phases: st.Phases,
 	}
