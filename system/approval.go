@@ -212,7 +212,7 @@ func (o *Outbox) record(ctx context.Context, r runner, a Approval) error {
 	case err == nil && payload == a.Payload:
 		return nil
 	case err == nil:
-		return fmt.Errorf("%w: %s is already approved with %s", ErrKeyConflict, a.Key, oneLine(payload))
+		return fmt.Errorf("%w: %s is already approved with %s", ErrKeyConflict, a.Key, OneLine(payload))
 	case !errors.Is(err, sql.ErrNoRows):
 		return driverError("looking up "+a.Key, err)
 	}
@@ -250,11 +250,3 @@ func (s *statements) titleArg(title string) any {
 // column fails on NUL or mangles a backslash. Reading the column needs
 // nothing of the kind: it scans into a string on both.
 func (o *Outbox) TitleArg(title string) any { return o.q.titleArg(title) }
-
-// lineBreaks are the characters JSON leaves as they are that still break a
-// line on a terminal or in a log: a message shows them escaped.
-var lineBreaks = strings.NewReplacer("\u0085", `\u0085`, "\u2028", `\u2028`, "\u2029", `\u2029`)
-
-// oneLine returns payload, canonical JSON, with the line breaks JSON
-// leaves as they are escaped, so that it prints on one line.
-func oneLine(payload string) string { return lineBreaks.Replace(payload) }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -111,14 +112,14 @@ func (o *Outbox) operate(ctx context.Context, action Action, key, actor, reason 
 	case reason == "":
 		return invalid("the reason is empty: say why, for the audit log")
 	}
-	return o.q.write(ctx, string(action)+" "+key, []string{sqlLockRow, sqlOperate, sqlAudit}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	return o.q.write(ctx, string(action)+" "+strconv.Quote(key), []string{sqlLockRow, sqlOperate, sqlAudit}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		now := o.opts.Now()
 		r, err := scanRow(q.row(ctx, tx, sqlLockRow, key))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: no outbox row for %q", ErrNotFound, key)
 		}
 		if err != nil {
-			return driverError("reading the row of "+key, err)
+			return driverError("reading the row of "+strconv.Quote(key), err)
 		}
 		next, err := decide(r, now)
 		if err != nil {
@@ -130,7 +131,7 @@ func (o *Outbox) operate(ctx context.Context, action Action, key, actor, reason 
 		}
 		if err := q.exec(ctx, tx, sqlOperate, string(next.State), next.Attempts, remoteID, millis0(next.NextAttemptAt),
 			millis0(next.FirstClaimedAt), millis0(next.SentAt), key, r.Fence); err != nil {
-			return driverError(string(action)+" "+key, err)
+			return driverError(string(action)+" "+strconv.Quote(key), err)
 		}
 		return driverError("writing the audit log", q.exec(ctx, tx, sqlAudit, millis(now), actor, string(action), key, reason))
 	})

@@ -3,6 +3,7 @@ package system_test
 import (
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,11 +59,12 @@ func TestConflictMessageIsOneLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	if _, err := app.RecordApproval(ctx, "c-1", "one\u2028two\u2029three\u0085four"); err != nil {
+	if _, err := app.RecordApproval(ctx, "c-1", "one\u2028two\u2029three\u0085four\u009bfive\x7fsix\u202esix"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = app.RecordApproval(ctx, "c-1", "other")
-	if !errors.Is(err, system.ErrKeyConflict) || strings.ContainsAny(err.Error(), "\u2028\u2029\u0085\n") || !strings.Contains(err.Error(), `one\u2028two`) {
-		t.Errorf("got %q, want a key conflict on one line with the separators escaped", err)
+	unprintable := func(r rune) bool { return r != ' ' && !strconv.IsPrint(r) }
+	if !errors.Is(err, system.ErrKeyConflict) || strings.ContainsFunc(err.Error(), unprintable) || !strings.Contains(err.Error(), `one\u2028two`) || !strings.Contains(err.Error(), `four\u009bfive`) {
+		t.Errorf("got %q, want a key conflict on one line with the separators, controls and format characters escaped", err)
 	}
 }

@@ -69,7 +69,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		} else {
 			fmt.Fprintf(stdout, "%s: %s\n", what, howMany(len(findings), "problem"))
 			for _, f := range findings {
-				fmt.Fprintf(stdout, "  %s\n", oneLine(f.String()))
+				fmt.Fprintf(stdout, "  %s\n", system.OneLine(f.String()))
 			}
 		}
 	}

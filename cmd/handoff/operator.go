@@ -210,7 +210,7 @@ func writeStaleText(w io.Writer, olderThan time.Duration, now time.Time, rows []
 		if lastError == "" {
 			lastError = "none"
 		}
-		fmt.Fprintf(w, "  %s %s, %s, %s, last error %s\n", oneLine(r.Key), r.State, ageText, howMany(r.Attempts, "attempt"), oneLine(lastError))
+		fmt.Fprintf(w, "  %s %s, %s, %s, last error %s\n", system.OneLine(r.Key), r.State, ageText, howMany(r.Attempts, "attempt"), system.OneLine(lastError))
 	}
 }
 

@@ -365,7 +365,7 @@ func (v inspection) writeText(w io.Writer) {
 	c := stateCounts(rows)
 	fmt.Fprintf(w, "app database %s: %d pending, %d sent, %d blocked\n", v.appPath, c[system.Pending], c[system.Sent], c[system.Blocked])
 	for _, r := range v.listed {
-		fmt.Fprintf(w, "  %s %s\n", oneLine(r.Key), oneLine(describeRow(r, max(v.files.Budget, system.DefaultMaxAttempts))))
+		fmt.Fprintf(w, "  %s %s\n", system.OneLine(r.Key), system.OneLine(describeRow(r, max(v.files.Budget, system.DefaultMaxAttempts))))
 		fmt.Fprintf(w, "    %s\n", v.times(r))
 		fmt.Fprintf(w, "    %s\n", v.claim(r))
 	}
@@ -378,7 +378,7 @@ func (v inspection) writeText(w io.Writer) {
 	if v.crmPath != "" && len(v.findings) == 0 {
 		fmt.Fprintf(w, "CRM database %s: %s; every sent row names its task\n", v.crmPath, howMany(len(v.files.Tasks), "task"))
 		for _, t := range v.files.Tasks {
-			fmt.Fprintf(w, "  task %d %s %s\n", t.ID, oneLine(t.Key), oneLine(t.Payload))
+			fmt.Fprintf(w, "  task %d %s %s\n", t.ID, system.OneLine(t.Key), system.OneLine(t.Payload))
 		}
 	}
 	if len(v.audit) > 0 {
@@ -389,11 +389,11 @@ func (v inspection) writeText(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 		for _, e := range shown {
-			fmt.Fprintf(w, "  %s %s %s %s: %s\n", e.At.UTC().Format("2006-01-02 15:04:05Z"), oneLine(e.Actor), e.Action, oneLine(e.Key), oneLine(e.Reason))
+			fmt.Fprintf(w, "  %s %s %s %s: %s\n", e.At.UTC().Format("2006-01-02 15:04:05Z"), system.OneLine(e.Actor), e.Action, system.OneLine(e.Key), system.OneLine(e.Reason))
 		}
 	}
 	for _, f := range v.findings {
-		fmt.Fprintf(w, "PROBLEM %s\n", oneLine(f.String()))
+		fmt.Fprintf(w, "PROBLEM %s\n", system.OneLine(f.String()))
 	}
 }
 

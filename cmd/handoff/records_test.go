@@ -246,7 +246,7 @@ func TestInspectPrintsDataOnOneLine(t *testing.T) {
 			out := mustRun(t, "inspect", "--app", app, "--crm", crm)
 			for _, want := range []string{
 				"\n  task 1 " + system.KeyPrefix + "case-1 " + tt.payload + "\n",
-				` ann\u2028bob requeue ` + system.KeyPrefix + "case-1: asked " + oneLine(tt.title) + "\n",
+				` ann\u2028bob requeue ` + system.KeyPrefix + "case-1: asked " + system.OneLine(tt.title) + "\n",
 			} {
 				if !strings.Contains(out, want) {
 					t.Errorf("inspect: no %q in:\n%s", want, out)
@@ -271,22 +271,5 @@ func TestInspectPrintsDataOnOneLine(t *testing.T) {
 				t.Errorf("the printed payload %s is not the stored one, %s (%v)", tt.payload, js.CRMTasks[0].Payload, err)
 			}
 		})
-	}
-}
-
-// TestOneLine escapes what %q escapes, in JSON's form, and nothing else.
-func TestOneLine(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"plain text, ü, 🙂, \"quoted\" \\", "plain text, ü, 🙂, \"quoted\" \\"},
-		{"a\nb\tc\rd", `a\u000ab\u0009c\u000dd`},
-		{"a\u2028b\u2029c\u0085d", `a\u2028b\u2029c\u0085d`},
-		{"\u200e\u202e\u2066", `\u200e\u202e\u2066`},
-		{"a\u3000b", `a\u3000b`},
-		{"\U000e0001", `\udb40\udc01`},
-		{"bad \xff byte", `bad \xff byte`},
-	} {
-		if got := oneLine(tt.in); got != tt.want {
-			t.Errorf("oneLine(%q) = %s, want %s", tt.in, got, tt.want)
-		}
 	}
 }
