@@ -102,11 +102,21 @@ func finalRowsUnleased(in checkInput) string {
 // noLateClaim is invariant 11.
 func noLateClaim(in checkInput) string { return in.lateClaim }
 
-// Violation is a broken invariant: its number in SPEC and what broke it.
+// Violation is a broken invariant: its number in SPEC and what broke it,
+// and the other invariants the same step broke.
 type Violation struct {
 	Invariant int
 	Detail    string
+	// Also are the numbers of the other invariants the step broke, in the
+	// order they are checked. One step can break several (a second task
+	// for a key breaks invariant 1, and invariant 6 with it), and which is
+	// reported is the order's choice, not the design's.
+	Also []int
 }
+
+// Breaks reports whether the step broke invariant n, first or also: what
+// a design's documented invariant is checked with.
+func (v Violation) Breaks(n int) bool { return v.Invariant == n || slices.Contains(v.Also, n) }
 
 // Name says what the broken invariant demands.
 func (v Violation) Name() string {
@@ -123,14 +133,20 @@ func (v Violation) String() string {
 	return fmt.Sprintf("violation: invariant %d (%s): %s", v.Invariant, v.Name(), v.Detail)
 }
 
-// checkInvariants returns the first of invariants that in breaks, or nil.
+// checkInvariants returns the first of invariants that in breaks, with
+// the others it breaks, or nil.
 func checkInvariants(in checkInput) *Violation {
+	var v *Violation
 	for _, inv := range invariants {
-		if detail := inv.Check(in); detail != "" {
-			return &Violation{Invariant: inv.Number, Detail: detail}
+		switch detail := inv.Check(in); {
+		case detail == "":
+		case v == nil:
+			v = &Violation{Invariant: inv.Number, Detail: detail}
+		default:
+			v.Also = append(v.Also, inv.Number)
 		}
 	}
-	return nil
+	return v
 }
 
 func approvalsByKey(o model.Observation) map[string]string {

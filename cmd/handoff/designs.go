@@ -149,7 +149,7 @@ func measureDesigns(ctx context.Context, list []designs.Design, seeds int, backe
 			if n := r.Failure.Length(); n >= d.MinimalSteps && n <= max(d.MinimalSteps, d.MostSteps) {
 				m.ShrunkToMinimal++
 			}
-			if r.Failure.Violation.Invariant == d.Invariant {
+			if r.Failure.Violation.Breaks(d.Invariant) {
 				m.RightInvariant++
 			}
 		}

@@ -1,0 +1,47 @@
+package handoff
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/outboxlab/handoff/model"
+)
+
+// TestViolationKeepsEveryBrokenInvariant: a step that breaks several
+// invariants reports the first in check order and keeps the others, so
+// that a design documented by any of them is caught as documented.
+func TestViolationKeepsEveryBrokenInvariant(t *testing.T) {
+	const key = "harbor:create-followup:v1:case-1"
+	payload := `{"case_id":"case-1","title":"Call back"}`
+	approved := model.Observation{
+		Approvals: []model.Approval{{Key: key, Payload: payload}},
+		Outbox:    []model.Row{{Key: key, State: model.Sent, Attempts: 2, RemoteID: 2}},
+	}
+	twoTasks := approved
+	twoTasks.Tasks = []model.Task{{ID: 1, Key: key, Payload: payload}, {ID: 2, Key: key, Payload: payload}}
+	oneTask := approved
+	oneTask.Tasks = twoTasks.Tasks[1:]
+	tests := []struct {
+		name      string
+		obs       model.Observation
+		predicted model.Observation
+		want      *Violation
+	}{
+		{"nothing broken", oneTask, oneTask, nil},
+		{"only the model's", oneTask, approved, &Violation{Invariant: 6}},
+		{"a second task, which the model did not predict", twoTasks, oneTask, &Violation{Invariant: 1, Also: []int{6}}},
+	}
+	for _, tt := range tests {
+		s := model.New(3)
+		s.Observation = tt.predicted
+		got := checkInvariants(checkInput{obs: tt.obs, model: s, sends: map[string]int{key: 2}})
+		switch {
+		case (got == nil) != (tt.want == nil):
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		case got != nil && (got.Invariant != tt.want.Invariant || !slices.Equal(got.Also, tt.want.Also)):
+			t.Errorf("%s: got invariant %d, also %v; want %d, also %v", tt.name, got.Invariant, got.Also, tt.want.Invariant, tt.want.Also)
+		case got != nil && !got.Breaks(6):
+			t.Errorf("%s: Breaks(6) is false for %+v", tt.name, *got)
+		}
+	}
+}
