@@ -138,7 +138,7 @@ func (e *Env) describe(d system.Delivery) string {
 	case d.LastError == system.LastErrorConflict:
 		return fmt.Sprintf("blocked %s: the receiver holds other content for the key", d.Key)
 	case d.LastError == system.LastErrorBudgetExhausted:
-		return fmt.Sprintf("blocked %s: budget exhausted after %d attempts, nothing sent", d.Key, d.Attempts)
+		return fmt.Sprintf("blocked %s: budget exhausted after %s, nothing sent", d.Key, howMany(d.Attempts, "attempt"))
 	}
-	return fmt.Sprintf("blocked %s: %s failure on the last of %d attempts", d.Key, d.LastError, d.Attempts)
+	return fmt.Sprintf("blocked %s: %s failure on the last of %s", d.Key, d.LastError, howMany(d.Attempts, "attempt"))
 }

@@ -224,7 +224,7 @@ func attemptsCoverSends(in checkInput) string {
 	}
 	for _, k := range slices.Sorted(maps.Keys(in.sends)) {
 		if in.sends[k] > attempts[k] {
-			return fmt.Sprintf("the worker sent %s %d time(s), but its row counts %d attempt(s)", k, in.sends[k], attempts[k])
+			return fmt.Sprintf("the worker sent %s %s, but its row counts %s", k, howMany(in.sends[k], "time"), howMany(attempts[k], "attempt"))
 		}
 	}
 	return ""
@@ -318,4 +318,13 @@ func sameObservation(a, b model.Observation) bool {
 // equal elements.
 func sameList[E comparable](a, b []E) bool {
 	return (a == nil) == (b == nil) && slices.Equal(a, b)
+}
+
+// howMany is n and noun, the noun plural unless n is 1: "1 time", "0
+// attempts".
+func howMany(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

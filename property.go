@@ -296,11 +296,7 @@ func (f *Failure) Report(reproduce string) string {
 	if f.Unshrunk {
 		shown = "scenario as found, not shrunk"
 	}
-	steps := fmt.Sprintf("%d steps", f.Length())
-	if f.Length() == 1 {
-		steps = "1 step"
-	}
-	fmt.Fprintf(&b, "\n%s (%s):\n\n%s%s", shown, steps, f.Scenario(f.Header()...), f.Diverged())
+	fmt.Fprintf(&b, "\n%s (%s):\n\n%s%s", shown, howMany(f.Length(), "step"), f.Scenario(f.Header()...), f.Diverged())
 	return b.String()
 }
 

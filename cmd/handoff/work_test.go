@@ -232,7 +232,7 @@ func TestWorkProcesses(t *testing.T) {
 	total := 0
 	for i, err := range errs {
 		var n int
-		if _, serr := fmt.Sscanf(outputs[i].String(), "work: %d deliveries", &n); err != nil || serr != nil {
+		if _, serr := fmt.Sscanf(outputs[i].String(), "work: %d deliver", &n); err != nil || serr != nil {
 			t.Errorf("process %d: %v, %v; stdout %q, the last of stderr %q", i, err, serr, outputs[i].String(), lastLines(logs[i].String(), 3))
 		}
 		total += n
