@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
@@ -138,7 +139,7 @@ func (e *Env) describe(d system.Delivery) string {
 	case d.LastError == system.LastErrorConflict:
 		return fmt.Sprintf("blocked %s: the receiver holds other content for the key", d.Key)
 	case d.LastError == system.LastErrorBudgetExhausted:
-		return fmt.Sprintf("blocked %s: budget exhausted after %s, nothing sent", d.Key, howMany(d.Attempts, "attempt"))
+		return fmt.Sprintf("blocked %s: budget exhausted after %s, nothing sent", d.Key, words.HowMany(d.Attempts, "attempt"))
 	}
-	return fmt.Sprintf("blocked %s: %s failure on the last of %s", d.Key, d.LastError, howMany(d.Attempts, "attempt"))
+	return fmt.Sprintf("blocked %s: %s failure on the last of %s", d.Key, d.LastError, words.HowMany(d.Attempts, "attempt"))
 }

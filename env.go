@@ -60,8 +60,9 @@ type Env struct {
 	// started is set by the first step that is not design, config,
 	// transport or backend.
 	started bool
-	// burst is the fault the last steps that fired one fired, and in how
-	// many of them in a row (see Shape).
+	// burst is the fault the last step fired, and how many steps in a row,
+	// up to that one, fired it (see FaultBurst); zero after a step that
+	// fired none.
 	burst struct {
 		fault faults.Kind
 		n     int
@@ -501,15 +502,13 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	if r.ifUnchanged != "" && sameObservation(obs, e.before) {
 		r.line += r.ifUnchanged
 	}
-	burst := 0
-	if r.fired != "" {
-		if r.fired != e.burst.fault {
-			e.burst.fault, e.burst.n = r.fired, 0
-		}
-		e.burst.n++
-		burst = e.burst.n
+	if r.fired == "" || r.fired != e.burst.fault {
+		e.burst.fault, e.burst.n = r.fired, 0
 	}
-	e.cfg.Stats.count(s, r, e.before, obs, burst)
+	if r.fired != "" {
+		e.burst.n++
+	}
+	e.cfg.Stats.count(s, r, e.before, obs, e.burst.n)
 	e.before = obs
 	out := append([]string{r.line}, render(obs)...)
 	if v != nil {

@@ -239,7 +239,7 @@ func TestCheckAsGivenKeepsTheCommandLinesChecks(t *testing.T) {
 	}
 	asked := count()
 	if asked < 2 {
-		t.Fatalf("rapid ran %d checks with no exploration running; the test needs more than one", asked)
+		t.Skipf("-rapid.checks asks for %d checks; the test needs more than one to tell them from an exploration's one", asked)
 	}
 	if err := rapidFlags.begin(); err != nil {
 		t.Fatal(err)

@@ -8,11 +8,10 @@ import (
 
 // fragileSeeds are the seeds go test explores every fragile design with;
 // handoff designs --measure SEEDS (in CI: three, seeds 1 to 3) shows that
-// the catch does not depend on one lucky seed. Seed 4 is a fourth, and of
-// seeds 1 to 6 the one whose slowest design (no-fencing) takes fewest
-// steps to find and shrink: 15,611 against 35,099 for seed 1, and 60,041
-// steps in all against 60,000 to 86,000 (explore --design NAME --seed S
-// --json, steps).
+// the catch does not depend on one lucky seed. Seed 4 is a fourth, and
+// among the cheapest of seeds 1 to 6 in steps to find and shrink every
+// design: 79,898 in all (no-fencing, the slowest, 33,790), against 78,836
+// to 136,985 (explore --design NAME --seed S --json, steps).
 var fragileSeeds = []uint64{4}
 
 // TestFragileDesigns runs the property of TestSimulation against every
@@ -39,7 +38,7 @@ func TestFragileDesigns(t *testing.T) {
 				switch f := r.Failure; {
 				case f == nil:
 					t.Errorf("seed %d: no violation in %d sequences; %s", seed, DefaultChecks, r.Problem)
-				case !f.Violation.Breaks(d.Invariant) || f.Length() < d.MinimalSteps || f.Length() > max(d.MinimalSteps, d.MostSteps):
+				case !f.Violation.AsDocumented(d) || f.Length() < d.MinimalSteps || f.Length() > max(d.MinimalSteps, d.MostSteps):
 					t.Errorf("seed %d: got invariant %d in %d steps, want invariant %d in %d to %d steps:\n%s",
 						seed, f.Violation.Invariant, f.Length(), d.Invariant, d.MinimalSteps, max(d.MinimalSteps, d.MostSteps), f.Report(""))
 				}
@@ -90,7 +89,7 @@ func fragileCorpus(t *testing.T, cfg Config) {
 					t.Fatalf("line %d broke invariant %d before the last step", c.Line, last.Violation.Invariant)
 				}
 			}
-			if v := last.Violation; v == nil || !v.Breaks(d.Invariant) || len(sc.Cases)-1 != d.MinimalSteps {
+			if v := last.Violation; v == nil || !v.AsDocumented(d) || len(sc.Cases)-1 != d.MinimalSteps {
 				t.Errorf("got violation %v after %d steps, want invariant %d after %d", v, len(sc.Cases)-1, d.Invariant, d.MinimalSteps)
 			}
 		})

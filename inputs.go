@@ -12,9 +12,9 @@ import (
 // The characters of SPEC's "Recording an approval" that the generators
 // combine into titles: white space (exactly Go's unicode.IsSpace, split
 // into ASCII and the rest), the other control characters (NUL, the rest
-// of C0, DEL, and C1 but U+0085, each set as often), and the invisible
-// characters that are kept and counted (U+001C-001F, U+200B and U+FEFF,
-// each set as often).
+// of C0 but U+001C-001F, DEL, and C1 but U+0085, each set as often), and
+// the invisible characters that are kept and counted (U+001C-001F, U+200B
+// and U+FEFF, each set as often).
 var (
 	asciiSpace  = []rune{'\t', '\n', '\v', '\f', '\r', ' '}
 	exoticSpace = []rune{
@@ -24,7 +24,7 @@ var (
 	}
 	controls = [][]rune{
 		{0x00},
-		{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x1D, 0x1E, 0x1F},
+		{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B},
 		{0x7F},
 		{0x80, 0x81, 0x8D, 0x9B, 0x9F},
 	}
@@ -179,7 +179,8 @@ const (
 	TitleTrimOtherEnd   InputClass = "title: non-ASCII white space trimmed at the end"
 	TitleInnerSpace     InputClass = "title: white space kept inside"
 	TitleNUL            InputClass = "title: NUL"
-	TitleControl        InputClass = "title: other C0 control character or DEL"
+	TitleControl        InputClass = "title: another C0 control character"
+	TitleDEL            InputClass = "title: DEL"
 	TitleC1Control      InputClass = "title: C1 control character"
 	TitleSeparator      InputClass = "title: U+001C-001F kept"
 	TitleZeroWidthSpace InputClass = "title: U+200B kept"
@@ -202,7 +203,7 @@ var InputClasses = []InputClass{
 	CaseNonASCII, CaseUnderbar, CaseSpace, CaseOther,
 	TitleMissing, TitleEmpty, TitleOnlyASCIISpace, TitleOnlyOtherSpace,
 	TitleTrimASCIIStart, TitleTrimASCIIEnd, TitleTrimOtherStart, TitleTrimOtherEnd, TitleInnerSpace,
-	TitleNUL, TitleControl, TitleC1Control, TitleSeparator, TitleZeroWidthSpace, TitleByteOrderMark, TitleInvisibleEnd,
+	TitleNUL, TitleControl, TitleDEL, TitleC1Control, TitleSeparator, TitleZeroWidthSpace, TitleByteOrderMark, TitleInvisibleEnd,
 	TitleNonASCII, TitleAstral,
 	TitleJSONEscape, TitleHTMLOrLineSep, Title160, Title161, Title160Trimmed, TitleInvalidUTF8,
 }
@@ -308,7 +309,8 @@ func classifyTitle(title string) []InputClass {
 		return strings.ContainsFunc(trimmed, func(r rune) bool { return lo <= r && r <= hi && !unicode.IsSpace(r) })
 	}
 	add(TitleNUL, holds(0, 0))
-	add(TitleControl, holds(0x01, 0x1F) || holds(0x7F, 0x7F))
+	add(TitleControl, holds(0x01, 0x1B))
+	add(TitleDEL, holds(0x7F, 0x7F))
 	add(TitleC1Control, holds(0x80, 0x9F))
 	add(TitleSeparator, holds(0x1C, 0x1F))
 	add(TitleZeroWidthSpace, holds(0x200B, 0x200B))

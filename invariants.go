@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/model"
 )
 
@@ -114,9 +116,15 @@ type Violation struct {
 	Also []int
 }
 
-// Breaks reports whether the step broke invariant n, first or also: what
-// a design's documented invariant is checked with.
+// Breaks reports whether the step broke invariant n, first or also.
 func (v Violation) Breaks(n int) bool { return v.Invariant == n || slices.Contains(v.Also, n) }
+
+// AsDocumented reports whether v is how design d's catalog entry says it
+// is caught: d.Invariant broken first, or d.OrInvariant broken first with
+// d.Invariant at the same step.
+func (v Violation) AsDocumented(d designs.Design) bool {
+	return v.Invariant == d.Invariant || d.OrInvariant != 0 && v.Invariant == d.OrInvariant && v.Breaks(d.Invariant)
+}
 
 // Name says what the broken invariant demands.
 func (v Violation) Name() string {
@@ -224,7 +232,7 @@ func attemptsCoverSends(in checkInput) string {
 	}
 	for _, k := range slices.Sorted(maps.Keys(in.sends)) {
 		if in.sends[k] > attempts[k] {
-			return fmt.Sprintf("the worker sent %s %s, but its row counts %s", k, howMany(in.sends[k], "time"), howMany(attempts[k], "attempt"))
+			return fmt.Sprintf("the worker sent %s %s, but its row counts %s", k, words.HowMany(in.sends[k], "time"), words.HowMany(attempts[k], "attempt"))
 		}
 	}
 	return ""
@@ -318,13 +326,4 @@ func sameObservation(a, b model.Observation) bool {
 // equal elements.
 func sameList[E comparable](a, b []E) bool {
 	return (a == nil) == (b == nil) && slices.Equal(a, b)
-}
-
-// howMany is n and noun, the noun plural unless n is 1: "1 time", "0
-// attempts".
-func howMany(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/model"
 )
 
@@ -42,6 +43,38 @@ func TestViolationKeepsEveryBrokenInvariant(t *testing.T) {
 			t.Errorf("%s: got invariant %d, also %v; want %d, also %v", tt.name, got.Invariant, got.Also, tt.want.Invariant, tt.want.Also)
 		case got != nil && !got.Breaks(6):
 			t.Errorf("%s: Breaks(6) is false for %+v", tt.name, *got)
+		}
+	}
+}
+
+// TestAsDocumented: a design is caught as documented by its invariant
+// reported first, or by the alternative its entry names reported with it
+// at the same step; another invariant reported first is not, even when
+// the documented one broke too.
+func TestAsDocumented(t *testing.T) {
+	retention, err := designs.Lookup("ignore-retention")
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget, err := designs.Lookup("no-budget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		d    designs.Design
+		v    Violation
+		want bool
+	}{
+		{retention, Violation{Invariant: 6}, true},
+		{retention, Violation{Invariant: 1, Also: []int{6}}, true},
+		{retention, Violation{Invariant: 1}, false},
+		{retention, Violation{Invariant: 3, Also: []int{6}}, false},
+		{budget, Violation{Invariant: 6}, true},
+		{budget, Violation{Invariant: 4, Also: []int{6}}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.v.AsDocumented(tt.d); got != tt.want {
+			t.Errorf("%s, invariant %d also %v: AsDocumented %v, want %v", tt.d.Name, tt.v.Invariant, tt.v.Also, got, tt.want)
 		}
 	}
 }

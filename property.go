@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/words"
 	"pgregory.net/rapid"
 )
 
@@ -283,8 +284,9 @@ func (r Run) Scenario(header ...string) string {
 }
 
 // Report says in plain words what broke, shows the minimal scenario (or,
-// unshrunk, the scenario as found) as a ready corpus file, and where the model and the system first disagreed.
-// reproduce, if not empty, is the command that reproduces and saves it.
+// unshrunk, the scenario as found) as a ready corpus file, and where the
+// model and the system first disagreed. reproduce, if not empty, is the
+// command that reproduces and saves it.
 func (f *Failure) Report(reproduce string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "design %s broke invariant %d (%s) at step %d:\n  %s\n",
@@ -296,7 +298,7 @@ func (f *Failure) Report(reproduce string) string {
 	if f.Unshrunk {
 		shown = "scenario as found, not shrunk"
 	}
-	fmt.Fprintf(&b, "\n%s (%s):\n\n%s%s", shown, howMany(f.Length(), "step"), f.Scenario(f.Header()...), f.Diverged())
+	fmt.Fprintf(&b, "\n%s (%s):\n\n%s%s", shown, words.HowMany(f.Length(), "step"), f.Scenario(f.Header()...), f.Diverged())
 	return b.String()
 }
 

@@ -97,9 +97,11 @@ func drawStream(seed uint64, n int) []byte {
 	return b
 }
 
-// TestFuzzingFailuresSayTheyAreNotShrunk: a failure of the property run
-// as the fuzzer runs it (rapid.MakeFuzz does not shrink) is reported and
-// headed as found, not as minimal; under rapid.Check it is minimal.
+// TestFuzzingFailuresSayTheyAreNotShrunk: a failure of the property
+// configured for the fuzzer (rapid.MakeFuzz does not shrink) is reported
+// and headed as found, not as minimal; configured for rapid.Check it is
+// minimal. It runs both under rapid.Check: what it tests is that the
+// configuration reaches the report.
 func TestFuzzingFailuresSayTheyAreNotShrunk(t *testing.T) {
 	d, err := designs.Lookup("two-writes")
 	if err != nil {

@@ -43,13 +43,14 @@ var blockedBy = map[string]Transition{
 // rarely: what swarm testing (see mix) is for.
 type Shape string
 
-// The shapes an exploration counts, in steps after which they hold.
+// The shapes an exploration counts, in steps after which they hold; a
+// swarm's mix draws them more often than the default mix.
 const (
 	// AttemptSpread: pending rows at three different attempt counts at
 	// once, where claim order and budgets meet.
 	AttemptSpread Shape = "pending rows at three attempt counts"
-	// FaultBurst: one fault taking effect a third time or more in a row,
-	// with no other fault between.
+	// FaultBurst: one fault taking effect in a third step in a row, or
+	// more: a step that fires none, or another, ends the run.
 	FaultBurst Shape = "one fault three times running"
 )
 

@@ -229,8 +229,10 @@ var Fragile = []Design{
 		Doc: "The worker retries with the same key as long as the budget allows, trusting the receiver to " +
 			"recognise it. A receiver that forgets keys after its retention window takes a late retry for a new " +
 			"request and creates a second task (duplicate task). Invariant 6 catches it in five steps: a " +
-			"claim past first_claimed_at + retention − send timeout sends where SPEC blocks the row.",
-		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 5, Supports: Everything,
+			"claim past first_claimed_at + retention − send timeout sends where SPEC blocks the row. When " +
+			"the receiver has already forgotten the key at that step, the second task breaks invariant 1 " +
+			"there too, and invariant 1 is reported.",
+		Failure: DuplicateTask, Invariant: 6, OrInvariant: 1, MinimalSteps: 5, Supports: Everything,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return ignoreRetention{o} }),
 		OpenCRM: openCRM,
 	},

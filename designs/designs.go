@@ -89,6 +89,11 @@ type Design struct {
 	// search may shrink it to: interleavings of workers give the shrinker
 	// local minima that it cannot always leave.
 	Invariant, MinimalSteps, MostSteps int
+	// OrInvariant, when not zero, is an invariant that the counterexample's
+	// last step may break beside Invariant, and that is checked first: a
+	// search that shrinks to such a step reports it (see
+	// handoff.Violation.AsDocumented).
+	OrInvariant int
 	// Supports says what the design does beyond one worker without a
 	// clock; the harness draws nothing else for it, and compares nothing
 	// else with the model (see Capabilities).

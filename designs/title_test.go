@@ -2,6 +2,7 @@ package designs_test
 
 import (
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestTitlesOnEveryBackend(t *testing.T) {
 					}
 					if _, err := app.RecordApproval(ctx, a.CaseID, title); err == nil {
 						want[a.Key] = a.Title
-					} else if len(want) == 0 {
+					} else if len(want) == 0 || !errors.Is(err, system.ErrKeyConflict) {
 						t.Fatalf("approving %q: %v", title, err)
 					}
 				}

@@ -438,7 +438,7 @@ func (o *Outbox) Row(ctx context.Context, key string) (Row, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return Row{}, fmt.Errorf("%w: no outbox row for %q", ErrNotFound, key)
 	}
-	return r, driverError("reading the row of "+key, err)
+	return r, driverError("reading the row of "+strconv.Quote(key), err)
 }
 
 // Budget is the largest attempt budget a row of this app database may

@@ -217,6 +217,9 @@ func TestPostgresMigratesVersion1(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := snapshot(t, h)
+		if h != app {
+			h.Close()
+		}
 		if len(s.Approvals) != len(want) || s.Approvals[0] != want[0] || s.Approvals[1] != want[1] {
 			t.Errorf("%s reads %+v, want %+v", o.name, s.Approvals, want)
 		}

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,5 +75,19 @@ func TestUpgradedRowsKeepTheirWindows(t *testing.T) {
 	}
 	if tasks, _ := c.Tasks(ctx); len(tasks) != 1 {
 		t.Errorf("got %d tasks, want 1", len(tasks))
+	}
+}
+
+// TestEveryPostgresVersionMigrates: every PostgreSQL schema version below
+// the current one has a migration, and it records the next version; a
+// missing one would commit nothing and leave the schema where it was.
+func TestEveryPostgresVersionMigrates(t *testing.T) {
+	for v := 1; v < postgresVersion; v++ {
+		if want := fmt.Sprintf("SET version = %d", v+1); !strings.Contains(migrations[v], want) {
+			t.Errorf("the migration from version %d is %q, want one that says %q", v, migrations[v], want)
+		}
+	}
+	if len(migrations) != postgresVersion-1 {
+		t.Errorf("%d migrations for versions 1 to %d", len(migrations), postgresVersion-1)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/outboxlab/handoff"
 	receiver "github.com/outboxlab/handoff/crm"
+	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -65,16 +66,16 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			checked = "schema"
 		}
 		if len(findings) == 0 {
-			fmt.Fprintf(stdout, "%s: ok (%s, %s, %s; invariants %s hold)\n", what, checked, howMany(len(files.App.Outbox), "row"), howMany(len(files.Tasks), "task"), checkedInvariants(*crmPath))
+			fmt.Fprintf(stdout, "%s: ok (%s, %s, %s; invariants %s hold)\n", what, checked, words.HowMany(len(files.App.Outbox), "row"), words.HowMany(len(files.Tasks), "task"), checkedInvariants(*crmPath))
 		} else {
-			fmt.Fprintf(stdout, "%s: %s\n", what, howMany(len(findings), "problem"))
+			fmt.Fprintf(stdout, "%s: %s\n", what, words.HowMany(len(findings), "problem"))
 			for _, f := range findings {
 				fmt.Fprintf(stdout, "  %s\n", system.OneLine(f.String()))
 			}
 		}
 	}
 	if len(findings) > 0 {
-		return fmt.Errorf("%s with the files (listed above)", howMany(len(findings), "problem"))
+		return fmt.Errorf("%s with the files (listed above)", words.HowMany(len(findings), "problem"))
 	}
 	return nil
 }

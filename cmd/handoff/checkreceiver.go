@@ -11,6 +11,8 @@ import (
 	"time"
 
 	receiver "github.com/outboxlab/handoff/crm"
+
+	"github.com/outboxlab/handoff/internal/words"
 )
 
 // checkReceiverHelp says what check-receiver's URL is and what it checks,
@@ -116,7 +118,7 @@ func printCheckTable(w io.Writer, r receiver.Report) error {
 		verdict = "the receiver does not keep the contract"
 	}
 	_, err := fmt.Fprintf(w, "\n%s: %d passed, %d failed, %d skipped; %s\n",
-		howMany(len(r.Results), "clause"), tally(r, receiver.Pass), tally(r, receiver.Fail), tally(r, receiver.Skip), verdict)
+		words.HowMany(len(r.Results), "clause"), tally(r, receiver.Pass), tally(r, receiver.Fail), tally(r, receiver.Skip), verdict)
 	return err
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/words"
 )
 
 // designsCmd lists the designs, documents some, or measures how fast the
@@ -55,7 +56,7 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		for _, d := range list {
 			fmt.Fprintf(stdout, "%s: %s\n", d.Name, d.Summary)
 			if d.Doc != "" {
-				fmt.Fprintf(stdout, "  %s\n  failure: %s; caught by invariant %d in %s\n", d.Doc, d.Failure, d.Invariant, howMany(d.MinimalSteps, "step"))
+				fmt.Fprintf(stdout, "  %s\n  failure: %s; caught by invariant %d in %s\n", d.Doc, d.Failure, d.Invariant, words.HowMany(d.MinimalSteps, "step"))
 			}
 		}
 		return nil
@@ -66,7 +67,7 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintf(tw, "%s\t%s\t(the real design)\n", d.Name, d.Summary)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s, invariant %d, %s\n", d.Name, d.Summary, d.Failure, d.Invariant, howMany(d.MinimalSteps, "step"))
+		fmt.Fprintf(tw, "%s\t%s\t%s, invariant %d, %s\n", d.Name, d.Summary, d.Failure, d.Invariant, words.HowMany(d.MinimalSteps, "step"))
 	}
 	return tw.Flush()
 }
@@ -149,7 +150,7 @@ func measureDesigns(ctx context.Context, list []designs.Design, seeds int, backe
 			if n := r.Failure.Length(); n >= d.MinimalSteps && n <= max(d.MinimalSteps, d.MostSteps) {
 				m.ShrunkToMinimal++
 			}
-			if r.Failure.Violation.Breaks(d.Invariant) {
+			if r.Failure.Violation.AsDocumented(d) {
 				m.RightInvariant++
 			}
 		}
@@ -181,7 +182,7 @@ func printMeasurements(w io.Writer, all []measurement, asJSON bool) error {
 	for _, m := range all {
 		fmt.Fprintf(tw, "%s\t%d/%d\t%.0f\t%v\t%d/%d (%s)\t%d/%d (invariant %d)\t\n", m.Design, m.Found, m.Seeds,
 			m.MedianSequences, time.Duration(m.MedianSeconds*float64(time.Second)).Round(time.Millisecond),
-			m.ShrunkToMinimal, m.Found, howMany(m.ExpectedSteps, "step"), m.RightInvariant, m.Found, m.ExpectedInvariant)
+			m.ShrunkToMinimal, m.Found, words.HowMany(m.ExpectedSteps, "step"), m.RightInvariant, m.Found, m.ExpectedInvariant)
 	}
 	return tw.Flush()
 }

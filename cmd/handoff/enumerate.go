@@ -10,6 +10,7 @@ import (
 
 	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/words"
 )
 
 // enumerate crashes every scenario of the real design at every fault point
@@ -63,7 +64,7 @@ func enumerate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stderr, "%s:%d: %s: crash at pass %d (%s), restart, converge:\n%s\n",
 				sc.Name, p.Case.Line, p.Case.Text, p.Pass, p.Point, p.Output)
 		}
-		fmt.Fprintf(stdout, "%s: %s, %d kept every invariant\n", sc.Name, howMany(len(points), "crash point"), ok)
+		fmt.Fprintf(stdout, "%s: %s, %d kept every invariant\n", sc.Name, words.HowMany(len(points), "crash point"), ok)
 		tried, passed = tried+len(points), passed+ok
 	}
 	if files == 0 {
@@ -72,16 +73,16 @@ func enumerate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return errors.New("nothing to enumerate: the one scenario is of a fragile design or of PostgreSQL only")
 	}
-	fmt.Fprintf(stdout, "enumerated %s in %s: %d passed, %d failed", howMany(tried, "crash point"), howMany(files, "scenario"), passed, tried-passed)
+	fmt.Fprintf(stdout, "enumerated %s in %s: %d passed, %d failed", words.HowMany(tried, "crash point"), words.HowMany(files, "scenario"), passed, tried-passed)
 	if skipped > 0 {
-		fmt.Fprintf(stdout, "; skipped %s of fragile designs", howMany(skipped, "scenario"))
+		fmt.Fprintf(stdout, "; skipped %s of fragile designs", words.HowMany(skipped, "scenario"))
 	}
 	if skippedBackend > 0 {
-		fmt.Fprintf(stdout, "; skipped %s of PostgreSQL only", howMany(skippedBackend, "scenario"))
+		fmt.Fprintf(stdout, "; skipped %s of PostgreSQL only", words.HowMany(skippedBackend, "scenario"))
 	}
 	fmt.Fprintln(stdout)
 	if passed < tried {
-		return fmt.Errorf("%s broke an invariant", howMany(tried-passed, "crash point"))
+		return fmt.Errorf("%s broke an invariant", words.HowMany(tried-passed, "crash point"))
 	}
 	return nil
 }

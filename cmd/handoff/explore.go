@@ -17,6 +17,7 @@ import (
 
 	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/words"
 )
 
 // explore runs the rapid property outside go test and prints a summary.
@@ -118,13 +119,13 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	switch {
 	case report.Interrupted:
-		return fmt.Errorf("interrupted after %d of %s; to run it again: %s", report.Stats.Sequences.Load(), howMany(*checks, "sequence"), again)
+		return fmt.Errorf("interrupted after %d of %s; to run it again: %s", report.Stats.Sequences.Load(), words.HowMany(*checks, "sequence"), again)
 	case report.Problem != "":
 		return fmt.Errorf("the harness itself failed:\n%s", report.Problem)
 	case report.Failure != nil && design.Name == designs.Handoff.Name:
 		return fmt.Errorf("invariant %d broke; the minimal scenario is above", report.Failure.Violation.Invariant)
 	case report.Failure == nil && design.Name != designs.Handoff.Name:
-		return fmt.Errorf("no violation found in fragile design %s after %s", design.Name, howMany(*checks, "sequence"))
+		return fmt.Errorf("no violation found in fragile design %s after %s", design.Name, words.HowMany(*checks, "sequence"))
 	}
 	return nil
 }
@@ -159,7 +160,7 @@ func progressLine(w io.Writer, checks int) func(*handoff.Stats, time.Duration) {
 	terminal := isTerminal(w)
 	return func(st *handoff.Stats, elapsed time.Duration) {
 		line := fmt.Sprintf("exploring: %s (of %s), %s, %s, %.0f steps/s",
-			howMany(st.Sequences.Load(), "sequence"), howMany(checks, "check"), howMany(st.ShrinkRuns.Load(), "shrink run"), howMany(st.Steps.Load(), "step"),
+			words.HowMany(st.Sequences.Load(), "sequence"), words.HowMany(checks, "check"), words.HowMany(st.ShrinkRuns.Load(), "shrink run"), words.HowMany(st.Steps.Load(), "step"),
 			float64(st.Steps.Load())/elapsed.Seconds())
 		switch {
 		case terminal:
@@ -190,8 +191,8 @@ func isTerminal(w io.Writer) bool {
 func printSummary(w io.Writer, r handoff.Report, reproduce string) {
 	st := r.Stats
 	fmt.Fprintf(w, "explored design %s (%s): %s (%s asked) and %s, %s in %.1fs = %.0f steps/s, seed %d, %s",
-		r.Config.Design.Name, r.Config.Transport, howMany(st.Sequences.Load(), "sequence"), howMany(r.Config.Checks, "check"), howMany(st.ShrinkRuns.Load(), "shrink run"),
-		howMany(st.Steps.Load(), "step"), r.Elapsed.Seconds(), r.StepsPerSecond(), r.Config.Seed, howMany(r.Config.Parallel, "lane"))
+		r.Config.Design.Name, r.Config.Transport, words.HowMany(st.Sequences.Load(), "sequence"), words.HowMany(r.Config.Checks, "check"), words.HowMany(st.ShrinkRuns.Load(), "shrink run"),
+		words.HowMany(st.Steps.Load(), "step"), r.Elapsed.Seconds(), r.StepsPerSecond(), r.Config.Seed, words.HowMany(r.Config.Parallel, "lane"))
 	if r.Config.Shards > 1 {
 		fmt.Fprintf(w, ", shard %d/%d", r.Config.Shard, r.Config.Shards)
 	}
@@ -213,7 +214,7 @@ func printSummary(w io.Writer, r handoff.Report, reproduce string) {
 	f := r.Failure
 	if f.Design != designs.Handoff.Name {
 		fmt.Fprintf(w, "caught: the minimal counterexample of %s, %s\n(reproduce: %s; add --save DIR for a scenario file)\n\n%s%s",
-			f.Design, howMany(f.Length(), "step"), reproduce, f.Table(), f.Diverged())
+			f.Design, words.HowMany(f.Length(), "step"), reproduce, f.Table(), f.Diverged())
 		return
 	}
 	fmt.Fprintf(w, "%s\n%s", f.Table(), f.Report(reproduce))

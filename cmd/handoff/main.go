@@ -205,37 +205,6 @@ func required(fs *flag.FlagSet, names ...string) error {
 	return nil
 }
 
-// howMany is n and noun, singular for 1 and plural otherwise: "1 step",
-// "2 steps", "0 entries". A noun of several words takes the plural on its
-// last: "3 crash points".
-func howMany[N ~int | ~int64](n N, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %s", n, plural(noun))
-}
-
-// agree is howMany(n, noun) and the verb that agrees with it: one for 1,
-// many otherwise ("1 row needs", "2 rows need").
-func agree[N ~int | ~int64](n N, noun, one, many string) string {
-	if n == 1 {
-		return howMany(n, noun) + " " + one
-	}
-	return howMany(n, noun) + " " + many
-}
-
-// plural is the plural of an English noun, by the rules the nouns of
-// this command's output follow.
-func plural(noun string) string {
-	switch {
-	case len(noun) > 1 && strings.HasSuffix(noun, "y") && !strings.ContainsAny(noun[len(noun)-2:len(noun)-1], "aeiou"):
-		return noun[:len(noun)-1] + "ies"
-	case strings.HasSuffix(noun, "s"), strings.HasSuffix(noun, "x"), strings.HasSuffix(noun, "ch"), strings.HasSuffix(noun, "sh"):
-		return noun + "es"
-	}
-	return noun + "s"
-}
-
 // counts prints a map as "k v, k v" in key order.
 func counts[K ~string](m map[K]int) string {
 	keys := make([]string, 0, len(m))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -110,7 +111,7 @@ func requeue(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "requeued %s: pending, 0 of %d attempts, eligible now (by %s)\n", key, budget, actor)
+	fmt.Fprintf(stdout, "requeued %s: pending, 0 of %d attempts, eligible now (by %s)\n", system.OneLine(key), budget, system.OneLine(actor))
 	return nil
 }
 
@@ -149,13 +150,13 @@ func reconcile(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "reconciled %s as absent from the CRM: pending, 0 of %d attempts, eligible now (by %s)\n", key, budget, actor)
+		fmt.Fprintf(stdout, "reconciled %s as absent from the CRM: pending, 0 of %d attempts, eligible now (by %s)\n", system.OneLine(key), budget, system.OneLine(actor))
 		return nil
 	}
 	if err := app.Reconcile(ctx, key, *remoteID, actor, *of.reason); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "reconciled %s: sent, CRM task %d (by %s)\n", key, *remoteID, actor)
+	fmt.Fprintf(stdout, "reconciled %s: sent, CRM task %d (by %s)\n", system.OneLine(key), *remoteID, system.OneLine(actor))
 	return nil
 }
 
@@ -190,7 +191,7 @@ func stale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		writeStaleText(stdout, *olderThan, now, rows)
 	}
 	if len(rows) > 0 {
-		return fmt.Errorf("%w: %s, listed on stdout", errAttention, howMany(len(rows), "row"))
+		return fmt.Errorf("%w: %s, listed on stdout", errAttention, words.HowMany(len(rows), "row"))
 	}
 	return nil
 }
@@ -200,7 +201,7 @@ func writeStaleText(w io.Writer, olderThan time.Duration, now time.Time, rows []
 		fmt.Fprintf(w, "nothing needs a person: no blocked row, no pending row approved more than %v ago\n", olderThan)
 		return
 	}
-	fmt.Fprintf(w, "%s a person (blocked, or pending and approved more than %v ago), oldest first:\n", agree(len(rows), "row", "needs", "need"), olderThan)
+	fmt.Fprintf(w, "%s a person (blocked, or pending and approved more than %v ago), oldest first:\n", words.Agree(len(rows), "row", "needs", "need"), olderThan)
 	for _, r := range rows {
 		ageText := "unknown age"
 		if !r.CreatedAt.IsZero() {
@@ -210,7 +211,7 @@ func writeStaleText(w io.Writer, olderThan time.Duration, now time.Time, rows []
 		if lastError == "" {
 			lastError = "none"
 		}
-		fmt.Fprintf(w, "  %s %s, %s, %s, last error %s\n", system.OneLine(r.Key), r.State, ageText, howMany(r.Attempts, "attempt"), system.OneLine(lastError))
+		fmt.Fprintf(w, "  %s %s, %s, %s, last error %s\n", system.OneLine(r.Key), r.State, ageText, words.HowMany(r.Attempts, "attempt"), system.OneLine(lastError))
 	}
 }
 

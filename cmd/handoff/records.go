@@ -13,6 +13,7 @@ import (
 
 	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -178,9 +179,9 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		switch {
 		case counts[system.Pending] > 0:
 			fmt.Fprintf(stdout, "idle: %s, none eligible before %s (leased by another worker, or waiting out its backoff)\n",
-				howMany(counts[system.Pending], "pending row"), d.NextEligible.UTC().Format("2006-01-02 15:04:05.000Z"))
+				words.HowMany(counts[system.Pending], "pending row"), d.NextEligible.UTC().Format("2006-01-02 15:04:05.000Z"))
 		case counts[system.Blocked] > 0:
-			fmt.Fprintf(stdout, "idle: nothing pending, but %s for a person (handoff inspect --state blocked)\n", agree(counts[system.Blocked], "blocked row", "waits", "wait"))
+			fmt.Fprintf(stdout, "idle: nothing pending, but %s for a person (handoff inspect --state blocked)\n", words.Agree(counts[system.Blocked], "blocked row", "waits", "wait"))
 		default:
 			fmt.Fprintln(stdout, "idle: nothing pending")
 		}
@@ -191,7 +192,7 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case system.ResultPending:
 		fmt.Fprintf(stdout, "pending %s: %s failure (attempt %d of %d); deliver again to retry with the same key\n", d.Key, d.LastError, d.Attempts, app.MaxAttempts())
 	default:
-		fmt.Fprintf(stdout, "blocked %s: %s after %s; a person must reconcile this key in the CRM\n", d.Key, d.LastError, howMany(d.Attempts, "attempt"))
+		fmt.Fprintf(stdout, "blocked %s: %s after %s; a person must reconcile this key in the CRM\n", d.Key, d.LastError, words.HowMany(d.Attempts, "attempt"))
 	}
 	return nil
 }
@@ -318,7 +319,7 @@ func inspect(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		v.writeText(stdout)
 	}
 	if len(v.findings) > 0 {
-		return fmt.Errorf("%s with the files (listed above)", howMany(len(v.findings), "problem"))
+		return fmt.Errorf("%s with the files (listed above)", words.HowMany(len(v.findings), "problem"))
 	}
 	return nil
 }
@@ -367,23 +368,23 @@ func (v inspection) writeText(w io.Writer) {
 	for _, r := range v.listed {
 		fmt.Fprintf(w, "  %s %s\n", system.OneLine(r.Key), system.OneLine(describeRow(r, max(v.files.Budget, system.DefaultMaxAttempts))))
 		fmt.Fprintf(w, "    %s\n", v.times(r))
-		fmt.Fprintf(w, "    %s\n", v.claim(r))
+		fmt.Fprintf(w, "    %s\n", system.OneLine(v.claim(r)))
 	}
 	if v.unlisted > 0 {
 		fmt.Fprintf(w, "  ... %d more (--limit 0 lists all)\n", v.unlisted)
 	}
 	if c[system.Blocked] > 0 {
-		fmt.Fprintf(w, "%s a person: reconcile each key in the CRM before anything else is sent for it\n", agree(c[system.Blocked], "blocked row", "needs", "need"))
+		fmt.Fprintf(w, "%s a person: reconcile each key in the CRM before anything else is sent for it\n", words.Agree(c[system.Blocked], "blocked row", "needs", "need"))
 	}
 	if v.crmPath != "" && len(v.findings) == 0 {
-		fmt.Fprintf(w, "CRM database %s: %s; every sent row names its task\n", v.crmPath, howMany(len(v.files.Tasks), "task"))
+		fmt.Fprintf(w, "CRM database %s: %s; every sent row names its task\n", v.crmPath, words.HowMany(len(v.files.Tasks), "task"))
 		for _, t := range v.files.Tasks {
 			fmt.Fprintf(w, "  task %d %s %s\n", t.ID, system.OneLine(t.Key), system.OneLine(t.Payload))
 		}
 	}
 	if len(v.audit) > 0 {
 		shown := v.audit[max(0, len(v.audit)-auditInText):]
-		fmt.Fprintf(w, "audit log: %s", howMany(len(v.audit), "entry"))
+		fmt.Fprintf(w, "audit log: %s", words.HowMany(len(v.audit), "entry"))
 		if len(shown) < len(v.audit) {
 			fmt.Fprintf(w, ", the last %d (--json has all)", len(shown))
 		}

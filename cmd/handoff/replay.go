@@ -11,6 +11,7 @@ import (
 
 	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/words"
 )
 
 // replay replays scenario files and compares every step's output. Over
@@ -66,12 +67,12 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	replayed := len(scenarios) - skipped
 	if mismatches > 0 {
-		return fmt.Errorf("%d of %s in %s did not match", mismatches, howMany(steps, "step"), howMany(replayed, "file"))
+		return fmt.Errorf("%d of %s in %s did not match", mismatches, words.HowMany(steps, "step"), words.HowMany(replayed, "file"))
 	}
 	if replayed == 0 {
 		return fmt.Errorf("nothing to replay on %s: every file runs on another backend", backend)
 	}
-	fmt.Fprintf(stdout, "replayed %s, %s over %s: every output matches", howMany(replayed, "file"), howMany(steps, "step"), transport)
+	fmt.Fprintf(stdout, "replayed %s, %s over %s: every output matches", words.HowMany(replayed, "file"), words.HowMany(steps, "step"), transport)
 	if skipped > 0 {
 		fmt.Fprintf(stdout, "; skipped %d not applicable on %s", skipped, backend)
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/outboxlab/handoff/internal/words"
 )
 
 // statusEvery is how often work redraws its status line on a terminal: a
@@ -136,5 +138,5 @@ func statusText(results map[string]int, rate float64, workers int) string {
 	if e := results["error"]; e > 0 {
 		text += fmt.Sprintf(", failed %d", e)
 	}
-	return text + fmt.Sprintf(" | %.1f/s, %s", rate, howMany(workers, "worker"))
+	return text + fmt.Sprintf(" | %.1f/s, %s", rate, words.HowMany(workers, "worker"))
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff"
+	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -132,10 +133,10 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		sum.add(cfg, r)
 		if err != nil {
 			fmt.Fprintf(stderr, "trial %d of %d (seed %d): stopped after %s, %.1fs: %v\n",
-				cfg.index, *trials, cfg.seed, howMany(len(r.kills), "kill"), time.Since(began).Seconds(), err)
+				cfg.index, *trials, cfg.seed, words.HowMany(len(r.kills), "kill"), time.Since(began).Seconds(), err)
 		} else {
 			fmt.Fprintf(stderr, "trial %d of %d (seed %d): %s, %d of %s sent, %s, %.1fs\n",
-				cfg.index, *trials, cfg.seed, howMany(len(r.kills), "kill"), r.sent, howMany(*rows, "row"), howMany(len(r.findings), "violation"), time.Since(began).Seconds())
+				cfg.index, *trials, cfg.seed, words.HowMany(len(r.kills), "kill"), r.sent, words.HowMany(*rows, "row"), words.HowMany(len(r.findings), "violation"), time.Since(began).Seconds())
 		}
 		if err != nil {
 			runErr = fmt.Errorf("trial %d (seed %d): %w", cfg.index, cfg.seed, err)
@@ -169,7 +170,7 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case runErr != nil:
 		return fmt.Errorf("%w; the files are kept in %s", runErr, root)
 	case sum.Violations > 0:
-		return fmt.Errorf("%s (listed above); the files are kept in %s", howMany(sum.Violations, "violation"), root)
+		return fmt.Errorf("%s (listed above); the files are kept in %s", words.HowMany(sum.Violations, "violation"), root)
 	}
 	return nil
 }
@@ -396,7 +397,7 @@ func runTrial(ctx context.Context, cfg trialConfig) (trialResult, error) {
 	}
 	res.findings = append(res.findings, findings...)
 	if len(files.App.Approvals) != cfg.rows {
-		res.findings = append(res.findings, handoff.Finding{Where: "approvals", What: fmt.Sprintf("the app holds %s, the trial recorded %d", howMany(len(files.App.Approvals), "approval"), cfg.rows)})
+		res.findings = append(res.findings, handoff.Finding{Where: "approvals", What: fmt.Sprintf("the app holds %s, the trial recorded %d", words.HowMany(len(files.App.Approvals), "approval"), cfg.rows)})
 	}
 	var pending []string
 	for _, r := range files.App.Outbox {
@@ -411,7 +412,7 @@ func runTrial(ctx context.Context, cfg trialConfig) (trialResult, error) {
 	}
 	if len(pending) > 0 {
 		res.findings = append(res.findings, handoff.Finding{Where: "invariant 7 (with faults off, the workers converge)",
-			What: fmt.Sprintf("%s still pending after work --until-idle, the first %s", howMany(len(pending), "row"), pending[0])})
+			What: fmt.Sprintf("%s still pending after work --until-idle, the first %s", words.HowMany(len(pending), "row"), pending[0])})
 	}
 	return res, writeKillLog(filepath.Join(cfg.dir, "kills.log"), res)
 }
@@ -864,7 +865,7 @@ func (s *trialSummary) add(cfg trialConfig, r trialResult) {
 // writeText prints the summary for a person; stopped says the last trial
 // ended before its drain and checks, so its outcome was not read.
 func (s trialSummary) writeText(w io.Writer, stopped bool) {
-	fmt.Fprintf(w, "trials: %d (seed %d), %s, %s each, %.1fs\n", s.Trials, s.Seed, howMany(s.Workers, "work process"), howMany(s.Rows, "row"), s.ElapsedSeconds)
+	fmt.Fprintf(w, "trials: %d (seed %d), %s, %s each, %.1fs\n", s.Trials, s.Seed, words.HowMany(s.Workers, "work process"), words.HowMany(s.Rows, "row"), s.ElapsedSeconds)
 	fmt.Fprintf(w, "kills: %d (%d of the server, %d of workers)\n", s.Kills, s.KillsByTarget["server"], s.KillsByTarget["worker"])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if len(s.Landed) > 0 {
@@ -883,7 +884,7 @@ func (s trialSummary) writeText(w io.Writer, stopped bool) {
 	if stopped {
 		fmt.Fprintln(w, "outcome: not read, the last trial stopped before its drain and checks (its files are kept; handoff inspect and handoff check read them)")
 	} else {
-		fmt.Fprintf(w, "outcome: %s sent, %d blocked; %s logged\n", howMany(s.Sent, "row"), s.Blocked, howMany(s.Deliveries, "delivery"))
+		fmt.Fprintf(w, "outcome: %s sent, %d blocked; %s logged\n", words.HowMany(s.Sent, "row"), s.Blocked, words.HowMany(s.Deliveries, "delivery"))
 	}
 	fmt.Fprintf(w, "violations: %d\n", s.Violations)
 	for _, p := range s.Problems {

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	receiver "github.com/outboxlab/handoff/crm"
 	"github.com/outboxlab/handoff/internal/pgtest"
+	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -204,7 +205,7 @@ func TestTrialCatchesDuplicates(t *testing.T) {
 	if r.code != 1 || got.Violations == 0 {
 		t.Fatalf("trial against a duplicating receiver: exit %d, %d violations; want 1 and some:\n%s", r.code, got.Violations, r.stderr)
 	}
-	if !strings.Contains(got.Problems[0].Where, "invariant 1") || !strings.Contains(r.stderr, "(seed 1): 1 kill, ") || !strings.Contains(r.stderr, " "+howMany(got.Violations, "violation")+", ") {
+	if !strings.Contains(got.Problems[0].Where, "invariant 1") || !strings.Contains(r.stderr, "(seed 1): 1 kill, ") || !strings.Contains(r.stderr, " "+words.HowMany(got.Violations, "violation")+", ") {
 		t.Errorf("trial: problems %+v, stderr %q; want invariant 1 first, and the kill and violations counted", got.Problems, r.stderr)
 	}
 	if got.Dir == nil || got.KillsByTarget["server"] != 0 {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -380,7 +381,7 @@ func (p *pool) summary(w io.Writer, elapsed time.Duration, states map[system.Sta
 	if interrupted {
 		how = " (interrupted: deliveries under way finished)"
 	}
-	fmt.Fprintf(w, "work: %s by %s in %v (%.1f/s)%s: %s\n", howMany(n, "delivery"), howMany(len(p.outboxes), "worker"), elapsed.Round(time.Millisecond),
+	fmt.Fprintf(w, "work: %s by %s in %v (%.1f/s)%s: %s\n", words.HowMany(n, "delivery"), words.HowMany(len(p.outboxes), "worker"), elapsed.Round(time.Millisecond),
 		float64(n)/max(elapsed.Seconds(), 1e-9), how, counts(p.results))
 	fmt.Fprintf(w, "outbox: %d pending, %d sent, %d blocked\n", states[system.Pending], states[system.Sent], states[system.Blocked])
 }

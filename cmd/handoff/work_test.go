@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -126,7 +127,7 @@ func TestWorkUntilIdle(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("work: exit %d: %s%s", code, stdout, stderr)
 			}
-			if want := fmt.Sprintf("work: %s by %s in ", howMany(tt.rows, "delivery"), howMany(tt.workers, "worker")); !strings.Contains(stdout, want) ||
+			if want := fmt.Sprintf("work: %s by %s in ", words.HowMany(tt.rows, "delivery"), words.HowMany(tt.workers, "worker")); !strings.Contains(stdout, want) ||
 				!strings.Contains(stdout, fmt.Sprintf("outbox: 0 pending, %d sent, 0 blocked", tt.rows)) {
 				t.Errorf("work: stdout %q, want %q and the outbox", stdout, want)
 			}
