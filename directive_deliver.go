@@ -81,6 +81,11 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 	var result model.Result
 	e.model, result, r.key = e.model.Deliver(in)
 	r.want = deliveryAnswer(result, r.key)
+	for _, row := range e.model.Outbox {
+		if row.Key == r.key {
+			r.backoff = e.backoffDrawn(r.key, row.Attempts)
+		}
+	}
 	if effect.refusal == model.RefusedFull {
 		// The task may have found room all the same.
 		in.Network, in.RetryAfter = model.Delivered, 0

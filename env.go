@@ -74,6 +74,9 @@ type Env struct {
 	now int64
 	// jitter is what the next backoff draws: a settle step sets it.
 	jitter time.Duration
+	// ceilings are the backoff ceilings the system gave the jitter source
+	// during the step (invariant 10).
+	ceilings []time.Duration
 	// workers are the named workers of the scenario, each its own handle
 	// on the app database, as another process would have.
 	workers map[string]*worker
@@ -124,7 +127,10 @@ func (e *Env) systemOptions(worker string, hook system.Hook) system.Options {
 	}
 	return system.Options{WrapConn: wrap,
 		Durability: e.cfg.Durability, Hook: hook, Now: e.clock, Worker: worker, BusyTimeout: busyTimeout,
-		Jitter:      func(time.Duration) time.Duration { return e.jitter },
+		Jitter: func(ceiling time.Duration) time.Duration {
+			e.ceilings = append(e.ceilings, ceiling)
+			return e.jitter
+		},
 		MaxAttempts: c.MaxAttempts, Lease: ms(c.Lease), SendTimeout: ms(c.SendTimeout),
 		BackoffBase: ms(c.BackoffBase), BackoffCap: ms(c.BackoffCap), NoBackoff: c.BackoffBase == 0,
 		MaxAge: ms(c.MaxAge), Retention: ms(c.Retention),
@@ -415,6 +421,10 @@ type stepResult struct {
 	// lateClaim, for a claim that leads to a send, says how it came at or
 	// after the row's retention deadline (invariant 11); "" otherwise.
 	lateClaim string
+	// backoff, for a settle or a delivery, says how the system drew a
+	// backoff within another ceiling than the model's (invariant 10); ""
+	// when it did not.
+	backoff string
 	// settled, for a settle that wrote a final state, is the row and the
 	// fence of the claim it settled (invariant 8).
 	settled *fenced
@@ -477,6 +487,7 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	if err := supported(e.cfg.Design, s); err != nil {
 		return Outcome{}, err
 	}
+	e.ceilings = e.ceilings[:0]
 	r, err := h(e, ctx, s)
 	if err != nil {
 		return Outcome{}, err
@@ -495,7 +506,8 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	}
 	predicted := e.model
 	predicted.Observation = shown(e.cfg.Design, e.model.Observation)
-	v := checkInvariants(checkInput{obs: obs, model: predicted, sends: e.sends, got: r.got, want: r.want, converging: r.converging, lateClaim: r.lateClaim, settled: r.settled, auditDiff: r.auditDiff})
+	v := checkInvariants(checkInput{obs: obs, model: predicted, sends: e.sends, got: r.got, want: r.want, converging: r.converging,
+		lateClaim: r.lateClaim, backoff: r.backoff, settled: r.settled, auditDiff: r.auditDiff})
 	if e.diverged.Step == 0 && !sameObservation(predicted.Observation, obs) {
 		e.diverged = Disagreement{Step: e.applied, Diff: cmp.Diff(predicted.Observation, obs)}
 	}
@@ -559,4 +571,19 @@ func (e *Env) faultArg(s Step, allowed ...faults.Kind) (faults.Kind, error) {
 		return "", fmt.Errorf("%w: %s: fault %s runs on %s only; a scenario of it starts with backend name=%s", ErrScenario, s.Directive, k, only, only)
 	}
 	return k, nil
+}
+
+// backoffDrawn is invariant 10's check of a settle or a delivery of key
+// at attempt: every backoff the system drew in the step was drawn within
+// the model's ceiling for that attempt, min(cap, base·2^(attempt−1)). The
+// harness's jitter source returns the drawn jitter whatever ceiling it is
+// given, so that next_attempt_at alone would not show a ceiling too high.
+func (e *Env) backoffDrawn(key string, attempt int) string {
+	want := time.Duration(e.model.JitterCeiling(attempt)) * time.Millisecond
+	for _, c := range e.ceilings {
+		if c != want {
+			return fmt.Sprintf("%s's backoff after attempt %d was drawn within %v, but the ceiling is %v", key, attempt, c, want)
+		}
+	}
+	return ""
 }

@@ -41,9 +41,10 @@ type checkInput struct {
 	// converging says the step claims convergence: faults off, the worker
 	// run until idle.
 	converging bool
-	// lateClaim and settled are what a claim and a settle step report
-	// for invariants 11 and 8.
+	// lateClaim, backoff and settled are what a claim, a settle or
+	// delivery, and a settle step report for invariants 11, 10 and 8.
 	lateClaim string
+	backoff   string
 	settled   *fenced
 	// auditDiff is how the audit log differs from the model's.
 	auditDiff string
@@ -71,6 +72,7 @@ var invariants = []invariant{
 	{7, "with faults off, the worker converges", simulationOnly, converged},
 	{8, "every recorded outcome comes from the holder of the row's current fence", simulationOnly, settledUnderFence},
 	{9, "a row has at most one live lease; sent and blocked rows have none", appOnly, finalRowsUnleased},
+	{10, "a transient failure's backoff is drawn within min(cap, base·2^(n−1)) of its attempt n", simulationOnly, backoffWithinCeiling},
 	{11, "no claim that leads to a send at or after first_claimed_at + retention - send timeout", simulationOnly, noLateClaim},
 }
 
@@ -100,6 +102,11 @@ func finalRowsUnleased(in checkInput) string {
 	}
 	return ""
 }
+
+// backoffWithinCeiling is invariant 10 as far as invariant 6 does not
+// check it: next_attempt_at is compared with the model's, and this that
+// the jitter was drawn within the right ceiling.
+func backoffWithinCeiling(in checkInput) string { return in.backoff }
 
 // noLateClaim is invariant 11.
 func noLateClaim(in checkInput) string { return in.lateClaim }

@@ -3,6 +3,7 @@ package handoff
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/model"
@@ -75,6 +76,33 @@ func TestAsDocumented(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.v.AsDocumented(tt.d); got != tt.want {
 			t.Errorf("%s, invariant %d also %v: AsDocumented %v, want %v", tt.d.Name, tt.v.Invariant, tt.v.Also, got, tt.want)
+		}
+	}
+}
+
+// TestBackoffDrawnWithinTheCeiling: invariant 10 holds when every ceiling
+// the system gave the jitter source is the model's for the attempt, and
+// breaks on one a doubling too high or too low.
+func TestBackoffDrawnWithinTheCeiling(t *testing.T) {
+	e := &Env{model: model.New(5)}
+	e.model.BackoffBase, e.model.BackoffCap = 1_000, 8_000
+	tests := []struct {
+		attempt  int
+		ceilings []time.Duration
+		broken   bool
+	}{
+		{1, nil, false},
+		{1, []time.Duration{time.Second}, false},
+		{3, []time.Duration{4 * time.Second}, false},
+		{5, []time.Duration{8 * time.Second}, false},
+		{1, []time.Duration{2 * time.Second}, true},
+		{3, []time.Duration{2 * time.Second}, true},
+		{2, []time.Duration{2 * time.Second, 4 * time.Second}, true},
+	}
+	for _, tt := range tests {
+		e.ceilings = tt.ceilings
+		if got := e.backoffDrawn("k", tt.attempt); (got != "") != tt.broken {
+			t.Errorf("attempt %d, ceilings %v: %q, want broken %v", tt.attempt, tt.ceilings, got, tt.broken)
 		}
 	}
 }
