@@ -39,12 +39,11 @@ var blockedBy = map[string]Transition{
 	model.Rejected:         PendingToBlockedRejected,
 }
 
-// Shape names a state of a sequence that a fixed mix of steps draws
-// rarely: what swarm testing (see mix) is for.
+// Shape names a state of a sequence that swarm testing (see mix) is for:
+// its mixes reach it more often than the default one.
 type Shape string
 
-// The shapes an exploration counts, in steps after which they hold; a
-// swarm's mix draws them more often than the default mix.
+// The shapes an exploration counts, in steps after which they hold.
 const (
 	// AttemptSpread: pending rows at three different attempt counts at
 	// once, where claim order and budgets meet.
