@@ -52,12 +52,24 @@ func TestPostgresOpen(t *testing.T) {
 	}
 	created.Close()
 	pgExec(t, newer, `UPDATE `+schemaOf(newer)+`.handoff_version SET version = 99`)
+	unmade := map[int]string{} // schemas at a version no handoff made
+	for _, v := range []int{0, -1} {
+		unmade[v] = pgtest.URL(t)
+		created, err := system.Open(ctx, unmade[v], system.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Close()
+		pgExec(t, unmade[v], fmt.Sprintf(`UPDATE %s.handoff_version SET version = %d`, schemaOf(unmade[v]), v))
+	}
 	for _, tt := range []struct {
 		name, url string
 		want      error
 	}{
 		{"another application's tables", foreign, system.ErrWrongDatabase},
 		{"a newer handoff's schema", newer, system.ErrNewerSchema},
+		{"a schema at version 0", unmade[0], system.ErrWrongDatabase},
+		{"a schema at version -1", unmade[-1], system.ErrWrongDatabase},
 		{"a schema name that needs quoting", strings.Replace(url, "schema=", "schema=Orders%3B", 1), system.ErrInvalidInput},
 		{"a bare ';' in the parameters", strings.Replace(url, "schema=", "schema=nu;drop&x=", 1), system.ErrInvalidInput},
 		{"two schemas", url + "&schema=other", system.ErrInvalidInput},
@@ -66,6 +78,12 @@ func TestPostgresOpen(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := system.Open(ctx, tt.url, system.Options{}); !errors.Is(err, tt.want) {
 				t.Errorf("Open: %v, want %v", err, tt.want)
+			}
+			if errors.Is(tt.want, system.ErrInvalidInput) {
+				return
+			}
+			if _, err := system.OpenReadOnly(ctx, tt.url); !errors.Is(err, tt.want) {
+				t.Errorf("OpenReadOnly: %v, want %v", err, tt.want)
 			}
 		})
 	}

@@ -19,8 +19,11 @@ type clock struct{ now time.Time }
 func (c *clock) Now() time.Time       { return c.now }
 func (c *clock) tick(d time.Duration) { c.now = c.now.Add(d) }
 func newClock() *clock                { return &clock{now: approvedAt} }
+
+// fixedJitter is a jitter source that draws d whatever the ceiling: the
+// system must cap it itself.
 func fixedJitter(d time.Duration) func(time.Duration) time.Duration {
-	return func(ceiling time.Duration) time.Duration { return min(d, ceiling) }
+	return func(time.Duration) time.Duration { return d }
 }
 
 // workers opens one app database on b and a CRM in a fresh folder, with one
@@ -693,5 +696,43 @@ func TestDurabilityReachesTheFile(t *testing.T) {
 				t.Errorf("durability %d, %s database: synchronous %d (%v), want %d", tt.d, name, got, err, tt.want)
 			}
 		}
+	}
+}
+
+// TestIdleUntilTheEarliestRow: a claim that finds nothing eligible says
+// when the first pending row becomes eligible: the earliest, over rows
+// waiting for a backoff and rows whose lease runs out.
+func TestIdleUntilTheEarliestRow(t *testing.T) { eachBackend(t, testIdleUntilTheEarliestRow) }
+
+func testIdleUntilTheEarliestRow(t *testing.T, b backend) {
+	const hint = 20 * time.Second
+	for _, tt := range []struct {
+		name  string
+		lease time.Duration
+		want  time.Duration // after the claims
+	}{
+		{"the backoff ends first", 30 * time.Second, hint},
+		{"the lease ends first", 15 * time.Second, 15 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			clk := newClock()
+			w, _ := workers(t, b, clk, system.Options{MaxAttempts: 5, Lease: tt.lease, SendTimeout: 5 * time.Second, Jitter: fixedJitter(0)}, "A", "B")
+			mustApprove(t, w["A"], "case-1", "case-2")
+			first, _, err := w["A"].ClaimNext(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w["A"].Settle(ctx, first, 0, &system.RetryHint{After: hint, Err: system.ErrTransient}); err != nil {
+				t.Fatal(err)
+			}
+			if second, d, err := w["B"].ClaimNext(ctx, 0); err != nil || second.Key == "" || second.Key == first.Key {
+				t.Fatalf("B's claim: %+v, %+v, %v; want the other row", second, d, err)
+			}
+			_, d, err := w["A"].ClaimNext(ctx, 0)
+			if err != nil || d.Result != system.Idle || !d.NextEligible.Equal(clk.now.Add(tt.want)) {
+				t.Errorf("got %+v, %v; want idle until %v", d, err, clk.now.Add(tt.want))
+			}
+		})
 	}
 }
