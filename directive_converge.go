@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -38,7 +39,7 @@ func (e *Env) converge(ctx context.Context, s Step) (stepResult, error) {
 			break
 		}
 		if d.Result == system.Idle {
-			r.line, r.got = "converged after "+plural(int(n), "delivery", "deliveries"), Answer{Kind: Idle, N: n}
+			r.line, r.got = "converged after "+words.HowMany(n, "delivery"), Answer{Kind: Idle, N: n}
 			break
 		}
 		if n == int64(limit) {

@@ -134,7 +134,7 @@ func (e *Env) describe(d system.Delivery) string {
 			}
 		}
 		if blocked > 0 {
-			return fmt.Sprintf("idle: nothing pending, but %s for a person", plural(blocked, "blocked row waits", "blocked rows wait"))
+			return fmt.Sprintf("idle: nothing pending, but %s for a person", words.Agree(blocked, "blocked row", "waits", "wait"))
 		}
 		return "idle: nothing pending"
 	case d.Result == system.ResultSent:

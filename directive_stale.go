@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/model"
 )
 
@@ -32,10 +33,10 @@ func (e *Env) stale(ctx context.Context, s Step) (stepResult, error) {
 		got = append(got, model.StaleRow{Key: r.Key, State: string(r.State), Age: e.now - millis(r.CreatedAt), Attempts: r.Attempts, LastError: r.LastError})
 	}
 	want, _ := e.model.Stale(ms)
-	r := stepResult{line: fmt.Sprintf("stale: %s need a person", plural(len(got), "row", "rows")),
+	r := stepResult{line: fmt.Sprintf("stale: %s a person", words.Agree(len(got), "row", "needs", "need")),
 		got: Answer{Kind: Listed, N: int64(len(got))}, want: Answer{Kind: Listed, N: int64(len(want))}}
 	for _, row := range got {
-		r.line += fmt.Sprintf("\n  %s %s, %d ms old, %d attempts", row.Key, row.State, row.Age, row.Attempts)
+		r.line += fmt.Sprintf("\n  %s %s, %d ms old, %s", row.Key, row.State, row.Age, words.HowMany(row.Attempts, "attempt"))
 	}
 	if !sameList(want, got) {
 		r.auditDiff = "the stale list differs from the model's (-model +system):\n" + cmp.Diff(want, got)

@@ -514,7 +514,7 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	if r.ifUnchanged != "" && sameObservation(obs, e.before) {
 		r.line += r.ifUnchanged
 	}
-	if r.fired == "" || r.fired != e.burst.fault {
+	if r.fired != e.burst.fault {
 		e.burst.fault, e.burst.n = r.fired, 0
 	}
 	if r.fired != "" {

@@ -385,26 +385,18 @@ func (f *rapidFlagSet) end() {
 }
 
 // check runs prop as exactly one rapid check with seed (and, if it fails,
-// rapid's shrinking). rapid reads rapid.checks and rapid.seed once, before
-// the property first runs, so the mutex is held from setting them until
-// then. rapid divides rapid.checks by 5 under go test -short: it is set
-// so that the quotient is 1.
+// rapid's shrinking). rapid divides rapid.checks by 5 under go test
+// -short: it is set so that the quotient is 1.
 func (f *rapidFlagSet) check(tb rapid.TB, seed uint64, prop func(*rapid.T)) {
-	f.mu.Lock()
-	var once sync.Once
-	unlock := func() { once.Do(f.mu.Unlock) }
-	defer unlock()
 	checks := "1"
 	if testing.Short() {
 		checks = "5"
 	}
-	// Both values are valid for their flags.
-	_ = flag.Set("rapid.checks", checks)
-	_ = flag.Set("rapid.seed", strconv.FormatUint(seed, 10))
-	rapid.Check(tb, func(t *rapid.T) {
-		unlock()
-		prop(t)
-	})
+	f.checkWith(tb, func() {
+		// Both values are valid for their flags.
+		_ = flag.Set("rapid.checks", checks)
+		_ = flag.Set("rapid.seed", strconv.FormatUint(seed, 10))
+	}, prop)
 }
 
 // checkAsGiven runs rapid.Check(tb, prop) with rapid.checks and
@@ -412,15 +404,24 @@ func (f *rapidFlagSet) check(tb rapid.TB, seed uint64, prop func(*rapid.T)) {
 // the same process have set them for their own checks: a test's property
 // (TestSimulation's, Verify's) must run the checks it was asked for.
 func (f *rapidFlagSet) checkAsGiven(tb rapid.TB, prop func(*rapid.T)) {
+	f.checkWith(tb, func() {
+		if f.users > 0 {
+			for _, name := range []string{"rapid.checks", "rapid.seed"} {
+				_ = flag.Set(name, f.saved[name]) // the value was read from this flag in begin
+			}
+		}
+	}, prop)
+}
+
+// checkWith runs rapid.Check(tb, prop) with rapid's flags as set leaves
+// them. rapid reads them once, before the property first runs, so the
+// mutex is held from setting them until then.
+func (f *rapidFlagSet) checkWith(tb rapid.TB, set func(), prop func(*rapid.T)) {
 	f.mu.Lock()
 	var once sync.Once
 	unlock := func() { once.Do(f.mu.Unlock) }
 	defer unlock()
-	if f.users > 0 {
-		for _, name := range []string{"rapid.checks", "rapid.seed"} {
-			_ = flag.Set(name, f.saved[name]) // the value was read from this flag in begin
-		}
-	}
+	set()
 	rapid.Check(tb, func(t *rapid.T) {
 		unlock()
 		prop(t)

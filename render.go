@@ -88,11 +88,3 @@ func visible(s string) string {
 	}
 	return b.String()
 }
-
-// plural says n things, choosing the singular or plural phrase.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}

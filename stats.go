@@ -3,6 +3,7 @@ package handoff
 import (
 	"bytes"
 	"encoding/gob"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -108,13 +109,7 @@ func (st *Stats) count(s Step, r stepResult, before, after model.Observation, bu
 	if burst >= 3 {
 		st.Shapes[FaultBurst]++
 	}
-	attempts := map[int]bool{}
-	for _, row := range after.Outbox {
-		if row.State == model.Pending {
-			attempts[row.Attempts] = true
-		}
-	}
-	if len(attempts) >= 3 {
+	if attemptSpread(after.Outbox) {
 		st.Shapes[AttemptSpread]++
 	}
 	switch s.Directive {
@@ -145,6 +140,22 @@ func (st *Stats) count(s Step, r stepResult, before, after model.Observation, bu
 			st.Transitions[PendingToPending]++
 		}
 	}
+}
+
+// attemptSpread reports whether pending rows of outbox hold three
+// different attempt counts (AttemptSpread): counted after every step, so
+// it stops at the third.
+func attemptSpread(outbox []model.Row) bool {
+	seen := make([]int, 0, 3)
+	for _, r := range outbox {
+		if r.State != model.Pending || slices.Contains(seen, r.Attempts) {
+			continue
+		}
+		if seen = append(seen, r.Attempts); len(seen) == 3 {
+			return true
+		}
+	}
+	return false
 }
 
 // Add adds what o counted to st: the Stats of a run's lanes in other

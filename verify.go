@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -246,7 +247,7 @@ func verifyReplay(t *testing.T, d designs.Design, sc Scenario, opts VerifyOption
 		p := broken[0]
 		t.Errorf("%s:%d: %s crashed at %s (fault point %d of the %d the scenario passes), then restarted, faults off and delivering until idle: invariant %d (%s) broke:\n  %s\nthe step that broke it:\n%s\n(%s of %d broke an invariant)",
 			sc.Name, p.Case.Line, p.Case.Step.Directive, p.Point, p.Pass, len(points), p.Violation.Invariant, p.Violation.Name(), p.Violation.Detail,
-			p.Output, plural(len(broken), "crash", "crashes"), len(points))
+			p.Output, words.HowMany(len(broken), "crash"), len(points))
 	}
 }
 

@@ -244,9 +244,8 @@ func (s *statements) titleArg(title string) any {
 
 // TitleArg is the value to bind for an approval's title when SQL of the
 // caller's own, run on DB (as package designs does), writes
-// approvals.title: the title on a SQLite app database; on PostgreSQL,
-// where approvals.title is BYTEA (TEXT cannot hold NUL, and a title may),
-// the title's UTF-8 bytes. Bind it as it is: a string bound to that
-// column fails on NUL or mangles a backslash. Reading the column needs
-// nothing of the kind: it scans into a string on both.
+// approvals.title: the title on SQLite, its UTF-8 bytes on PostgreSQL,
+// where the column is BYTEA (a string bound there is read as bytea's text
+// syntax). Reading the column needs nothing of the kind: it scans into a
+// string on both backends.
 func (o *Outbox) TitleArg(title string) any { return o.q.titleArg(title) }

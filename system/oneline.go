@@ -13,9 +13,9 @@ import (
 // and paragraph separators, every space but ' ') escaped as %q escapes
 // it, \u2028 say, so that text read from a database (a payload, a key, a
 // title) prints on one line of a terminal or a log and shows what is
-// there. Below U+0080 too it writes \u00XX, as JSON
-// does (%q writes \t, \x7f), so that a JSON payload printed through it
-// is still JSON, and the same value; an invalid UTF-8 byte shows as \xff.
+// there. Below U+0080 too it writes \u00XX, as JSON does (%q writes \t,
+// \x7f), so that a JSON payload printed through it is still JSON, and the
+// same value; an invalid UTF-8 byte shows as \xff.
 func OneLine(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {

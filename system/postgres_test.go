@@ -1,6 +1,7 @@
 package system_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -104,6 +105,19 @@ func schemaOf(url string) string { return url[strings.LastIndex(url, "schema=")+
 func pgExec(t *testing.T, url, sql string) {
 	t.Helper()
 	query(t, url, sql)
+}
+
+// serverConn is a pgx connection of the test's own to the tests'
+// server, as an application's code would hold one; closed when the test
+// ends.
+func serverConn(t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), pgtest.Server(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
 
 // query runs sql on the server of url and returns its rows as text.
@@ -264,11 +278,7 @@ func TestRecordApprovalPgxJoinsTheCallersTransaction(t *testing.T) {
 	url := pgtest.URL(t)
 	app, _, _ := openPair(t, backend{"postgres", func(testing.TB) string { return url }}, system.Options{})
 	schema := schemaOf(url)
-	conn, err := pgx.Connect(ctx, url[:strings.LastIndex(url, "schema=")-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := serverConn(t)
 	if _, err := conn.Exec(ctx, `CREATE TABLE `+schema+`.repairs (case_id TEXT PRIMARY KEY, plan TEXT)`); err != nil {
 		t.Fatal(err)
 	}
@@ -353,12 +363,7 @@ func TestSchemasDoNotWaitForEachOther(t *testing.T) {
 	if _, err := same.RecordApproval(ctx, caseID, title); !errors.Is(err, system.ErrBusy) {
 		t.Errorf("approving in the same schema while the first holds the case: %v, want ErrBusy", err)
 	}
-	conn, err := pgx.Connect(ctx, pgtest.Server(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
+	tx, err := serverConn(t).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,9 @@ package system_test
 
 import (
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/handoff/internal/pgtest"
 	"github.com/outboxlab/handoff/system"
 )
@@ -41,12 +39,7 @@ func testTitleRoundTrips(t *testing.T, b backend) {
 	}
 	if system.IsPostgres(target) {
 		want = append(want, mustApproval(t, "case-2", oddTitle))
-		conn, err := pgx.Connect(ctx, target[:strings.LastIndex(target, "schema=")-1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
-		tx, err := conn.Begin(ctx)
+		tx, err := serverConn(t).Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +72,9 @@ func mustApproval(t *testing.T, caseID, title string) system.Approval {
 }
 
 // postgresSchemaV1 is the first PostgreSQL schema, whose approvals.title
-// is TEXT: what an app database made before version 2 holds.
+// is TEXT: what an app database made before version 2 holds. It is kept
+// as it was released, not derived from today's schema, so that a later
+// change to the schema cannot change what the test migrates from.
 const postgresSchemaV1 = `
 	CREATE TABLE handoff_version (
 		kind    TEXT NOT NULL,
@@ -135,11 +130,7 @@ func makeV1(t *testing.T, url string) system.Approval {
 	t.Helper()
 	a := mustApproval(t, "case-1", v1Title)
 	schema := schemaOf(url)
-	conn, err := pgx.Connect(t.Context(), url[:strings.LastIndex(url, "schema=")-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(t.Context())
+	conn := serverConn(t)
 	if _, err := conn.Exec(t.Context(), `CREATE SCHEMA `+schema+`; SET search_path = `+schema+`;`+postgresSchemaV1); err != nil {
 		t.Fatal(err)
 	}
