@@ -35,61 +35,61 @@ var jsonOutputs = []struct {
 }{
 	{"explore --json", false, func(t *testing.T) []string {
 		return []string{
-			cliJSON(t, "explore", "--checks", "3", "--seed", "1", "--json", "--dir", t.TempDir()),
-			cliJSON(t, "explore", "--checks", "3", "--seed", "1", "--transport", "http", "--shard", "2/3", "--parallel", "1", "--json", "--dir", t.TempDir()),
-			cliJSON(t, "explore", "--design", "two-writes", "--seed", "1", "--json", "--dir", t.TempDir()),
+			mustRun(t, "explore", "--checks", "3", "--seed", "1", "--json", "--dir", t.TempDir()),
+			mustRun(t, "explore", "--checks", "3", "--seed", "1", "--transport", "http", "--shard", "2/3", "--parallel", "1", "--json", "--dir", t.TempDir()),
+			mustRun(t, "explore", "--design", "two-writes", "--seed", "1", "--json", "--dir", t.TempDir()),
 		}
 	}},
 	{"demo --json", false, func(t *testing.T) []string {
-		return []string{cliJSON(t, "demo", "--dir", filepath.Join(t.TempDir(), "demo"), "--json")}
+		return []string{mustRun(t, "demo", "--dir", filepath.Join(t.TempDir(), "demo"), "--json")}
 	}},
 	{"inspect --json", false, func(t *testing.T) []string {
 		dir := t.TempDir()
 		app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
-		cliJSON(t, "approve", "--app", app, "--case", "case-104", "--title", "Call back")
-		cliJSON(t, "approve", "--app", app, "--case", "case-105", "--title", "Call back")
-		cliJSON(t, "crm", "init", "--crm", crm)
+		mustRun(t, "approve", "--app", app, "--case", "case-104", "--title", "Call back")
+		mustRun(t, "approve", "--app", app, "--case", "case-105", "--title", "Call back")
+		mustRun(t, "crm", "init", "--crm", crm)
 		copyTo(t, crm, filepath.Join(dir, "empty.db")) // the same CRM before it held a task
-		cliJSON(t, "deliver", "--app", app, "--crm", crm)
-		cliJSON(t, "deliver", "--app", app, "--crm", crm, "--fault", "offline")
-		cliJSON(t, "reconcile", "case-105", "--app", app, "--absent", "--actor", "ann", "--reason", "not in the CRM")
-		cliJSON(t, "approve", "--app", app, "--case", "case-106", "--title", "Call back")
-		cliJSON(t, "deliver", "--app", app, "--crm", crm, "--fault", "offline") // case-105 again: a last error
+		mustRun(t, "deliver", "--app", app, "--crm", crm)
+		mustRun(t, "deliver", "--app", app, "--crm", crm, "--fault", "offline")
+		mustRun(t, "reconcile", "case-105", "--app", app, "--absent", "--actor", "ann", "--reason", "not in the CRM")
+		mustRun(t, "approve", "--app", app, "--case", "case-106", "--title", "Call back")
+		mustRun(t, "deliver", "--app", app, "--crm", crm, "--fault", "offline") // case-105 again: a last error
 		lease(t, app, "w")                                                      // case-106
 		return []string{
-			cliJSON(t, "inspect", "--app", app, "--json"),
-			cliJSON(t, "inspect", "--app", app, "--crm", crm, "--json"),
+			mustRun(t, "inspect", "--app", app, "--json"),
+			mustRun(t, "inspect", "--app", app, "--crm", crm, "--json"),
 			problemJSON(t, "inspect", "--app", app, "--crm", filepath.Join(dir, "empty.db"), "--json"),
 		}
 	}},
 	{"check --json", false, func(t *testing.T) []string {
 		dir := t.TempDir()
 		app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
-		cliJSON(t, "approve", "--app", app, "--case", "case-104", "--title", "Call back")
-		cliJSON(t, "crm", "init", "--crm", crm)
+		mustRun(t, "approve", "--app", app, "--case", "case-104", "--title", "Call back")
+		mustRun(t, "crm", "init", "--crm", crm)
 		copyTo(t, crm, filepath.Join(dir, "empty.db"))
-		cliJSON(t, "deliver", "--app", app, "--crm", crm)
+		mustRun(t, "deliver", "--app", app, "--crm", crm)
 		return []string{
-			cliJSON(t, "check", "--app", app, "--json"),
-			cliJSON(t, "check", "--app", app, "--crm", crm, "--json"),
+			mustRun(t, "check", "--app", app, "--json"),
+			mustRun(t, "check", "--app", app, "--crm", crm, "--json"),
 			problemJSON(t, "check", "--app", app, "--crm", filepath.Join(dir, "empty.db"), "--json"),
 		}
 	}},
 	{"stale --json", false, func(t *testing.T) []string {
 		dir := t.TempDir()
 		app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
-		cliJSON(t, "approve", "--app", app, "--case", "case-104", "--title", "Call back")
-		cliJSON(t, "crm", "init", "--crm", crm)
-		none := cliJSON(t, "stale", "--app", app, "--older-than", "1h", "--json")
+		mustRun(t, "approve", "--app", app, "--case", "case-104", "--title", "Call back")
+		mustRun(t, "crm", "init", "--crm", crm)
+		none := mustRun(t, "stale", "--app", app, "--older-than", "1h", "--json")
 		for range 3 {
-			cliJSON(t, "deliver", "--app", app, "--crm", crm, "--fault", "offline")
+			mustRun(t, "deliver", "--app", app, "--crm", crm, "--fault", "offline")
 		}
-		cliJSON(t, "approve", "--app", app, "--case", "case-105", "--title", "Call back")
+		mustRun(t, "approve", "--app", app, "--case", "case-105", "--title", "Call back")
 		lease(t, app, "w")
 		return []string{none, attentionJSON(t, "stale", "--app", app, "--older-than", "0s", "--json")}
 	}},
 	{"designs --json", false, func(t *testing.T) []string {
-		return []string{cliJSON(t, "designs", "--json")}
+		return []string{mustRun(t, "designs", "--json")}
 	}},
 	{"trial --json", false, func(t *testing.T) []string {
 		return []string{passingTrial(t).stdout, brokenTrial(t).stdout}
@@ -112,7 +112,7 @@ var jsonOutputs = []struct {
 		if code != 1 || !strings.Contains(none, `"ok": false`) {
 			t.Fatalf("check-receiver of an endpoint that is no receiver: exit %d, want 1 and ok false: %s%s", code, none, stderr)
 		}
-		return []string{cliJSON(t, "check-receiver", servedCRM(t, 0), "--json"), none}
+		return []string{mustRun(t, "check-receiver", servedCRM(t, 0), "--json"), none}
 	}},
 	// Two runs of work print the lines of a worker's start and stop and
 	// of deliveries sent, retried and blocked; the lines no run can be
@@ -121,9 +121,9 @@ var jsonOutputs = []struct {
 	{"work --log-format json", true, func(t *testing.T) []string {
 		dir := t.TempDir()
 		app, other, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "other.db"), filepath.Join(dir, "crm.db")
-		cliJSON(t, "approve", "--app", app, "--case", "case-104", "--title", "Call back")
-		cliJSON(t, "approve", "--app", other, "--case", "case-105", "--title", "Call back")
-		cliJSON(t, "crm", "init", "--crm", crm)
+		mustRun(t, "approve", "--app", app, "--case", "case-104", "--title", "Call back")
+		mustRun(t, "approve", "--app", other, "--case", "case-105", "--title", "Call back")
+		mustRun(t, "crm", "init", "--crm", crm)
 		var lines []string
 		for _, args := range [][]string{
 			{"--app", app, "--crm", crm},
@@ -163,17 +163,6 @@ func failingReceiver(t *testing.T) string {
 	}))
 	t.Cleanup(ts.Close)
 	return ts.URL
-}
-
-// cliJSON runs the command line, fails the test unless it exits 0, and
-// returns its stdout.
-func cliJSON(t *testing.T, args ...string) string {
-	t.Helper()
-	code, stdout, stderr := runCLI(t, args...)
-	if code != 0 {
-		t.Fatalf("%v: exit %d: %s", args, code, stderr)
-	}
-	return stdout
 }
 
 // problemJSON runs the command line, fails the test unless it exits 1 for
