@@ -2,454 +2,181 @@ package handoff
 
 import (
 	"context"
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
-	"pgregory.net/rapid"
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/explore"
+	"github.com/outboxlab/handoff/internal/sim"
 )
 
-// Defaults of an exploration: DefaultChecks sequences of up to
-// DefaultSteps steps.
+// Defaults of an exploration: DefaultChecks sequences of at most
+// DefaultSteps random steps each.
 const (
-	DefaultChecks = 2000
-	DefaultSteps  = 50
+	DefaultChecks = explore.DefaultChecks
+	DefaultSteps  = explore.DefaultSteps
 )
 
-// ExploreConfig says what to explore and how much.
+// Backend is where the app database of a design under test lives. The
+// receiver's database is a SQLite file on either.
+type Backend string
+
+const (
+	// SQLite keeps the app database in a SQLite file: OpenApp gets its
+	// path.
+	SQLite Backend = "sqlite"
+	// Postgres keeps it in a PostgreSQL schema of the run's own on a
+	// server (see PostgresURLEnv): OpenApp gets a URL with schema=.
+	Postgres Backend = "postgres"
+)
+
+// PostgresURLEnv names the variable that gives the PostgreSQL server's
+// URL to the module's tests and command line, for example
+// postgres://postgres@127.0.0.1:5432/test?sslmode=disable.
+const PostgresURLEnv = backend.PostgresURLEnv
+
+// ExploreConfig says what Explore searches and how much.
 type ExploreConfig struct {
-	Design designs.Design // the zero value means designs.Handoff
-	Checks int            // sequences to run (in this shard) before calling it a pass
-	Steps  int            // the most random steps a sequence takes (it ends at random before)
-	// Seed is the run's seed: the first sequence's rapid seed, from which
-	// every other sequence's follows (see SequenceSeed).
+	// Design is the design under test; the zero value means the real
+	// one, designs.Handoff.
+	Design designs.Design
+	// Checks is how many sequences to run; 0 means DefaultChecks.
+	Checks int
+	// Steps is the most random steps a sequence takes; 0 means
+	// DefaultSteps.
+	Steps int
+	// Seed is the run's seed, never 0: the same seed, design and steps
+	// give the same sequences. 0 means 1.
 	Seed uint64
-	// Shard and Shards split a run over several processes (a CI matrix):
-	// shard i of n (1-based) runs every n-th sequence of the run, starting
-	// at the i-th, Checks of them. Zero values mean shard 1 of 1.
-	Shard, Shards int
-	// Parallel is how many sequences run at once, each lane in its own
-	// folder; 0 means 1. The sequences are the same whatever it is.
+	// Parallel is how many sequences run at once, each in a folder of its
+	// own; the sequences are the same whatever it is. 0 means 1.
 	Parallel int
-	// Sequencer, if not nil, hands the lanes their sequences instead of
-	// the run's own (NewSequencer of Checks): that of a run whose other
-	// lanes run in other processes, as cmd/handoff's explore runs them.
-	Sequencer Sequencer
-	// NoSwarm draws every sequence at the default levels (see mix).
-	NoSwarm bool
-	// Transport carries the worker's requests; the zero value means
-	// InProcess.
-	Transport Transport
-	// Backend is where the app database lives; the zero value means
-	// SQLite. On Postgres each lane has a schema of its own on the server
-	// PostgresURL names, dropped when the run ends.
+	// Backend and PostgresURL say where the app database lives; the zero
+	// value means SQLite.
 	Backend     Backend
 	PostgresURL string
-	// Dir is where sequences keep their databases; "" means os.TempDir().
+	// Dir is where the sequences keep their databases; "" means the
+	// system's temporary folder.
 	Dir string
-	// Progress, if not nil, is called about once a second while it runs.
-	Progress func(*Stats, time.Duration)
 }
 
-// Report is what an exploration found: what ran, how long it took, and
-// the failing lane's Recorder.
+// Report is what an exploration found.
 type Report struct {
-	Config ExploreConfig
-	// Stats counts the sequences run (Stats.Sequences: Checks unless a
-	// failure or an interruption stopped the run) apart from the runs of
-	// rapid's shrinking (Stats.ShrinkRuns).
-	Stats *Stats
-	// Start is when the run started, Elapsed how long it took.
-	Start   time.Time
+	// Sequences counts the sequences run, Steps their steps, ShrinkRuns
+	// the runs rapid's shrinking made after the first failure.
+	Sequences, Steps, ShrinkRuns int64
+	// Elapsed is how long the run took.
 	Elapsed time.Duration
-	// Interrupted is true when ctx was cancelled before the run ended: the
-	// report covers the sequences run until then, and a failure may not be
-	// minimal.
+	// Failure is the minimal failing sequence, or nil when every sequence
+	// held.
+	Failure *Failure
+	// FirstSequences is how many sequences had started when the first
+	// failure was found, and FirstElapsed how long that took, before
+	// shrinking; zero without a failure.
+	FirstSequences int64
+	FirstElapsed   time.Duration
+	// Seed reproduces Failure as the first sequence of an exploration
+	// with the same Design and Steps.
+	Seed uint64
+	// Interrupted says the context ended the run early: the report covers
+	// what ran, and a failure may not be minimal.
 	Interrupted bool
-	// Recorder is what the lane that failed recorded: the minimal failing
-	// sequence (nil if none was found), and how many sequences had
-	// started, and when, at the first failure (before shrinking).
-	Recorder
-	// FailureSeed reproduces Failure as the first sequence of an
-	// exploration with the same Design, Steps and NoSwarm.
-	FailureSeed uint64
-	// Problem is rapid's own account of a failure the harness did not
-	// record (a panic in the harness itself); empty otherwise.
-	Problem string
-}
-
-// FirstElapsed is how long the run took to find its first failure, before
-// shrinking; 0 when it found none.
-func (r Report) FirstElapsed() time.Duration {
-	if r.FirstAt.IsZero() {
-		return 0
-	}
-	return r.FirstAt.Sub(r.Start)
 }
 
 // StepsPerSecond is the simulated steps per second of wall time, each step
-// including the model comparison and the invariant checks.
+// compared with the model and checked against every invariant.
 func (r Report) StepsPerSecond() float64 {
 	if r.Elapsed <= 0 {
 		return 0
 	}
-	return float64(r.Stats.Steps.Load()) / r.Elapsed.Seconds()
+	return float64(r.Steps) / r.Elapsed.Seconds()
 }
 
-// SequenceSeed is the rapid seed of sequence i (0-based) of the run with
-// seed: seed itself for the first, so that a failure's seed reproduces it
-// as the first sequence of a run, and a splitmix64 hash of the two for the
-// others (odd, never 0, which asks rapid for a random seed). Unlike
-// rapid's own successive seeds (seed, seed+1, seed+3, ...), the runs of
-// nearby seeds share no sequence.
-func SequenceSeed(seed uint64, i int64) uint64 {
-	if i == 0 {
-		return seed
-	}
-	return splitmix64(seed, i) | 1
-}
-
-// Sequencer hands out the sequences of a run to its lanes, by their
-// index in the run (in the shard, from 0), in increasing order, and
-// learns of their failures. A lane runs what Next returns until it
-// returns false, and calls Fail as soon as a sequence fails, before
-// rapid shrinks it: every index below a failing one is handed out
-// already, so the lanes together find the failure of the lowest index,
-// whatever their number.
-type Sequencer interface {
-	// Next returns the index of the sequence a lane runs next, or false
-	// when the lane must stop: Checks were handed out, or a sequence of a
-	// lower index failed.
-	Next() (int64, bool)
-	// Fail says that sequence m failed: no index above it is handed out
-	// after.
-	Fail(m int64)
-}
-
-// NewSequencer returns the Sequencer of a run of checks sequences, safe
-// for lanes to share.
-func NewSequencer(checks int) Sequencer { return &sequencer{checks: int64(checks)} }
-
-// sequencer is NewSequencer's Sequencer.
-type sequencer struct {
-	checks       int64
-	next, failed atomic.Int64 // failed: 1 + the lowest index that failed, 0 while none did
-}
-
-func (s *sequencer) Next() (int64, bool) {
-	m := s.next.Add(1) - 1
-	f := s.failed.Load()
-	return m, m < s.checks && (f == 0 || m < f-1)
-}
-
-func (s *sequencer) Fail(m int64) {
-	for f := s.failed.Load(); f == 0 || m+1 < f; f = s.failed.Load() {
-		if s.failed.CompareAndSwap(f, m+1) {
-			return
-		}
-	}
-}
-
-// splitmix64 is the i-th value of the splitmix64 stream of seed.
-func splitmix64(seed uint64, i int64) uint64 {
-	z := seed + uint64(i)*0x9e3779b97f4a7c15
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
-
-// Explore runs the rapid property of TestSimulation outside go test: the
+// Explore runs the rapid property that Verify runs, outside go test: the
 // same generators, invariants and shrinking, driven by cfg instead of
-// rapid's command-line flags. Each sequence is one rapid check with its
-// own seed (SequenceSeed of its index in the run), so that lanes run
-// sequences side by side, and shards split a run, without changing which
-// sequences make it up. The run stops at the first failure, after
-// shrinking it: with several lanes, the others start no sequence once one
-// has failed (see Sequencer), and the failure of the lowest index is
-// reported.
-//
-// Cancelling ctx stops the run cleanly: no new sequence starts, the
-// running ones finish (a shrink is abandoned), the folder is removed, and
-// the report covers what ran, marked Interrupted.
+// rapid's command-line flags. It stops at the first failure, after
+// shrinking it, and returns it in the report rather than failing; an
+// error means the run could not start (a bad config, a design that
+// cannot open) or the harness itself failed. Cancelling ctx ends the run
+// cleanly.
 func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
-	if cfg.Design.Name == "" {
-		cfg.Design = designs.Handoff
-	}
-	if cfg.Shards == 0 && cfg.Shard == 0 {
-		cfg.Shard, cfg.Shards = 1, 1
-	}
-	if cfg.Parallel == 0 {
-		cfg.Parallel = 1
-	}
-	if cfg.Transport == "" {
-		cfg.Transport = InProcess
-	}
-	if cfg.Backend == "" {
-		cfg.Backend = SQLite
-	}
-	if err := CheckTransport(cfg.Design, cfg.Transport); err != nil {
-		return Report{}, err
-	}
-	if err := checkBackend(cfg.Backend, cfg.PostgresURL); err != nil {
-		return Report{}, err
-	}
-	switch {
-	case cfg.Checks < 1:
-		return Report{}, fmt.Errorf("handoff: checks is %d, want at least 1", cfg.Checks)
-	case cfg.Steps < 1:
-		return Report{}, fmt.Errorf("handoff: steps is %d, want at least 1", cfg.Steps)
-	case cfg.Seed == 0:
-		return Report{}, fmt.Errorf("handoff: seed 0 asks rapid for a random one; choose a seed")
-	case cfg.Shard < 1 || cfg.Shard > cfg.Shards:
-		return Report{}, fmt.Errorf("handoff: shard %d of %d, want 1 to %d", cfg.Shard, cfg.Shards, cfg.Shards)
-	case cfg.Parallel < 1:
-		return Report{}, fmt.Errorf("handoff: parallel is %d, want at least 1", cfg.Parallel)
-	}
-	dir, err := os.MkdirTemp(cfg.Dir, "handoff-explore-")
+	r, err := explore.Explore(ctx, explore.ExploreConfig{
+		Design: cfg.Design, Checks: cmpOr(cfg.Checks, DefaultChecks), Steps: cmpOr(cfg.Steps, DefaultSteps), Seed: cmpOr(cfg.Seed, 1),
+		Parallel: cfg.Parallel, Backend: backend.Backend(cmpOr(cfg.Backend, SQLite)), PostgresURL: cfg.PostgresURL, Dir: cfg.Dir})
 	if err != nil {
-		return Report{}, fmt.Errorf("handoff: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	if err := rapidFlags.begin(); err != nil {
 		return Report{}, err
 	}
-	defer rapidFlags.end()
-
-	report := Report{Config: cfg, Stats: NewStats(), Start: time.Now()}
-	stop := ProgressEverySecond(cfg.Progress, report.Stats)
-	seqs := cfg.Sequencer
-	if seqs == nil {
-		seqs = NewSequencer(cfg.Checks)
+	if r.Problem != "" {
+		return Report{}, &harnessError{r.Problem}
 	}
-	var (
-		wg    sync.WaitGroup
-		lanes = make([]laneResult, cfg.Parallel)
-	)
-	for i := range lanes {
-		wg.Go(func() {
-			lanes[i] = runLane(ctx, cfg, filepath.Join(dir, fmt.Sprint("lane-", i+1)), report.Stats, seqs)
-		})
+	return Report{Sequences: r.Stats.Sequences.Load(), Steps: r.Stats.Steps.Load(), ShrinkRuns: r.Stats.ShrinkRuns.Load(),
+		Elapsed: r.Elapsed, Failure: newFailure(r.Failure), FirstSequences: r.FirstSequences, FirstElapsed: r.FirstElapsed(),
+		Seed: r.FailureSeed, Interrupted: r.Interrupted}, nil
+}
+
+// harnessError is a failure of the harness itself during an exploration
+// (a panic, a database it could not open), as rapid reported it.
+type harnessError struct{ account string }
+
+func (e *harnessError) Error() string { return "handoff: the harness itself failed:\n" + e.account }
+
+// cmpOr is v, or def when v is its type's zero value.
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
 	}
-	wg.Wait()
-	report.Elapsed = time.Since(report.Start)
-	stop()
-	report.Interrupted = ctx.Err() != nil
-	var first *laneResult
-	for i, l := range lanes {
-		if l.err != nil {
-			return Report{}, l.err
-		}
-		if l.tb != nil && (first == nil || l.index < first.index) {
-			first = &lanes[i]
-		}
+	return v
+}
+
+// Failure is a sequence that broke an invariant, shrunk to a minimal one.
+type Failure struct {
+	// Design is the name of the design that broke it.
+	Design string
+	// Violation is the invariant its last step broke.
+	Violation Violation
+	// Steps is how many steps it takes, not counting a design line.
+	Steps int
+	// Unshrunk says it is as found, not minimal.
+	Unshrunk bool
+
+	f *sim.Failure
+}
+
+// newFailure is the Failure of f; nil for nil.
+func newFailure(f *sim.Failure) *Failure {
+	if f == nil {
+		return nil
 	}
-	if first != nil {
-		report.Recorder, report.FailureSeed = *first.rec, first.seed
-		if report.Failure == nil {
-			report.Problem = strings.Join(first.tb.messages, "\n")
-		}
-	}
-	return report, nil
+	return &Failure{Design: f.Design, Violation: newViolation(f.Violation), Steps: f.Length(), Unshrunk: f.Unshrunk, f: f}
 }
 
-// laneResult is what one lane of an exploration ended with: the failing
-// sequence's index, seed, rapid account and recorded run, if one failed.
-type laneResult struct {
-	index int64
-	seed  uint64
-	tb    *exploreTB
-	rec   *Recorder
-	err   error
+// Report says in plain words what broke, shows the scenario as a ready
+// corpus file, and where the model and the system first disagreed.
+// reproduce, if not empty, is the command a reader runs to reproduce it.
+func (f *Failure) Report(reproduce string) string { return f.f.Report(reproduce) }
+
+// Scenario is the failing sequence as a scenario file: every step with
+// its output, headed by what broke. Replay replays it.
+func (f *Failure) Scenario() string { return f.f.Scenario(f.f.Header()...) }
+
+// Save writes the scenario into dir, named after the design and the
+// invariant, never over an existing file, and returns its path.
+func (f *Failure) Save(dir string) (string, error) { return sim.SaveCounterexample(dir, f.f) }
+
+// Violation is a broken invariant of the contract (docs/spec.md numbers
+// them).
+type Violation struct {
+	// Invariant is its number, and Name what it demands.
+	Invariant int
+	Name      string
+	// Detail says what broke it.
+	Detail string
+	// Also are the other invariants the same step broke.
+	Also []int
 }
 
-// runLane runs sequences in its own folder, taking their indexes from
-// seqs, until seqs has none left for it or ctx is done. It tells seqs of
-// a failure as soon as the property records it, so that the other lanes
-// stop while rapid shrinks it, and again after the check (a failure of
-// the harness itself is not recorded).
-func runLane(ctx context.Context, cfg ExploreConfig, dir string, stats *Stats, seqs Sequencer) laneResult {
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return laneResult{err: fmt.Errorf("handoff: %w", err)}
-	}
-	rec := &Recorder{}
-	var m int64 // the index of the sequence the lane runs
-	prop, done := Property(ctx, PropertyConfig{Design: cfg.Design, Dir: dir, MaxSteps: cfg.Steps, NoSwarm: cfg.NoSwarm, Transport: cfg.Transport,
-		Backend: cfg.Backend, PostgresURL: cfg.PostgresURL, Stats: stats, Recorder: rec, FirstFailure: func() { seqs.Fail(m) }})
-	defer done()
-	for ctx.Err() == nil {
-		var ok bool
-		if m, ok = seqs.Next(); !ok {
-			break
-		}
-		i := m*int64(cfg.Shards) + int64(cfg.Shard-1)
-		seed := SequenceSeed(cfg.Seed, i)
-		tb := &exploreTB{name: "explore/" + cfg.Design.Name}
-		rapidFlags.check(tb, seed, prop)
-		if tb.failed {
-			seqs.Fail(m)
-			return laneResult{index: m, seed: seed, tb: tb, rec: rec}
-		}
-	}
-	return laneResult{}
+// newViolation is the Violation of v.
+func newViolation(v sim.Violation) Violation {
+	return Violation{Invariant: v.Invariant, Name: v.Name(), Detail: v.Detail, Also: v.Also}
 }
-
-// ProgressEverySecond calls progress with stats and the time since it
-// started about once a second, until the returned function is called: an
-// exploration's progress, whether its lanes run in this process or in
-// processes of their own.
-func ProgressEverySecond(progress func(*Stats, time.Duration), stats *Stats) func() {
-	if progress == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	start := time.Now()
-	go func() {
-		defer close(stopped)
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				progress(stats, time.Since(start))
-			}
-		}
-	}()
-	return func() { close(done); <-stopped }
-}
-
-// rapidFlags is the one place that sets rapid's command-line flags. rapid
-// reads its configuration only from these flags (and testing.Short, which
-// needs the testing flags parsed), so a program that runs rapid outside go
-// test must go through them; it guards them with its mutex, so that
-// explorations can run side by side in one process.
-var rapidFlags rapidFlagSet
-
-// rapidFlagSet keeps rapid's flags while explorations use them.
-type rapidFlagSet struct {
-	mu    sync.Mutex
-	users int               // explorations between begin and end
-	saved map[string]string // the values before the first of them began
-}
-
-// begin readies the flags for an exploration: rapid.nofailfile stays
-// true (rapid reads it after a failure, unguarded) until the last
-// exploration ends.
-func (f *rapidFlagSet) begin() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.users == 0 {
-		if flag.Lookup("test.short") == nil {
-			testing.Init()
-		}
-		if !flag.Parsed() {
-			if err := flag.CommandLine.Parse(nil); err != nil {
-				return fmt.Errorf("handoff: %w", err)
-			}
-		}
-		f.saved = map[string]string{}
-		for _, name := range []string{"rapid.checks", "rapid.seed", "rapid.nofailfile"} {
-			fl := flag.Lookup(name)
-			if fl == nil {
-				return fmt.Errorf("handoff: rapid has no flag %s", name)
-			}
-			f.saved[name] = fl.Value.String()
-		}
-		if err := flag.Set("rapid.nofailfile", "true"); err != nil {
-			return fmt.Errorf("handoff: %w", err)
-		}
-	}
-	f.users++
-	return nil
-}
-
-// end puts the flags back once the last exploration has ended.
-func (f *rapidFlagSet) end() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.users--; f.users == 0 {
-		for name, v := range f.saved {
-			_ = flag.Set(name, v) // the value was read from this flag in begin
-		}
-	}
-}
-
-// check runs prop as exactly one rapid check with seed (and, if it fails,
-// rapid's shrinking). rapid divides rapid.checks by 5 under go test
-// -short: it is set so that the quotient is 1.
-func (f *rapidFlagSet) check(tb rapid.TB, seed uint64, prop func(*rapid.T)) {
-	checks := "1"
-	if testing.Short() {
-		checks = "5"
-	}
-	f.checkWith(tb, func() {
-		// Both values are valid for their flags.
-		_ = flag.Set("rapid.checks", checks)
-		_ = flag.Set("rapid.seed", strconv.FormatUint(seed, 10))
-	}, prop)
-}
-
-// checkAsGiven runs rapid.Check(tb, prop) with rapid.checks and
-// rapid.seed as the command line gave them, even while explorations in
-// the same process have set them for their own checks: a test's property
-// (TestSimulation's, Verify's) must run the checks it was asked for.
-func (f *rapidFlagSet) checkAsGiven(tb rapid.TB, prop func(*rapid.T)) {
-	f.checkWith(tb, func() {
-		if f.users > 0 {
-			for _, name := range []string{"rapid.checks", "rapid.seed"} {
-				_ = flag.Set(name, f.saved[name]) // the value was read from this flag in begin
-			}
-		}
-	}, prop)
-}
-
-// checkWith runs rapid.Check(tb, prop) with rapid's flags as set leaves
-// them. rapid reads them once, before the property first runs, so the
-// mutex is held from setting them until then.
-func (f *rapidFlagSet) checkWith(tb rapid.TB, set func(), prop func(*rapid.T)) {
-	f.mu.Lock()
-	var once sync.Once
-	unlock := func() { once.Do(f.mu.Unlock) }
-	defer unlock()
-	set()
-	rapid.Check(tb, func(t *rapid.T) {
-		unlock()
-		prop(t)
-	})
-}
-
-// exploreTB is the rapid.TB of an exploration: it keeps rapid's failure
-// messages instead of failing a test.
-type exploreTB struct {
-	name     string
-	failed   bool
-	messages []string
-}
-
-func (tb *exploreTB) Helper()                          {}
-func (tb *exploreTB) Name() string                     { return tb.name }
-func (tb *exploreTB) Logf(string, ...any)              {}
-func (tb *exploreTB) Log(...any)                       {}
-func (tb *exploreTB) Skipf(format string, args ...any) { tb.Errorf(format, args...) }
-func (tb *exploreTB) Skip(args ...any)                 { tb.Error(args...) }
-func (tb *exploreTB) SkipNow()                         { tb.failed = true }
-func (tb *exploreTB) Errorf(format string, args ...any) {
-	tb.failed = true
-	tb.messages = append(tb.messages, fmt.Sprintf(format, args...))
-}
-func (tb *exploreTB) Error(args ...any)                 { tb.Errorf("%s", fmt.Sprint(args...)) }
-func (tb *exploreTB) Fatalf(format string, args ...any) { tb.Errorf(format, args...) }
-func (tb *exploreTB) Fatal(args ...any)                 { tb.Error(args...) }
-func (tb *exploreTB) FailNow()                          { tb.failed = true }
-func (tb *exploreTB) Fail()                             { tb.failed = true }
-func (tb *exploreTB) Failed() bool                      { return tb.failed }

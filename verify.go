@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/explore"
+	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
@@ -75,13 +78,13 @@ func Verify(t *testing.T, d designs.Design, opts VerifyOptions) {
 	if opts.Backend == "" {
 		opts.Backend = SQLite
 	}
-	if err := checkBackend(opts.Backend, opts.PostgresURL); err != nil {
+	if err := backend.Check(backend.Backend(opts.Backend), opts.PostgresURL); err != nil {
 		t.Fatal(err)
 	}
 	if opts.Enumerate && opts.Backend != SQLite {
 		t.Fatalf("handoff: Enumerate runs on SQLite; verify on %s without it", opts.Backend)
 	}
-	env, err := NewEnv(t.Context(), Config{Design: d, Dir: t.TempDir(), Durability: system.ProcessSafe, Backend: opts.Backend, PostgresURL: opts.PostgresURL})
+	env, err := sim.NewEnv(t.Context(), sim.Config{Design: d, Dir: t.TempDir(), Durability: system.ProcessSafe, Backend: backend.Backend(opts.Backend), PostgresURL: opts.PostgresURL})
 	if err != nil {
 		t.Fatal(err) // the design cannot open, or its app lacks what it declares: once, before any run
 	}
@@ -138,7 +141,7 @@ func nameClash(d designs.Design) error {
 // own, how it maps its CRM's refusals.
 func Unchecked(d designs.Design) []string {
 	lines := d.Supports.Unchecked()
-	if !takesDatabaseFaults(d) {
+	if !sim.TakesDatabaseFaults(d) {
 		lines = append(lines, "for any design but the real one: busy and full databases, and a lost commit (the harness holds the real design's databases only)")
 	}
 	if d.OwnReceiver {
@@ -162,13 +165,13 @@ func corpusPaths(dir string) ([]string, error) {
 
 // readOwnScenario reads the scenario file at path of a user's corpus for
 // design d: one that names d, or no design.
-func readOwnScenario(path string, d designs.Design) (Scenario, error) {
-	sc, err := ReadScenario(path)
+func readOwnScenario(path string, d designs.Design) (sim.Scenario, error) {
+	sc, err := sim.ReadScenario(path)
 	if err != nil {
-		return Scenario{}, fmt.Errorf("%w (every *.txt file of the corpus folder is a scenario)", err)
+		return sim.Scenario{}, fmt.Errorf("%w (every *.txt file of the corpus folder is a scenario)", err)
 	}
 	if name := sc.Design(); name != d.Name && name != designs.Handoff.Name {
-		return Scenario{}, fmt.Errorf("handoff: %s runs design %s, not %s: edit its design line, or move it out of the folder", path, name, d.Name)
+		return sim.Scenario{}, fmt.Errorf("handoff: %s runs design %s, not %s: edit its design line, or move it out of the folder", path, name, d.Name)
 	}
 	return sc, nil
 }
@@ -176,14 +179,14 @@ func readOwnScenario(path string, d designs.Design) (Scenario, error) {
 // builtinScenarios are the scenarios of the module's corpus that run the
 // real design on backend b and need nothing d lacks, each named
 // handoff/corpus/FILE.
-func builtinScenarios(d designs.Design, b Backend) ([]Scenario, error) {
-	all, err := CorpusScenarios()
+func builtinScenarios(d designs.Design, b Backend) ([]sim.Scenario, error) {
+	all, err := sim.Corpus(Corpus)
 	if err != nil {
 		return nil, err
 	}
-	var scenarios []Scenario
+	var scenarios []sim.Scenario
 	for _, sc := range all {
-		if only := sc.Backend(); sc.Design() == designs.Handoff.Name && (only == "" || only == b) && scenarioSupported(d, sc) == nil {
+		if only := sc.Backend(); sc.Design() == designs.Handoff.Name && (only == "" || only == backend.Backend(b)) && sim.ScenarioSupported(d, sc) == nil {
 			sc.Name = "handoff/" + sc.Name
 			scenarios = append(scenarios, sc)
 		}
@@ -191,33 +194,22 @@ func builtinScenarios(d designs.Design, b Backend) ([]Scenario, error) {
 	return scenarios, nil
 }
 
-// scenarioSupported reports the first step of sc that d does not
-// support, as an ErrUnsupported error, or nil.
-func scenarioSupported(d designs.Design, sc Scenario) error {
-	for _, c := range sc.Cases {
-		if err := supported(d, c.Step); err != nil {
-			return fmt.Errorf("%s:%d: %w", sc.Name, c.Line, err)
-		}
-	}
-	return nil
-}
-
 // verifyReplay replays sc on d, checking every invariant after every
 // step, then, with opts.Enumerate, crashes it at every fault point it
 // passes.
-func verifyReplay(t *testing.T, d designs.Design, sc Scenario, opts VerifyOptions) {
-	if err := scenarioSupported(d, sc); err != nil {
+func verifyReplay(t *testing.T, d designs.Design, sc sim.Scenario, opts VerifyOptions) {
+	if err := sim.ScenarioSupported(d, sc); err != nil {
 		t.Fatal(err)
 	}
 	if len(sc.Cases) > 0 && sc.Cases[0].Step.Directive == "design" {
 		sc.Cases = sc.Cases[1:] // the Env runs d already
 	}
-	env, err := NewEnv(t.Context(), Config{Design: d, Dir: t.TempDir(), Durability: system.ProcessSafe, Backend: opts.Backend, PostgresURL: opts.PostgresURL})
+	env, err := sim.NewEnv(t.Context(), sim.Config{Design: d, Dir: t.TempDir(), Durability: system.ProcessSafe, Backend: backend.Backend(opts.Backend), PostgresURL: opts.PostgresURL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer env.Close()
-	run := Run{Design: d.Name}
+	run := sim.Run{Design: d.Name}
 	for _, c := range sc.Cases {
 		out, err := env.Apply(t.Context(), c.Step)
 		if err != nil {
@@ -225,7 +217,7 @@ func verifyReplay(t *testing.T, d designs.Design, sc Scenario, opts VerifyOption
 		}
 		run.Steps, run.Outcomes = append(run.Steps, c.Step), append(run.Outcomes, out)
 		if out.Violation != nil {
-			f := Failure{Run: run, Violation: *out.Violation, Disagreement: env.Disagreement()}
+			f := sim.Failure{Run: run, Violation: *out.Violation, Disagreement: env.Disagreement()}
 			t.Fatalf("%s:%d: design %s broke invariant %d (%s):\n  %s\n\nthe scenario up to there:\n\n%s%s",
 				sc.Name, c.Line, d.Name, f.Violation.Invariant, f.Violation.Name(), f.Violation.Detail, run.Scenario(), f.Diverged())
 		}
@@ -233,11 +225,11 @@ func verifyReplay(t *testing.T, d designs.Design, sc Scenario, opts VerifyOption
 	if !opts.Enumerate {
 		return
 	}
-	points, err := Enumerate(t.Context(), sc, EnumerateConfig{Design: d, Dir: t.TempDir(), Fresh: opts.Fresh})
+	points, err := sim.Enumerate(t.Context(), sc, sim.EnumerateConfig{Design: d, Dir: t.TempDir(), Fresh: opts.Fresh})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var broken []CrashPoint
+	var broken []sim.CrashPoint
 	for _, p := range points {
 		if p.Violation != nil {
 			broken = append(broken, p)
@@ -254,7 +246,7 @@ func verifyReplay(t *testing.T, d designs.Design, sc Scenario, opts VerifyOption
 // verifyProperty runs the rapid property on d, and saves the minimal
 // failing scenario into opts.Corpus when the environment asks to.
 func verifyProperty(t *testing.T, d designs.Design, opts VerifyOptions) {
-	rec := &Recorder{}
+	rec := &explore.Recorder{}
 	save := fmt.Sprintf("%s=1 go test -run '^%s$' in this package's folder (rapid replays its fail file, in testdata/rapid, first)", SaveEnv, t.Name())
 	if opts.Corpus == "" {
 		save = "set VerifyOptions.Corpus to a folder, then " + save
@@ -263,15 +255,15 @@ func verifyProperty(t *testing.T, d designs.Design, opts VerifyOptions) {
 		if rec.Failure == nil || os.Getenv(SaveEnv) == "" || opts.Corpus == "" {
 			return
 		}
-		path, err := SaveCounterexample(opts.Corpus, rec.Failure)
+		path, err := sim.SaveCounterexample(opts.Corpus, rec.Failure)
 		if err != nil {
 			t.Errorf("saving the minimal scenario: %v", err)
 			return
 		}
 		t.Logf("saved the minimal scenario as %s", path)
 	}()
-	prop, done := Property(t.Context(), PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: opts.Steps, Fresh: opts.Fresh,
-		Backend: opts.Backend, PostgresURL: opts.PostgresURL, Recorder: rec, Reproduce: save})
+	prop, done := explore.Property(t.Context(), explore.PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: opts.Steps, Fresh: opts.Fresh,
+		Backend: backend.Backend(opts.Backend), PostgresURL: opts.PostgresURL, Recorder: rec, Reproduce: save})
 	defer done()
-	rapidFlags.checkAsGiven(t, prop)
+	explore.Check(t, prop)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/pgtest"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -185,4 +186,11 @@ func TestNameClash(t *testing.T) {
 			t.Errorf("%s: got %v, want a clash: %t", tt.d.Name, err, tt.clash)
 		}
 	}
+}
+
+// TestVerifyOnPostgres verifies the real design with its app database in
+// PostgreSQL, as a user's outbox on PostgreSQL would be verified: OpenApp
+// gets the URL of a schema of the run's own, emptied between sequences.
+func TestVerifyOnPostgres(t *testing.T) {
+	Verify(t, designs.Handoff, VerifyOptions{Steps: 5, Backend: Postgres, PostgresURL: pgtest.URL(t)})
 }

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outboxlab/handoff"
 	receiver "github.com/outboxlab/handoff/crm"
+	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
@@ -32,7 +32,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := required(fs, "app"); err != nil {
 		return err
 	}
-	findings, files, err := handoff.CheckFiles(ctx, *appPath, *crmPath)
+	findings, files, err := sim.CheckFiles(ctx, *appPath, *crmPath)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func init() {
 			done:       "the real design kept every invariant, or the fragile design given with --design was caught",
 			failed:     "an invariant of the real design broke (the minimal scenario is printed), the fragile design was not caught, the run was interrupted (the partial summary is printed), or the harness failed",
 			atLeastOne: []string{"checks", "steps", "parallel"},
-			run:        explore,
+			run:        exploreCmd,
 		},
 		{
 			name:       "designs",

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -173,7 +173,7 @@ func TestHelpDefaults(t *testing.T) {
 	}{
 		{"explore", "parallel", "(default: the number of CPUs)"},
 		{"explore", "seed", "(default: a fresh one, printed in the summary)"},
-		{"explore", "checks", fmt.Sprintf("random sequences to try (default %d)", handoff.DefaultChecks)},
+		{"explore", "checks", fmt.Sprintf("random sequences to try (default %d)", explore.DefaultChecks)},
 		{"explore", "shard", "(default 1/1)"},
 		{"work", "worker", "(default HOST:PID); a stable name lets a restarted process release its leases at once"},
 		{"work", "lease", fmt.Sprintf("(default %v)", system.DefaultLease)},

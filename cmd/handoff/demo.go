@@ -7,7 +7,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/outboxlab/handoff"
+	"github.com/outboxlab/handoff/internal/sim"
 )
 
 // demo runs the lost-reply demonstration on real files.
@@ -18,14 +18,14 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
-	d, err := handoff.RunDemo(ctx, *dir)
+	d, err := sim.RunDemo(ctx, *dir)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		return encodeJSON(stdout, d)
 	}
-	fmt.Fprintf(stdout, "approved %s (%q); the databases are in %s\n", d.OperationKey, handoff.DemoTitle, *dir)
+	fmt.Fprintf(stdout, "approved %s (%q); the databases are in %s\n", d.OperationKey, sim.DemoTitle, *dir)
 	fmt.Fprintf(stdout, "network calls: %d (the CRM is a local SQLite file)\n\n", d.NetworkCalls)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "step\tworker result\tCRM tasks\tattempts\tremote id")

@@ -10,8 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/internal/words"
 )
 
@@ -25,7 +26,7 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parse(fs, args, stderr, true); err != nil {
 		return err
 	}
-	backend, postgresURL, err := backendFlags.values(ctx)
+	which, postgresURL, err := backendFlags.values(ctx)
 	if err != nil {
 		return err
 	}
@@ -33,9 +34,9 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if fs.NArg() > 0 {
 			return fmt.Errorf("%w: --measure measures the whole catalog; give no names", errUsage)
 		}
-		return measureDesigns(ctx, designs.Fragile, *measure, backend, postgresURL, *asJSON, stdout, stderr)
+		return measureDesigns(ctx, designs.Fragile, *measure, which, postgresURL, *asJSON, stdout, stderr)
 	}
-	if backend != handoff.SQLite {
+	if which != backend.SQLite {
 		return fmt.Errorf("%w: --backend says where --measure explores; without --measure it has nothing to do", errUsage)
 	}
 	list := designs.All()
@@ -128,15 +129,15 @@ const notAsDocumented = "not caught as documented on every seed"
 // backend with each of seeds seeds, prints how fast each was caught, and
 // fails unless every one was caught as documented on every seed: found,
 // shrunk to its documented length, by its documented invariant.
-func measureDesigns(ctx context.Context, list []designs.Design, seeds int, backend handoff.Backend, postgresURL string, asJSON bool, stdout, stderr io.Writer) error {
+func measureDesigns(ctx context.Context, list []designs.Design, seeds int, on backend.Backend, postgresURL string, asJSON bool, stdout, stderr io.Writer) error {
 	var all []measurement
 	for _, d := range list {
 		m := measurement{Design: d.Name, Seeds: seeds, ExpectedSteps: d.MinimalSteps, ExpectedInvariant: d.Invariant}
 		var sequences, seconds []float64
 		for seed := 1; seed <= seeds; seed++ {
 			fmt.Fprintf(stderr, "measuring %s, seed %d of %d\n", d.Name, seed, seeds)
-			r, err := handoff.Explore(ctx, handoff.ExploreConfig{Design: d, Checks: handoff.DefaultChecks, Steps: handoff.DefaultSteps, Seed: uint64(seed),
-				Backend: backend, PostgresURL: postgresURL})
+			r, err := explore.Explore(ctx, explore.ExploreConfig{Design: d, Checks: explore.DefaultChecks, Steps: explore.DefaultSteps, Seed: uint64(seed),
+				Backend: on, PostgresURL: postgresURL})
 			if err != nil {
 				return err
 			}

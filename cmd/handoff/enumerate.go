@@ -8,8 +8,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 )
 
@@ -43,8 +43,8 @@ func enumerate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			continue
 		}
-		points, err := handoff.Enumerate(ctx, sc, handoff.EnumerateConfig{Design: designs.Handoff, Dir: dir})
-		if errors.Is(err, handoff.ErrOtherBackend) {
+		points, err := sim.Enumerate(ctx, sc, sim.EnumerateConfig{Design: designs.Handoff, Dir: dir})
+		if errors.Is(err, sim.ErrOtherBackend) {
 			skippedBackend++
 			if fs.NArg() > 0 {
 				fmt.Fprintf(stderr, "skipped %v; enumerate runs on sqlite\n", err)

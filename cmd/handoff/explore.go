@@ -15,21 +15,22 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/explore"
+	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 )
 
-// explore runs the rapid property outside go test and prints a summary.
+// exploreCmd runs the rapid property outside go test and prints a summary.
 // It prints its seed, and the command that reproduces the run, first; on
 // SIGINT or SIGTERM it stops starting sequences, prints the partial
 // summary and fails.
-func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
-	checks := fs.Int("checks", handoff.DefaultChecks, "random sequences to try")
-	steps := fs.Int("steps", handoff.DefaultSteps, "the most random steps a sequence takes")
+	checks := fs.Int("checks", explore.DefaultChecks, "random sequences to try")
+	steps := fs.Int("steps", explore.DefaultSteps, "the most random steps a sequence takes")
 	seed := fs.Uint64("seed", 0, "seed of the first sequence (default: a fresh one, printed in the summary)")
 	designName := fs.String("design", designs.Handoff.Name, "design to explore (handoff designs lists them)")
 	save := fs.String("save", "", "save the minimal failing scenario as a file in this folder")
@@ -38,7 +39,7 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	parallel := fs.Int("parallel", runtime.NumCPU(), "sequences to run at once, each lane a process of its own when more than one; the sequences are the same whatever it is (default: the number of CPUs)")
 	shardFlag := fs.String("shard", "1/1", "run shard i/n of the run's sequences (every n-th, from the i-th), --checks of them")
 	swarm := fs.Bool("swarm", true, "swarm testing: one sequence in four reweights or switches off kinds of steps and faults")
-	transportName := fs.String("transport", string(handoff.InProcess), "how the worker's requests reach the CRM: in-process, or http (crm.Sender through a fault proxy to crm.Server on loopback)")
+	transportName := fs.String("transport", string(sim.InProcess), "how the worker's requests reach the CRM: in-process, or http (crm.Sender through a fault proxy to crm.Server on loopback)")
 	backendFlags := addBackendFlags(fs)
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
@@ -56,9 +57,9 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	transport, err := handoff.ParseTransport(*transportName)
+	transport, err := sim.ParseTransport(*transportName)
 	if err == nil {
-		err = handoff.CheckTransport(design, transport)
+		err = sim.CheckTransport(design, transport)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: --transport: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
@@ -82,7 +83,7 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !*swarm {
 		common += " --swarm=false"
 	}
-	if transport != handoff.InProcess {
+	if transport != sim.InProcess {
 		common += " --transport " + string(transport)
 	}
 	common += backendFlags.flags()
@@ -91,7 +92,7 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		again += " --shard " + *shardFlag
 	}
 	fmt.Fprintf(stderr, "exploring design %s (%s) with seed %d; to run it again: %s\n", design.Name, transport, *seed, again)
-	cfg := handoff.ExploreConfig{Design: design, Checks: *checks, Steps: *steps, Seed: *seed, Dir: *dir,
+	cfg := explore.ExploreConfig{Design: design, Checks: *checks, Steps: *steps, Seed: *seed, Dir: *dir,
 		Shard: shard, Shards: shards, Parallel: *parallel, NoSwarm: !*swarm, Transport: transport,
 		Backend: backend, PostgresURL: postgresURL, Progress: progressLine(stderr, *checks)}
 	report, err := runExploration(ctx, cfg)
@@ -111,7 +112,7 @@ func explore(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		printSummary(stdout, report, reproduce)
 	}
 	if report.Failure != nil && *save != "" {
-		path, err := handoff.SaveCounterexample(*save, report.Failure)
+		path, err := sim.SaveCounterexample(*save, report.Failure)
 		if err != nil {
 			return err
 		}
@@ -143,22 +144,22 @@ func invokedAs(arg0 string) string {
 
 // runExploration runs cfg's exploration: in this process for one lane,
 // each lane in a process of its own for more (see laneCommand).
-func runExploration(ctx context.Context, cfg handoff.ExploreConfig) (handoff.Report, error) {
+func runExploration(ctx context.Context, cfg explore.ExploreConfig) (explore.Report, error) {
 	if cfg.Parallel == 1 {
-		return handoff.Explore(ctx, cfg)
+		return explore.Explore(ctx, cfg)
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return handoff.Report{}, fmt.Errorf("finding this program, to run its lanes: %w", err)
+		return explore.Report{}, fmt.Errorf("finding this program, to run its lanes: %w", err)
 	}
 	return exploreInProcesses(ctx, exe, cfg)
 }
 
 // progressLine returns the progress callback: a line rewritten in place on
 // a terminal, a line every ten seconds elsewhere.
-func progressLine(w io.Writer, checks int) func(*handoff.Stats, time.Duration) {
+func progressLine(w io.Writer, checks int) func(*sim.Stats, time.Duration) {
 	terminal := isTerminal(w)
-	return func(st *handoff.Stats, elapsed time.Duration) {
+	return func(st *sim.Stats, elapsed time.Duration) {
 		line := fmt.Sprintf("exploring: %s (of %s), %s, %s, %.0f steps/s",
 			words.HowMany(st.Sequences.Load(), "sequence"), words.HowMany(checks, "check"), words.HowMany(st.ShrinkRuns.Load(), "shrink run"), words.HowMany(st.Steps.Load(), "step"),
 			float64(st.Steps.Load())/elapsed.Seconds())
@@ -188,7 +189,7 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
-func printSummary(w io.Writer, r handoff.Report, reproduce string) {
+func printSummary(w io.Writer, r explore.Report, reproduce string) {
 	st := r.Stats
 	fmt.Fprintf(w, "explored design %s (%s): %s (%s asked) and %s, %s in %.1fs = %.0f steps/s, seed %d, %s",
 		r.Config.Design.Name, r.Config.Transport, words.HowMany(st.Sequences.Load(), "sequence"), words.HowMany(r.Config.Checks, "check"), words.HowMany(st.ShrinkRuns.Load(), "shrink run"),
@@ -204,7 +205,7 @@ func printSummary(w io.Writer, r handoff.Report, reproduce string) {
 	fmt.Fprintf(w, "  transitions:     %s\n", counts(st.Transitions))
 	fmt.Fprintf(w, "  worker results:  %s\n", counts(st.Results))
 	fmt.Fprintf(w, "  other steps:     %s\n", counts(st.Phases))
-	fmt.Fprintf(w, "  input classes:   %d of %d drawn\n", len(st.InputClasses), len(handoff.InputClasses))
+	fmt.Fprintf(w, "  input classes:   %d of %d drawn\n", len(st.InputClasses), len(sim.InputClasses))
 	fmt.Fprintf(w, "  shapes (steps):  %s\n", counts(st.Shapes))
 	if r.Failure == nil {
 		fmt.Fprintln(w, "  failures:        0")
@@ -255,7 +256,7 @@ type violation struct {
 	Steps     int    `json:"steps"`
 }
 
-func printJSON(w io.Writer, r handoff.Report, reproduce string) error {
+func printJSON(w io.Writer, r explore.Report, reproduce string) error {
 	st := r.Stats
 	s := summary{
 		Design: r.Config.Design.Name, Transport: string(r.Config.Transport), Seed: r.Config.Seed, Checks: r.Config.Checks, StepsPerSequence: r.Config.Steps,

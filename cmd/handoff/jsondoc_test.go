@@ -16,9 +16,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/outboxlab/handoff"
 	receiver "github.com/outboxlab/handoff/crm"
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -102,7 +102,7 @@ var jsonOutputs = []struct {
 			t.Fatal(err)
 		}
 		var b strings.Builder
-		if err := measureDesigns(t.Context(), []designs.Design{twoWrites}, 1, handoff.SQLite, "", true, &b, io.Discard); err != nil {
+		if err := measureDesigns(t.Context(), []designs.Design{twoWrites}, 1, backend.SQLite, "", true, &b, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		return []string{b.String()}

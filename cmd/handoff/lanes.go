@@ -16,7 +16,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/outboxlab/handoff"
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/explore"
+	"github.com/outboxlab/handoff/internal/sim"
 )
 
 // laneCommand is what explore --parallel N, for N above 1, runs each of
@@ -49,8 +51,8 @@ type laneStart struct {
 	Shard       int
 	Shards      int
 	NoSwarm     bool
-	Transport   handoff.Transport
-	Backend     handoff.Backend
+	Transport   sim.Transport
+	Backend     backend.Backend
 	PostgresURL string
 	Dir         string // the folder the lane makes its own in
 }
@@ -89,9 +91,9 @@ type laneCounts struct {
 // laneReport is how a lane ended: what it counted and its failure, or the
 // error that stopped it.
 type laneReport struct {
-	Stats       *handoff.Stats
+	Stats       *sim.Stats
 	Interrupted bool
-	Failure     *handoff.Failure
+	Failure     *sim.Failure
 	FirstAt     time.Time
 	FailureSeed uint64
 	Problem     string
@@ -144,10 +146,10 @@ func exploreLane(ctx context.Context, args []string, stdin io.Reader, stdout io.
 		}
 	}()
 	seqs := &remoteSequencer{out: out, grants: grants}
-	cfg := handoff.ExploreConfig{Design: design, Checks: start.Checks, Steps: start.Steps, Seed: start.Seed, Shard: start.Shard, Shards: start.Shards,
+	cfg := explore.ExploreConfig{Design: design, Checks: start.Checks, Steps: start.Steps, Seed: start.Seed, Shard: start.Shard, Shards: start.Shards,
 		NoSwarm: start.NoSwarm, Transport: start.Transport, Backend: start.Backend, PostgresURL: start.PostgresURL, Dir: start.Dir,
-		Sequencer: seqs, Progress: func(st *handoff.Stats, _ time.Duration) { out.send(laneMessage{Counts: countsOf(st)}) }}
-	r, err := handoff.Explore(ctx, cfg)
+		Sequencer: seqs, Progress: func(st *sim.Stats, _ time.Duration) { out.send(laneMessage{Counts: countsOf(st)}) }}
+	r, err := explore.Explore(ctx, cfg)
 	report := &laneReport{Stats: r.Stats, Interrupted: r.Interrupted, Failure: r.Failure, FirstAt: r.FirstAt, FailureSeed: r.FailureSeed, Problem: r.Problem}
 	if err != nil {
 		report = &laneReport{Err: err.Error()}
@@ -182,7 +184,7 @@ func pollable(f *os.File) *os.File {
 }
 
 // countsOf returns the counters of st.
-func countsOf(st *handoff.Stats) *laneCounts {
+func countsOf(st *sim.Stats) *laneCounts {
 	return &laneCounts{st.Sequences.Load(), st.ShrinkRuns.Load(), st.Steps.Load()}
 }
 
@@ -199,7 +201,7 @@ func (w *laneWriter) send(m laneMessage) error {
 	return w.enc.Encode(m)
 }
 
-// remoteSequencer is a lane's handoff.Sequencer: explore's, over the
+// remoteSequencer is a lane's explore.Sequencer: explore's, over the
 // lane's standard input and output, a grant of indexes at a time. It
 // asks for the next grant as it returns the last index it holds, so that
 // the answer comes while the lane runs that sequence: on a busy machine,
@@ -284,9 +286,9 @@ func (l *laneProcess) name() string {
 // laneRun is a run of exploreInProcesses: its lanes, the Sequencer they
 // take their sequences from, and the failures they found.
 type laneRun struct {
-	seqs    handoff.Sequencer
-	live    *handoff.Stats // the sums of the lanes' last counts
-	granted atomic.Int64   // sequences handed out
+	seqs    explore.Sequencer
+	live    *sim.Stats   // the sums of the lanes' last counts
+	granted atomic.Int64 // sequences handed out
 
 	mu    sync.Mutex // guards what follows
 	lanes []*laneProcess
@@ -328,7 +330,7 @@ func (r *laneRun) fail(l *laneProcess, m int64) {
 	}
 }
 
-// exploreInProcesses runs the exploration cfg describes as handoff.Explore
+// exploreInProcesses runs the exploration cfg describes as explore.Explore
 // does, each of its cfg.Parallel lanes a process of exe's own running
 // laneCommand: the lanes take the run's sequences from one Sequencer, in
 // this process, and send their counts (summed here for cfg.Progress) and
@@ -338,16 +340,16 @@ func (r *laneRun) fail(l *laneProcess, m int64) {
 // stops every lane after the sequence it runs, and the report says so.
 // The lanes' folders are made in one of the run's, removed at the end
 // even if a lane could not remove its own.
-func exploreInProcesses(ctx context.Context, exe string, cfg handoff.ExploreConfig) (handoff.Report, error) {
+func exploreInProcesses(ctx context.Context, exe string, cfg explore.ExploreConfig) (explore.Report, error) {
 	dir, err := os.MkdirTemp(cfg.Dir, "handoff-explore-")
 	if err != nil {
-		return handoff.Report{}, err
+		return explore.Report{}, err
 	}
 	defer os.RemoveAll(dir)
-	report := handoff.Report{Config: cfg, Stats: handoff.NewStats(), Start: time.Now()}
+	report := explore.Report{Config: cfg, Stats: sim.NewStats(), Start: time.Now()}
 	start := laneStart{Protocol: laneProtocol, Design: cfg.Design.Name, Checks: cfg.Checks, Steps: cfg.Steps, Seed: cfg.Seed, Shard: cfg.Shard, Shards: cfg.Shards,
 		NoSwarm: cfg.NoSwarm, Transport: cfg.Transport, Backend: cfg.Backend, PostgresURL: cfg.PostgresURL, Dir: dir}
-	r := &laneRun{seqs: handoff.NewSequencer(cfg.Checks), live: handoff.NewStats(), superseded: map[*laneProcess]bool{}}
+	r := &laneRun{seqs: explore.NewSequencer(cfg.Checks), live: sim.NewStats(), superseded: map[*laneProcess]bool{}}
 	served := make(chan struct{})
 	go func() {
 		select {
@@ -356,7 +358,7 @@ func exploreInProcesses(ctx context.Context, exe string, cfg handoff.ExploreConf
 		case <-served:
 		}
 	}()
-	stopProgress := handoff.ProgressEverySecond(cfg.Progress, r.live)
+	stopProgress := explore.ProgressEverySecond(cfg.Progress, r.live)
 	var (
 		wg       sync.WaitGroup
 		startErr error
@@ -393,18 +395,18 @@ func exploreInProcesses(ctx context.Context, exe string, cfg handoff.ExploreConf
 	report.Elapsed = time.Since(report.Start)
 	stopProgress()
 	if startErr != nil {
-		return handoff.Report{}, startErr
+		return explore.Report{}, startErr
 	}
 	report.Interrupted = ctx.Err() != nil
 	for _, l := range r.lanes {
 		if l.err != nil {
-			return handoff.Report{}, l.err
+			return explore.Report{}, l.err
 		}
 		report.Stats.Add(l.report.Stats)
 		report.Interrupted = report.Interrupted || l.report.Interrupted && !r.superseded[l]
 	}
 	if l := r.failed; l != nil && (l.report.Failure != nil || l.report.Problem != "") {
-		report.Recorder = handoff.Recorder{Failure: l.report.Failure, FirstSequences: r.firstSequences, FirstAt: l.report.FirstAt}
+		report.Recorder = explore.Recorder{Failure: l.report.Failure, FirstSequences: r.firstSequences, FirstAt: l.report.FirstAt}
 		report.FailureSeed, report.Problem = l.report.FailureSeed, l.report.Problem
 	}
 	return report, nil

@@ -19,9 +19,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/internal/pgtest"
+	"github.com/outboxlab/handoff/internal/sim"
 )
 
 // exploreJSON is what the lane tests read of explore --json.
@@ -223,8 +225,8 @@ func TestLanesThatCannotRun(t *testing.T) {
 		{filepath.Join(dir, "missing"), "starting lane 1 of 2", os.ErrNotExist},
 		{script, "a lane ended without its report: exit status 3; it said:\npanic: no lanes here", errLane},
 	} {
-		cfg := handoff.ExploreConfig{Design: designs.Handoff, Checks: 4, Steps: 5, Seed: 1, Shard: 1, Shards: 1, Parallel: 2,
-			Transport: handoff.InProcess, Backend: handoff.SQLite, Dir: t.TempDir()}
+		cfg := explore.ExploreConfig{Design: designs.Handoff, Checks: 4, Steps: 5, Seed: 1, Shard: 1, Shards: 1, Parallel: 2,
+			Transport: sim.InProcess, Backend: backend.SQLite, Dir: t.TempDir()}
 		_, err := exploreInProcesses(t.Context(), tt.exe, cfg)
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, tt.isErr) {
 			t.Errorf("lanes of %s: got %v, want %q (%v)", tt.exe, err, tt.want, tt.isErr)

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
@@ -162,7 +162,7 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 
-	injector.Arm(handoff.FaultPoint(kind))
+	injector.Arm(sim.FaultPoint(kind))
 	d, err := app.DeliverOne(ctx, target)
 	if p := injector.Crashed(); p != "" {
 		return fmt.Errorf("simulated crash at %s delivering %s: attempt %d of %d counted; deliver again", p, d.Key, d.Attempts, app.MaxAttempts())
@@ -293,13 +293,13 @@ func inspect(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *limit < 0 {
 		return fmt.Errorf("%w: --limit is %d, want 0 (all) or more", errUsage, *limit)
 	}
-	findings, files, err := handoff.CheckFiles(ctx, *appPath, *crmPath)
+	findings, files, err := sim.CheckFiles(ctx, *appPath, *crmPath)
 	if err != nil {
 		return err
 	}
 	v := inspection{appPath: shown(*appPath), crmPath: *crmPath, files: files, findings: findings, now: time.Now()}
 	if v.audit, err = readAudit(ctx, *appPath); err != nil {
-		v.findings = append(v.findings, handoff.Finding{Where: v.appPath, What: "reading the audit log: " + err.Error()})
+		v.findings = append(v.findings, sim.Finding{Where: v.appPath, What: "reading the audit log: " + err.Error()})
 	}
 	for _, r := range files.App.Outbox {
 		if !slices.Contains(states, r.State) {
@@ -349,10 +349,10 @@ func parseStates(s string) ([]system.State, error) {
 // inspection is what inspect shows.
 type inspection struct {
 	appPath, crmPath string
-	files            handoff.Files
+	files            sim.Files
 	listed           []system.Row // the rows --state and --limit let through
 	unlisted         int          // the rows --state let through and --limit held back
-	findings         []handoff.Finding
+	findings         []sim.Finding
 	audit            []system.AuditEntry // the whole audit log, oldest first
 	now              time.Time
 }

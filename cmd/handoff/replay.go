@@ -11,22 +11,23 @@ import (
 
 	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 )
 
 // replay replays scenario files and compares every step's output. Over
 // http it skips, saying so, the scenarios of a design that runs in
 // process only; on either backend those whose backend line names the
-// other (handoff.ErrOtherBackend), saying why.
+// other (sim.ErrOtherBackend), saying why.
 func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	quiet := fs.Bool("quiet", false, "print only mismatches and the summary")
-	transportName := fs.String("transport", string(handoff.InProcess), "how the worker's requests reach the CRM in a file that names no transport: in-process, or http")
+	transportName := fs.String("transport", string(sim.InProcess), "how the worker's requests reach the CRM in a file that names no transport: in-process, or http")
 	backendFlags := addBackendFlags(fs)
 	if err := parse(fs, args, stderr, true); err != nil {
 		return err
 	}
-	transport, err := handoff.ParseTransport(*transportName)
+	transport, err := sim.ParseTransport(*transportName)
 	if err != nil {
 		return fmt.Errorf("%w: --transport: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
 	}
@@ -44,8 +45,8 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	steps, mismatches, skipped := 0, 0, 0
 	for _, sc := range scenarios {
-		outputs, problems, err := replayOne(ctx, sc, handoff.Config{Transport: transport, Backend: backend, PostgresURL: postgresURL})
-		if errors.Is(err, handoff.ErrOtherBackend) {
+		outputs, problems, err := replayOne(ctx, sc, sim.Config{Transport: transport, Backend: backend, PostgresURL: postgresURL})
+		if errors.Is(err, sim.ErrOtherBackend) {
 			fmt.Fprintf(stderr, "skipped %v\n", err)
 			skipped++
 			continue
@@ -82,11 +83,11 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // overTransport returns the scenarios that can run over t, and says on
 // stderr which it skips: those of a design that runs in process only.
-func overTransport(scenarios []handoff.Scenario, t handoff.Transport, stderr io.Writer) []handoff.Scenario {
-	var kept []handoff.Scenario
+func overTransport(scenarios []sim.Scenario, t sim.Transport, stderr io.Writer) []sim.Scenario {
+	var kept []sim.Scenario
 	for _, sc := range scenarios {
 		if d, err := designs.Lookup(sc.Design()); err == nil { // an unknown design fails at its design line
-			if err := handoff.CheckTransport(d, t); err != nil {
+			if err := sim.CheckTransport(d, t); err != nil {
 				fmt.Fprintf(stderr, "skipped %s: %s\n", sc.Name, strings.TrimPrefix(err.Error(), "handoff: "))
 				continue
 			}
@@ -98,13 +99,13 @@ func overTransport(scenarios []handoff.Scenario, t handoff.Transport, stderr io.
 
 // readScenarios reads the named files, or the embedded corpus when none are
 // named.
-func readScenarios(files []string) ([]handoff.Scenario, error) {
+func readScenarios(files []string) ([]sim.Scenario, error) {
 	if len(files) == 0 {
-		return handoff.CorpusScenarios()
+		return sim.Corpus(handoff.Corpus)
 	}
-	var scenarios []handoff.Scenario
+	var scenarios []sim.Scenario
 	for _, f := range files {
-		sc, err := handoff.ReadScenario(f)
+		sc, err := sim.ReadScenario(f)
 		if err != nil {
 			return nil, err
 		}
@@ -115,12 +116,12 @@ func readScenarios(files []string) ([]handoff.Scenario, error) {
 
 // replayOne replays a scenario on an Env of cfg in a temporary folder of
 // its own (and on PostgreSQL a schema of its own).
-func replayOne(ctx context.Context, sc handoff.Scenario, cfg handoff.Config) ([]string, []handoff.Problem, error) {
+func replayOne(ctx context.Context, sc sim.Scenario, cfg sim.Config) ([]string, []sim.Problem, error) {
 	dir, err := os.MkdirTemp("", "handoff-replay-")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
 	cfg.Dir = dir
-	return handoff.ReplayWith(ctx, sc, cfg)
+	return sim.ReplayWith(ctx, sc, cfg)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/outboxlab/handoff"
+	"github.com/outboxlab/handoff/internal/sim"
 )
 
 // replay of the embedded corpus and of files, in process and over HTTP.
@@ -55,8 +56,8 @@ func TestOverHTTP(t *testing.T) {
 }
 
 // TestCorpusReadInOnePlace: replay and enumerate read the embedded corpus
-// with handoff.CorpusScenarios, as the root package's tests do, not with
-// a loop of their own over its files that could come to read it otherwise.
+// with sim.Corpus, as the root package's tests do, not with a loop of
+// their own over its files that could come to read it otherwise.
 func TestCorpusReadInOnePlace(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -71,11 +72,13 @@ func TestCorpusReadInOnePlace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		throughCorpus := map[ast.Node]bool{} // handoff.Corpus as sim.Corpus's argument
 		ast.Inspect(f, func(n ast.Node) bool {
-			if s, ok := n.(*ast.SelectorExpr); ok {
-				if x, ok := s.X.(*ast.Ident); ok && x.Name == "handoff" && (s.Sel.Name == "Corpus" || s.Sel.Name == "CorpusFiles") {
-					t.Errorf("%s reads the corpus with handoff.%s; use handoff.CorpusScenarios", fset.Position(s.Pos()), s.Sel.Name)
-				}
+			if c, ok := n.(*ast.CallExpr); ok && isSelector(c.Fun, "sim", "Corpus") && len(c.Args) == 1 {
+				throughCorpus[c.Args[0]] = true
+			}
+			if isSelector(n, "handoff", "Corpus") && !throughCorpus[n] {
+				t.Errorf("%s reads the corpus with handoff.Corpus itself; use sim.Corpus(handoff.Corpus)", fset.Position(n.Pos()))
 			}
 			return true
 		})
@@ -84,7 +87,7 @@ func TestCorpusReadInOnePlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := handoff.CorpusScenarios()
+	want, err := sim.Corpus(handoff.Corpus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,4 +99,14 @@ func TestCorpusReadInOnePlace(t *testing.T) {
 			t.Errorf("scenario %d: %s, want %s", i, got[i].Name, want[i].Name)
 		}
 	}
+}
+
+// isSelector reports whether n is the selector pkg.name.
+func isSelector(n ast.Node, pkg, name string) bool {
+	s, ok := n.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	x, ok := s.X.(*ast.Ident)
+	return ok && x.Name == pkg && s.Sel.Name == name
 }

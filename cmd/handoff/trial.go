@@ -19,7 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/outboxlab/handoff"
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
@@ -62,7 +63,7 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
-	backend, postgresURL, err := backendFlags.values(ctx)
+	which, postgresURL, err := backendFlags.values(ctx)
 	if err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	again += backendFlags.flags()
 	fmt.Fprintf(stderr, "trial: seed %d, files in %s; to run it again: %s\n", *seed, root, again)
 
-	sum := trialSummary{Seed: *seed, Trials: *trials, Workers: *workers, Rows: *rows, CRMURL: optional(*crmURL), Backend: backend, Schemas: []string{},
+	sum := trialSummary{Seed: *seed, Trials: *trials, Workers: *workers, Rows: *rows, CRMURL: optional(*crmURL), Backend: which, Schemas: []string{},
 		KillsByTarget: map[string]int{}, Landed: map[string]int{}, LastLines: map[string]int{}, Problems: []trialProblem{}, KillLog: []killRecord{}}
 	start := time.Now()
 	var runErr error
@@ -120,7 +121,7 @@ func trial(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg := trialConfig{exe: exe, index: i + 1, seed: *seed + uint64(i), kills: *kills, workers: *workers, rows: *rows,
 			dir: filepath.Join(root, fmt.Sprintf("trial-%d", i+1)), crmURL: *crmURL}
 		cfg.app = filepath.Join(cfg.dir, "app.db")
-		if backend == handoff.Postgres {
+		if which == backend.Postgres {
 			// Workers on many machines, as far as one can show it: each
 			// work process has a pool of its own on the server.
 			if cfg.app, err = system.WithSchema(postgresURL, fmt.Sprintf("trial_%d_%d", os.Getpid(), i+1)); err != nil {
@@ -189,7 +190,7 @@ type trialConfig struct {
 // trialResult is what one trial did and found.
 type trialResult struct {
 	kills         []killRecord
-	findings      []handoff.Finding
+	findings      []sim.Finding
 	sent, blocked int
 	deliveries    int // delivery log lines the work processes printed
 }
@@ -357,7 +358,7 @@ func runTrial(ctx context.Context, cfg trialConfig) (trialResult, error) {
 		}
 		for _, p := range procs {
 			if f := p.died(); f != "" {
-				res.findings = append(res.findings, handoff.Finding{Where: p.name, What: f})
+				res.findings = append(res.findings, sim.Finding{Where: p.name, What: f})
 			}
 		}
 	}
@@ -366,7 +367,7 @@ func runTrial(ctx context.Context, cfg trialConfig) (trialResult, error) {
 	// recorded, and one more work process runs until nothing is pending.
 	for _, w := range workers {
 		if f := w.terminate(); f != "" {
-			res.findings = append(res.findings, handoff.Finding{Where: w.name, What: f})
+			res.findings = append(res.findings, sim.Finding{Where: w.name, What: f})
 		}
 	}
 	if err := approve(cfg.rows - approved); err != nil {
@@ -377,14 +378,14 @@ func runTrial(ctx context.Context, cfg trialConfig) (trialResult, error) {
 		return res, err
 	}
 	if f := drain.finish(trialDrain); f != "" {
-		res.findings = append(res.findings, handoff.Finding{Where: "drain (work --until-idle)", What: f})
+		res.findings = append(res.findings, sim.Finding{Where: "drain (work --until-idle)", What: f})
 	}
 	for _, p := range append(workers, drain) {
 		res.deliveries += p.deliveries()
 	}
 	if server != nil {
 		if f := server.terminate(); f != "" {
-			res.findings = append(res.findings, handoff.Finding{Where: server.name, What: f})
+			res.findings = append(res.findings, sim.Finding{Where: server.name, What: f})
 		}
 	}
 	if err := app.Close(); err != nil {
@@ -397,7 +398,7 @@ func runTrial(ctx context.Context, cfg trialConfig) (trialResult, error) {
 	}
 	res.findings = append(res.findings, findings...)
 	if len(files.App.Approvals) != cfg.rows {
-		res.findings = append(res.findings, handoff.Finding{Where: "approvals", What: fmt.Sprintf("the app holds %s, the trial recorded %d", words.HowMany(len(files.App.Approvals), "approval"), cfg.rows)})
+		res.findings = append(res.findings, sim.Finding{Where: "approvals", What: fmt.Sprintf("the app holds %s, the trial recorded %d", words.HowMany(len(files.App.Approvals), "approval"), cfg.rows)})
 	}
 	var pending []string
 	for _, r := range files.App.Outbox {
@@ -411,7 +412,7 @@ func runTrial(ctx context.Context, cfg trialConfig) (trialResult, error) {
 		}
 	}
 	if len(pending) > 0 {
-		res.findings = append(res.findings, handoff.Finding{Where: "invariant 7 (with faults off, the workers converge)",
+		res.findings = append(res.findings, sim.Finding{Where: "invariant 7 (with faults off, the workers converge)",
 			What: fmt.Sprintf("%s still pending after work --until-idle, the first %s", words.HowMany(len(pending), "row"), pending[0])})
 	}
 	return res, writeKillLog(filepath.Join(cfg.dir, "kills.log"), res)
@@ -420,29 +421,29 @@ func runTrial(ctx context.Context, cfg trialConfig) (trialResult, error) {
 // checkTrial checks the trial's files: with crm serve, the app and CRM
 // databases as handoff check does; with a receiver that ran already, the
 // app database against the tasks it answers for the app's keys.
-func checkTrial(ctx context.Context, appPath, crmPath, crmURL string, remote *remoteCRM) ([]handoff.Finding, handoff.Files, error) {
+func checkTrial(ctx context.Context, appPath, crmPath, crmURL string, remote *remoteCRM) ([]sim.Finding, sim.Files, error) {
 	if crmURL == "" {
-		return handoff.CheckFiles(ctx, appPath, crmPath)
+		return sim.CheckFiles(ctx, appPath, crmPath)
 	}
 	app, err := system.OpenReadOnly(ctx, appPath)
 	if err != nil {
-		return nil, handoff.Files{}, err
+		return nil, sim.Files{}, err
 	}
 	snap, err := app.Snapshot(ctx)
 	app.Close()
 	if err != nil {
-		return nil, handoff.Files{}, err
+		return nil, sim.Files{}, err
 	}
 	var tasks []system.Task
 	for _, r := range snap.Outbox {
 		t, err := remote.tasksFor(ctx, r.Key)
 		if err != nil {
-			return nil, handoff.Files{}, err
+			return nil, sim.Files{}, err
 		}
 		tasks = append(tasks, t...)
 	}
 	sort.Slice(tasks, func(i, j int) bool { return tasks[i].ID < tasks[j].ID })
-	return handoff.CheckReceived(ctx, appPath, crmURL, tasks, remote.contract.Identity)
+	return sim.CheckReceived(ctx, appPath, crmURL, tasks, remote.contract.Identity)
 }
 
 // workerLanding says where the kill of the work process whose workers'
@@ -827,7 +828,7 @@ type trialSummary struct {
 	Problems       []trialProblem  `json:"problems"`
 	ElapsedSeconds float64         `json:"elapsed_seconds"`
 	Dir            *string         `json:"dir"`
-	Backend        handoff.Backend `json:"backend"`
+	Backend        backend.Backend `json:"backend"`
 	Schemas        []string        `json:"kept_app_databases"` // PostgreSQL URLs, kept with Dir
 	KillLog        []killRecord    `json:"kill_log"`
 }

@@ -1,0 +1,160 @@
+package faults
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// ReplyCut loses the reply to one COMMIT on PostgreSQL: the commit-reply-lost
+// fault, at the level of the wire protocol. Armed for a worker at its
+// before-commit point, the next COMMIT that one of the worker's
+// connections sends goes to the server, and the connection reads the
+// server's reply, drops it and closes: the Outbox hears its connection
+// fail after the write committed.
+type ReplyCut struct {
+	mu     sync.Mutex
+	worker string // the worker whose next COMMIT loses its reply; "" when none
+	done   bool   // the reply was dropped
+	tag    string // what the server answered the COMMIT, or its error
+}
+
+// Arm has worker's next COMMIT lose its reply.
+func (c *ReplyCut) Arm(worker string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.worker, c.done, c.tag = worker, false, ""
+}
+
+// take reports whether the COMMIT worker sends now is the one to lose its
+// reply; the cut is spent.
+func (c *ReplyCut) take(worker string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.worker != worker || c.done {
+		return false
+	}
+	c.done = true
+	return true
+}
+
+// dropped records what the server answered the COMMIT whose reply was
+// dropped.
+func (c *ReplyCut) dropped(tag string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tag = tag
+}
+
+// Disarm ends the cut, and returns an error when it was armed but did not
+// do what the model predicts: a COMMIT sent and committed, its reply
+// lost.
+func (c *ReplyCut) Disarm() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	worker, done, tag := c.worker, c.done, c.tag
+	c.worker, c.done, c.tag = "", false, ""
+	switch {
+	case worker == "":
+		return nil
+	case !done:
+		return fmt.Errorf("handoff: worker %s sent no COMMIT after its before-commit point: no reply to lose", worker)
+	case tag != "COMMIT":
+		return fmt.Errorf("handoff: the server answered worker %s's COMMIT, whose reply was lost, with %q: it did not commit", worker, tag)
+	}
+	return nil
+}
+
+// commitQuery is the message pgx sends to commit a transaction: a simple
+// Query ('Q', its length, "commit" and a NUL).
+var commitQuery = append([]byte{'Q', 0, 0, 0, 11}, "commit\x00"...)
+
+// errReplyCut is what a cutConn's read fails with once it dropped a
+// COMMIT's reply.
+var errReplyCut = errors.New("handoff: the connection died before the COMMIT's reply (commit-reply-lost)")
+
+// cutConn is a connection of an Outbox to the server that can lose the
+// reply to a COMMIT it sends (see ReplyCut).
+type cutConn struct {
+	net.Conn
+	cut      *ReplyCut
+	worker   string
+	dropping atomic.Bool // it sent the COMMIT whose reply it drops
+}
+
+func (c *cutConn) Write(b []byte) (int, error) {
+	if bytes.Equal(b, commitQuery) && c.cut.take(c.worker) {
+		c.dropping.Store(true)
+	}
+	return c.Conn.Write(b)
+}
+
+// Read reads from the server; after the COMMIT whose reply it drops, it
+// reads that reply up to the server's ReadyForQuery, records its command
+// tag, closes the connection and fails. pgx may read from another
+// goroutine while it writes: a read that was waiting when the COMMIT went
+// out holds the start of the reply.
+func (c *cutConn) Read(b []byte) (int, error) {
+	if !c.dropping.Load() {
+		n, err := c.Conn.Read(b)
+		if n == 0 || !c.dropping.Load() {
+			return n, err
+		}
+		return 0, c.drop(io.MultiReader(bytes.NewReader(slices.Clone(b[:n])), c.Conn))
+	}
+	return 0, c.drop(c.Conn)
+}
+
+// drop reads the COMMIT's reply from r, records its tag, closes the
+// connection and returns the error its reader gets.
+func (c *cutConn) drop(r io.Reader) error {
+	c.dropping.Store(false)
+	tag, err := readReply(r)
+	if err != nil {
+		tag = "a failed read: " + err.Error()
+	}
+	c.cut.dropped(tag)
+	c.Conn.Close()
+	return errReplyCut
+}
+
+// readReply reads the server's messages up to its ReadyForQuery ('Z')
+// and returns the command tag of its CommandComplete ('C'), or "error"
+// for an ErrorResponse ('E').
+func readReply(r io.Reader) (string, error) {
+	tag := ""
+	for {
+		var head [5]byte
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			return "", err
+		}
+		n := binary.BigEndian.Uint32(head[1:])
+		if n < 4 || n > 1<<20 {
+			return "", fmt.Errorf("a message %q of length %d", head[0], n)
+		}
+		body := make([]byte, n-4)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return "", err
+		}
+		switch head[0] {
+		case 'C':
+			tag = string(bytes.TrimRight(body, "\x00"))
+		case 'E':
+			tag = "error"
+		case 'Z':
+			return tag, nil
+		}
+	}
+}
+
+// Wrap is the WrapConn of worker's connections (see system.Options): each
+// is a connection that loses the reply to the COMMIT c is armed for.
+func (c *ReplyCut) Wrap(worker string) func(net.Conn) net.Conn {
+	return func(conn net.Conn) net.Conn { return &cutConn{Conn: conn, cut: c, worker: worker} }
+}

@@ -1,0 +1,31 @@
+package explore
+
+import (
+	"fmt"
+	"testing"
+)
+
+// BenchmarkExplore explores the real design on a fixed seed, in one lane
+// and in two, and reports simulated steps per second: the figure issue
+// "speed" asks of explore, measured here rather than asserted. Its lanes
+// are Explore's, goroutines of one process; explore --parallel N runs each
+// in a process of its own, and BenchmarkExploreLanes in cmd/handoff
+// measures those.
+func BenchmarkExplore(b *testing.B) {
+	for _, lanes := range []int{1, 2} {
+		b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {
+			var steps int64
+			for b.Loop() {
+				r, err := Explore(b.Context(), ExploreConfig{Checks: 200, Steps: DefaultSteps, Seed: 1, Parallel: lanes, Dir: b.TempDir()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r.Failure != nil {
+					b.Fatalf("the real design failed:\n%s", r.Failure.Report(""))
+				}
+				steps += r.Stats.Steps.Load()
+			}
+			b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+		})
+	}
+}

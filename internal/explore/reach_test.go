@@ -1,0 +1,63 @@
+package explore
+
+import (
+	"testing"
+
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/sim"
+)
+
+// TestReach checks that a default exploration of the real design reaches
+// every fault, every outbox transition, every worker result and every
+// class of edge input, so that a change to the generators cannot silently
+// lose reach. It runs exactly reachChecks sequences, with or without
+// -short.
+func TestReach(t *testing.T) {
+	t.Parallel()
+	const reachChecks = 300
+	r, err := Explore(t.Context(), ExploreConfig{Checks: reachChecks, Steps: DefaultSteps, Seed: 3, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failure != nil {
+		t.Fatalf("the real design failed:\n%s", r.Failure.Report(""))
+	}
+	if got := r.Stats.Sequences.Load(); got != reachChecks {
+		t.Errorf("ran %d sequences, want %d", got, reachChecks)
+	}
+	for _, c := range sim.InputClasses {
+		if r.Stats.InputClasses[c] == 0 {
+			t.Errorf("input class %q never drawn", c)
+		}
+	}
+	for _, sh := range sim.Shapes {
+		if r.Stats.Shapes[sh] == 0 {
+			t.Errorf("shape %q never reached", sh)
+		}
+	}
+	for _, k := range sim.Faults() {
+		if sim.RunsOn(k, backend.SQLite) && r.Stats.Faults[k] == 0 {
+			t.Errorf("fault %s never took effect", k)
+		}
+	}
+	for _, tr := range []sim.Transition{sim.PendingToSent, sim.PendingToBlockedConflict, sim.PendingToBlockedBudget, sim.PendingToBlockedDeadline,
+		sim.PendingToBlockedRetention, sim.PendingToBlockedRejected, sim.PendingToPending, sim.BlockedToPending, sim.BlockedToSent} {
+		if r.Stats.Transitions[tr] == 0 {
+			t.Errorf("transition %s never happened", tr)
+		}
+	}
+	for _, res := range []sim.AnswerKind{sim.Idle, sim.Sent, sim.Pending, sim.Blocked, sim.Crashed, sim.DatabaseBusy} {
+		if r.Stats.Results[res] == 0 {
+			t.Errorf("worker result %s never happened", res)
+		}
+	}
+	for _, p := range []string{"claim claimed", "claim idle", "claim blocked", "send task", "send transient", "send conflict",
+		"send rejected", "settle sent", "settle pending", "settle blocked", "settle stale", "crash crashed", "tick ticked",
+		"requeue done", "reconcile done", "config configured", "stale listed", "send database-busy", "settle database-busy"} {
+		if r.Stats.Phases[p] == 0 {
+			t.Errorf("step and answer %q never happened", p)
+		}
+	}
+	t.Logf("phases %v", r.Stats.Phases)
+	t.Logf("faults %v; transitions %v; results %v; input classes %v; shapes %v", r.Stats.Faults, r.Stats.Transitions, r.Stats.Results, r.Stats.InputClasses, r.Stats.Shapes)
+}

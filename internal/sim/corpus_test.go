@@ -1,0 +1,59 @@
+package sim
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseScenarioNamesTheLine(t *testing.T) {
+	tests := []struct{ text, want string }{
+		{"# c\napprove case=a title=b\ndeliver\n", "f.txt:3: "},
+		{"approve case=a title=\"b\n----\n", "f.txt:1: "},
+	}
+	for _, tt := range tests {
+		_, err := ParseScenario("f.txt", tt.text)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) || !errors.Is(err, ErrScenario) {
+			t.Errorf("got %v, want an ErrScenario starting with %q", err, tt.want)
+		}
+	}
+}
+
+func TestReplayReportsMismatchesAndBadSteps(t *testing.T) {
+	ctx := t.Context()
+	sc, err := ParseScenario("s.txt", "approve case=a title=b\n----\nsomething else\n\nrestart\n----\nrestarted: every handle closed and reopened from its file\noutbox a\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs, problems, err := Replay(ctx, sc, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outputs) != 2 || len(problems) != 2 || problems[0].Case.Line != 1 || problems[1].Case.Line != 5 {
+		t.Fatalf("got %d outputs and problems %+v, want two mismatches at lines 1 and 5", len(outputs), problems)
+	}
+	if !strings.HasPrefix(problems[0].Error(), "s.txt:1: approve case=a title=b: output differs") {
+		t.Errorf("got %q", problems[0].Error())
+	}
+	for _, text := range []string{"launch\n----\n", "deliver fault=meteor\n----\n", "deliver case=a\n----\n", "restart\n----\n\ndesign name=handoff\n----\n"} {
+		sc, err := ParseScenario("bad.txt", text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Replay(ctx, sc, t.TempDir()); !errors.Is(err, ErrScenario) || !strings.HasPrefix(err.Error(), "bad.txt:") {
+			t.Errorf("%q: got %v, want an ErrScenario with file:line", text, err)
+		}
+	}
+}
+
+func TestFormatKeepsCommentsAndRewritesOutputs(t *testing.T) {
+	text := "# why\napprove case=a title=b\n----\nold\n\n# then\nrestart\n----\n\n# end\n"
+	sc, err := ParseScenario("f.txt", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# why\napprove case=a title=b\n----\nnew 1\n\n# then\nrestart\n----\nnew 2\n\n# end\n"
+	if got := sc.Format([]string{"new 1", "new 2"}); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -1,0 +1,374 @@
+package sim
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/system"
+)
+
+// The files of an Env's databases.
+const (
+	appFile = "app.db"
+	crmFile = "crm.db"
+)
+
+// busyTimeout is how long the system's writes wait for another
+// connection's write lock in the simulation: only a busy fault holds one
+// (the handles of one process commit their writes one batch at a time),
+// and it holds it for the whole step, so waiting would change nothing. A
+// busy step's write fails at once: on SQLite, which counts whole
+// milliseconds, a timeout under one waits for nothing (PostgreSQL waits
+// a millisecond), where waiting a millisecond cost a quarter of an
+// exploration's time.
+const busyTimeout = time.Microsecond
+
+// withDatabaseFault runs do with the database fault k (see
+// faultEffect.database) held on its database, then lifts it and, if
+// anything was committed to a SQLite file meanwhile, checks the file with
+// SQLite's integrity check: whatever the fault refused must have left
+// nothing half-written. A step that committed nothing (SQLite's
+// data_version tells) left the file as it was, since the check reads only
+// what is committed: most faulty steps need no check (every busy one that
+// works as it should), and checking them all cost a fifteenth of an
+// exploration's time. A fault that is not a database's just runs do. app
+// is the handle the step writes the app database through.
+//
+// Busy: another connection of the harness's, its own handle on the file,
+// holds the write lock (BEGIN IMMEDIATE) while do runs; on PostgreSQL the
+// harness's connection to the server locks the app database's tables (see
+// lockTables). Full: the connection that writes the file (app's, or the
+// receiver's) is pinned at the file's size (PRAGMA max_page_count, which
+// SQLite keeps per connection), and given its limit back after. Commit
+// lost: the first COMMIT an Outbox of the Env is about to send while do
+// runs finds its connection ended; commit reply lost: it commits and its
+// reply is lost (see hook).
+func (e *Env) withDatabaseFault(ctx context.Context, k faults.Kind, app any, do func()) error {
+	f := faultTable[k]
+	if f.database == "" {
+		do()
+		return nil
+	}
+	onSQLite := f.database != appFile || e.schema == nil // the app database on PostgreSQL is no file
+	var before int64
+	var err error
+	if onSQLite {
+		if before, err = e.dataVersion(ctx, f.database); err != nil {
+			return err
+		}
+	}
+	var lift func() error
+	switch {
+	case k == faults.CommitLost || k == faults.CommitReplyLost:
+		lift = e.loseCommit(k)
+	case k == faults.AppBusy && e.schema != nil:
+		lift, err = e.lockTables(ctx)
+	case k == faults.AppBusy || k == faults.CRMBusy:
+		lift, err = e.holdWriteLock(ctx, f.database)
+	default:
+		handle := app
+		if f.database == crmFile {
+			handle = e.crm
+			if h, ok := handle.(*httpCRM); ok {
+				handle = h.CRM
+			}
+		}
+		lift, err = pinSize(ctx, handle, f.database)
+	}
+	if err != nil {
+		return err
+	}
+	do()
+	if err := lift(); err != nil {
+		return err
+	}
+	if !onSQLite {
+		return nil
+	}
+	after, err := e.dataVersion(ctx, f.database)
+	if err != nil || after == before {
+		return err
+	}
+	return e.checkIntegrity(ctx, f.database)
+}
+
+// dataVersion reads SQLite's data_version of file on the harness's
+// connection: it changes whenever another connection commits to the file.
+func (e *Env) dataVersion(ctx context.Context, file string) (int64, error) {
+	db, err := e.holder(file)
+	if err != nil {
+		return 0, err
+	}
+	var v int64
+	if err := db.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("handoff: reading the data version of %s: %w", file, err)
+	}
+	return v, nil
+}
+
+// server is the harness's own connection to the PostgreSQL server of the
+// Env's schema, opened on first use and closed with the Env: another
+// client's, as far as the system can tell.
+func (e *Env) server() (*sql.DB, error) {
+	if e.serverDB != nil {
+		return e.serverDB, nil
+	}
+	db, err := sql.Open("pgx", e.schema.ServerURL())
+	if err != nil {
+		return nil, fmt.Errorf("handoff: opening a connection of its own to %s: %w", system.Redact(e.schema.ServerURL()), err)
+	}
+	db.SetMaxOpenConns(1)
+	e.serverDB = db
+	return db, nil
+}
+
+// appTables are the tables of the real design's app database that a
+// write of the system takes a lock on.
+var appTables = []string{"approvals", "outbox", "meta", "audit"}
+
+// lockTables locks the tables of the app database in the Env's schema on
+// the harness's connection to the server until the returned func rolls
+// back: PostgreSQL's app-busy. The system's Outboxes wait for a lock
+// BusyTimeout at most (their lock_timeout), so every write the step makes
+// fails with ErrBusy at its first statement that touches a table, as
+// SQLite's BEGIN IMMEDIATE fails before the write reads. The lock is
+// ACCESS EXCLUSIVE: an EXCLUSIVE one would let a write's plain SELECT
+// through, and a repeated approval, which only reads, commit.
+func (e *Env) lockTables(ctx context.Context) (func() error, error) {
+	db, err := e.server()
+	if err != nil {
+		return nil, err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("handoff: locking the tables of schema %s: %w", e.schema.Name(), err)
+	}
+	tables := make([]string, len(appTables))
+	for i, t := range appTables {
+		tables[i] = e.schema.Name() + "." + t
+	}
+	if _, err := tx.ExecContext(ctx, "LOCK TABLE "+strings.Join(tables, ", ")+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		tx.Rollback()
+		return nil, fmt.Errorf("handoff: locking the tables of schema %s: %w", e.schema.Name(), err)
+	}
+	return func() error {
+		if err := tx.Rollback(); err != nil {
+			return fmt.Errorf("handoff: unlocking the tables of schema %s: %w", e.schema.Name(), err)
+		}
+		return nil
+	}, nil
+}
+
+// commitLoss is a commit-lost or commit-reply-lost fault while its step
+// runs: armed until it strikes a COMMIT, and what striking it failed of,
+// if anything.
+type commitLoss struct {
+	kind faults.Kind // "" once it struck, or when none is armed
+	err  error
+}
+
+// loseCommit arms the commit-lost or commit-reply-lost fault k for the
+// step; the returned func disarms it and returns the error, if any, of
+// ending the connection or of losing the reply.
+func (e *Env) loseCommit(k faults.Kind) func() error {
+	e.commitLoss = commitLoss{kind: k}
+	return func() error {
+		err := errors.Join(e.commitLoss.err, e.replyCut.Disarm())
+		e.commitLoss = commitLoss{}
+		return err
+	}
+}
+
+// hook is the Hook of worker's Outbox: next (the crash injector's, or
+// nil) at every point and then, on PostgreSQL while a commit fault is
+// armed, at PointBeforeCommit, once: commit-lost ends the connection whose
+// COMMIT is due, which then never reaches the server; commit-reply-lost
+// has the connection send it and drop the server's reply (see faults.ReplyCut).
+// Either way the Outbox cannot know whether its write committed.
+func (e *Env) hook(worker string, next system.Hook) system.Hook {
+	if e.schema == nil {
+		return next // SQLite passes no PointBeforeCommit
+	}
+	return func(p system.FaultPoint) error {
+		if next != nil {
+			if err := next(p); err != nil {
+				return err // a crash: no COMMIT follows
+			}
+		}
+		if p == system.PointBeforeCommit {
+			switch e.commitLoss.kind {
+			case faults.CommitLost:
+				e.commitLoss.err = e.endTransaction(worker)
+			case faults.CommitReplyLost:
+				e.replyCut.Arm(worker)
+			}
+			e.commitLoss.kind = ""
+		}
+		return nil
+	}
+}
+
+// sqlEndTransaction ends the server connections named $1 that are idle
+// in a transaction holding a lock in schema $2, and returns their process
+// ids. The schema tells apart the Envs whose workers have the same names;
+// the CTE is materialised so that no connection but those is ever ended.
+const sqlEndTransaction = `WITH doomed AS MATERIALIZED (
+		SELECT a.pid FROM pg_stat_activity a
+		WHERE a.application_name = $1 AND a.state = 'idle in transaction'
+		AND EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+			WHERE l.pid = a.pid AND c.relnamespace = $2::regnamespace))
+	SELECT pid FROM doomed WHERE pg_terminate_backend(pid)`
+
+// sqlAlive says whether the server process $1 still runs.
+const sqlAlive = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`
+
+// endWait is how long endTransaction waits for an ended connection's
+// process to be gone: until then it could still read the COMMIT.
+// PostgreSQL's own wait (pg_terminate_backend with a timeout) looks every
+// 100 ms; this looks every millisecond.
+const endWait = 10 * time.Second
+
+// endTransaction ends, from the harness's connection to the server, the
+// connection of worker's Outbox whose transaction waits for its COMMIT:
+// the system names its connections "handoff " and the worker.
+func (e *Env) endTransaction(worker string) error {
+	db, err := e.server()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	pids, err := backend.QueryColumn[int64](ctx, db, sqlEndTransaction, "handoff "+worker, e.schema.Name())
+	if err != nil {
+		return fmt.Errorf("handoff: ending the connection of worker %s: %w", worker, err)
+	}
+	if len(pids) != 1 {
+		return fmt.Errorf("handoff: ended %d connections of worker %s with a transaction in schema %s, want the one whose COMMIT is due", len(pids), worker, e.schema.Name())
+	}
+	for deadline := time.Now().Add(endWait); ; time.Sleep(time.Millisecond) {
+		var alive bool
+		if err := db.QueryRowContext(ctx, sqlAlive, pids[0]).Scan(&alive); err != nil {
+			return fmt.Errorf("handoff: waiting for the end of worker %s's connection: %w", worker, err)
+		}
+		switch {
+		case !alive:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("handoff: worker %s's connection (process %d) still runs %v after it was ended", worker, pids[0], endWait)
+		}
+	}
+}
+
+// holder is the harness's own connection on file, opened on first use:
+// another process's, as far as the system can tell.
+func (e *Env) holder(file string) (*sql.DB, error) {
+	if db, ok := e.holders[file]; ok {
+		return db, nil
+	}
+	db, err := sql.Open("sqlite", filepath.Join(e.cfg.Dir, file)+"?_txlock=immediate&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return nil, fmt.Errorf("handoff: opening a connection of its own on %s: %w", file, err)
+	}
+	db.SetMaxOpenConns(1)
+	if e.holders == nil {
+		e.holders = map[string]*sql.DB{}
+	}
+	e.holders[file] = db
+	return db, nil
+}
+
+// holdWriteLock takes file's write lock on the harness's connection; the
+// returned func releases it.
+func (e *Env) holdWriteLock(ctx context.Context, file string) (func() error, error) {
+	db, err := e.holder(file)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("handoff: taking the write lock of %s: %w", file, err)
+	}
+	return func() error {
+		if err := tx.Rollback(); err != nil {
+			return fmt.Errorf("handoff: releasing the write lock of %s: %w", file, err)
+		}
+		return nil
+	}, nil
+}
+
+// pinSize pins the connection of handle, which must have one (a DB
+// method, as system's Outbox and CRM have), at the file's size; the
+// returned func gives it its limit back.
+func pinSize(ctx context.Context, handle any, file string) (func() error, error) {
+	h, ok := handle.(interface{ DB() *sql.DB })
+	if !ok {
+		return nil, fmt.Errorf("%w: %s's handle (%T) has no connection to pin at its size", ErrScenario, file, handle)
+	}
+	db := h.DB()
+	var limit, pinned int64
+	if err := db.QueryRowContext(ctx, "PRAGMA max_page_count").Scan(&limit); err != nil {
+		return nil, fmt.Errorf("handoff: reading the page limit of %s: %w", file, err)
+	}
+	// SQLite never sets the limit below the file's size: 1 pins it there.
+	if err := db.QueryRowContext(ctx, "PRAGMA max_page_count = 1").Scan(&pinned); err != nil {
+		return nil, fmt.Errorf("handoff: pinning %s at its size: %w", file, err)
+	}
+	return func() error {
+		if err := db.QueryRowContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", limit)).Scan(&pinned); err != nil || pinned != limit {
+			return fmt.Errorf("handoff: giving %s its page limit %d back: got %d, %v", file, limit, pinned, err)
+		}
+		return nil
+	}, nil
+}
+
+// checkIntegrity runs SQLite's integrity check of file on the harness's
+// connection and returns an error when it reports anything.
+func (e *Env) checkIntegrity(ctx context.Context, file string) error {
+	db, err := e.holder(file)
+	if err != nil {
+		return err
+	}
+	rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("handoff: checking %s: %w", file, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("handoff: checking %s: %w", file, err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("handoff: checking %s: %w", file, err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("handoff: %s fails SQLite's integrity check after a fault: %s", file, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// closeHolders closes the harness's own connections, on the files and
+// to the server.
+func (e *Env) closeHolders() error {
+	var err error
+	for file, db := range e.holders {
+		err = errors.Join(err, db.Close())
+		delete(e.holders, file)
+	}
+	if e.serverDB != nil {
+		err = errors.Join(err, e.serverDB.Close())
+		e.serverDB = nil
+	}
+	return err
+}

@@ -1,0 +1,89 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/outboxlab/handoff/model"
+	"github.com/outboxlab/handoff/system"
+)
+
+// claim has a named worker claim the oldest eligible row: a lease and an
+// attempt, a block instead (budget, time budget, retention), or idle. A
+// lost commit loses the claim, whatever it found; a lost reply to the
+// commit leaves the claim standing, but the worker sends nothing.
+//
+//	claim worker=A [fault=commit-lost|commit-reply-lost]
+func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
+	if err := s.only("worker", "fault"); err != nil {
+		return stepResult{}, err
+	}
+	fault, err := e.faultArg(s)
+	if err != nil {
+		return stepResult{}, err
+	}
+	name, w, err := e.worker(ctx, s)
+	if err != nil {
+		return stepResult{}, err
+	}
+	var r stepResult
+	if w.claim != nil {
+		r.line, r.got = fmt.Sprintf("%s holds a claim already: settle it first", name), Answer{Kind: OutOfTurn}
+	} else {
+		retention := time.Duration(e.model.Retention) * time.Millisecond
+		var c system.Claim
+		var d system.Delivery
+		if ferr := e.withDatabaseFault(ctx, fault, w.app, func() { c, d, err = w.phases.ClaimNext(ctx, retention) }); ferr != nil {
+			return stepResult{}, ferr
+		}
+		switch {
+		case err != nil:
+			r.line, r.got = "error: "+err.Error(), Answer{Kind: errorAnswer(err)}
+		case d.Result == system.ResultPending:
+			w.claim = &c
+			r.line, r.got = fmt.Sprintf("%s claimed %s: attempt %d, fence %d", name, c.Key, c.Attempt, c.Fence), Answer{Kind: Claimed, Key: c.Key}
+			r.lateClaim = e.lateClaim(c.Key)
+		case d.Result == system.Idle:
+			r.line, r.got = fmt.Sprintf("%s idle: nothing eligible", name), Answer{Kind: Idle, At: millis(d.NextEligible)}
+		default:
+			r.line, r.got = fmt.Sprintf("%s blocked %s: %s, nothing sent", name, d.Key, d.LastError), Answer{Kind: Blocked, Key: d.Key}
+		}
+	}
+	if refused := faultTable[fault].refusal; refused != model.Accepted {
+		var res model.Result
+		switch refused {
+		case model.CommitLost:
+			e.model, res = e.model.ClaimCommitLost(name)
+		case model.CommitReplyLost:
+			e.model, res = e.model.ClaimCommitReplyLost(name)
+		default:
+			return stepResult{}, fmt.Errorf("handoff: claim has no prediction for fault %s", fault)
+		}
+		if res != model.ResultOutOfTurn {
+			r.fired = fault
+		}
+		r.want = Answer{Kind: resultAnswers[res]}
+		return r, nil
+	}
+	var cr model.ClaimResult
+	e.model, cr = e.model.Claim(name)
+	r.key = cr.Key
+	r.want = Answer{Kind: resultAnswers[cr.Result], Key: cr.Key, At: cr.Wake}
+	return r, nil
+}
+
+// lateClaim is invariant 11's detail when a claim of key that leads to a
+// send was made at or after first_claimed_at + retention − send timeout,
+// as the row stood before the step; "" otherwise.
+func (e *Env) lateClaim(key string) string {
+	for _, row := range e.before.Outbox {
+		if row.Key != key {
+			continue
+		}
+		if at, ok := e.model.RetentionDeadline(row); ok && e.now >= at {
+			return fmt.Sprintf("%s was claimed for a send at %d, at or after its retention deadline %d", key, e.now, at)
+		}
+	}
+	return ""
+}

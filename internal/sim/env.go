@@ -1,0 +1,580 @@
+package sim
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/model"
+	"github.com/outboxlab/handoff/system"
+)
+
+// Config says what an Env runs and where.
+type Config struct {
+	// Design is the design under test; the zero value means designs.Handoff.
+	Design designs.Design
+	// Dir holds the two database files (app.db, crm.db). It must exist.
+	Dir string
+	// Backend is where the app database lives; the zero value means
+	// SQLite. On Postgres the Env makes a schema of its own on the server
+	// PostgresURL names, instead of app.db, and drops it when it closes.
+	Backend     backend.Backend
+	PostgresURL string
+	// Durability of every commit. The simulation uses system.ProcessSafe:
+	// its restarts model process crashes, which lose nothing the operating
+	// system holds.
+	Durability system.Durability
+	// Stats, if not nil, counts what the steps did.
+	Stats *Stats
+	// Transport carries the worker's requests to the receiver; the zero
+	// value means InProcess. A transport step changes it.
+	Transport Transport
+}
+
+// Env applies scenario steps to the reference model and to the real
+// databases of a design, side by side, and checks the invariants of SPEC
+// after every step. It keeps what an observer outside the system would:
+// how often the worker sent each key. Nothing of the system's own survives
+// a restart.
+type Env struct {
+	cfg      Config
+	injector faults.Injector
+	app      designs.App
+	crm      designs.CRM
+	model    model.State
+	sends    map[string]int
+	applied  int
+	before   model.Observation
+	diverged Disagreement
+	// started is set by the first step that is not design, config,
+	// transport or backend.
+	started bool
+	// burst is the fault the last step fired, and how many steps in a row,
+	// up to that one, fired it (see FaultBurst); zero after a step that
+	// fired none.
+	burst struct {
+		fault faults.Kind
+		n     int
+	}
+
+	// now is the virtual clock in milliseconds since the Unix epoch: time
+	// moves only with a tick step (and converge), so nothing a step does
+	// depends on when it runs.
+	now int64
+	// jitter is what the next backoff draws: a settle step sets it.
+	jitter time.Duration
+	// ceilings are the backoff ceilings the system gave the jitter source
+	// during the step (invariant 10).
+	ceilings []time.Duration
+	// workers are the named workers of the scenario, each its own handle
+	// on the app database, as another process would have.
+	workers map[string]*worker
+	// actedFence is, for a key a person acted on, the fence the action
+	// left: a send of an older claim (a zombie's) is not the row's to count.
+	actedFence map[string]int64
+	// idle are handles no crash closed, kept for a later sequence or
+	// config (see park); lane, if not nil, holds the files of an Env that
+	// runs sequence after sequence (see renew).
+	idle idleHandles
+	lane *lane
+	// schema, on PostgreSQL, holds the app database.
+	schema *backend.Schema
+	// holders are the harness's own connections on the files, by file
+	// name: what a database fault holds the write lock with, and checks
+	// the file with (see withDatabaseFault); serverDB, on PostgreSQL, its
+	// connection to the server (see server).
+	holders  map[string]*sql.DB
+	serverDB *sql.DB
+	// commitLoss is the commit-lost or commit-reply-lost fault of the
+	// step that runs, and replyCut the reply the latter loses.
+	commitLoss commitLoss
+	replyCut   faults.ReplyCut
+}
+
+// worker is a named worker: its handle, the claim it holds, and what its
+// send heard until it settles.
+type worker struct {
+	app     designs.App
+	phases  designs.Phases
+	claim   *system.Claim
+	heard   bool
+	taskID  int64
+	sendErr error
+}
+
+// clock is the systems' clock: the Env's virtual time.
+func (e *Env) clock() time.Time { return time.UnixMilli(e.now).UTC() }
+
+// systemOptions are the system's options for the model's configuration,
+// on the Env's clock, drawing the Env's jitter.
+func (e *Env) systemOptions(worker string, hook system.Hook) system.Options {
+	c := e.model.Config
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	var wrap func(net.Conn) net.Conn
+	if e.schema != nil {
+		wrap = e.replyCut.Wrap(worker)
+	}
+	return system.Options{WrapConn: wrap,
+		Durability: e.cfg.Durability, Hook: hook, Now: e.clock, Worker: worker, BusyTimeout: busyTimeout,
+		Jitter: func(ceiling time.Duration) time.Duration {
+			e.ceilings = append(e.ceilings, ceiling)
+			return e.jitter
+		},
+		MaxAttempts: c.MaxAttempts, Lease: ms(c.Lease), SendTimeout: ms(c.SendTimeout),
+		BackoffBase: ms(c.BackoffBase), BackoffCap: ms(c.BackoffCap), NoBackoff: c.BackoffBase == 0,
+		MaxAge: ms(c.MaxAge), Retention: ms(c.Retention),
+	}
+}
+
+// Disagreement is where the model and the system first disagreed: the
+// 1-based index of the step, and the go-cmp diff (-model +system) of
+// their observations after it. Both are zero while they agree.
+type Disagreement struct {
+	Step int
+	Diff string
+}
+
+// Disagreement returns where the model and the system first disagreed.
+func (e *Env) Disagreement() Disagreement { return e.diverged }
+
+// NewEnv opens cfg.Design's databases in cfg.Dir with an empty model.
+func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
+	if cfg.Design.Name == "" {
+		cfg.Design = designs.Handoff
+	}
+	if cfg.Transport == "" {
+		cfg.Transport = InProcess
+	}
+	if cfg.Backend == "" {
+		cfg.Backend = backend.SQLite
+	}
+	if err := cfg.Design.Check(); err != nil {
+		return nil, err
+	}
+	e := &Env{cfg: cfg}
+	e.begin()
+	if err := e.makeAppDatabase(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.open(ctx); err != nil {
+		return nil, errors.Join(err, e.schema.Close(ctx))
+	}
+	return e, nil
+}
+
+// begin starts what a new sequence knows afresh: the model, the clock,
+// the workers and what the harness observed.
+func (e *Env) begin() {
+	e.model = model.New(system.DefaultMaxAttempts)
+	e.sends, e.workers, e.actedFence = map[string]int{}, map[string]*worker{}, map[string]int64{}
+	e.applied, e.before, e.diverged, e.started = 0, model.Observation{}, Disagreement{}, false
+	e.now, e.jitter = e.model.Now, 0
+	e.injector = faults.Injector{}
+	e.burst.fault, e.burst.n = "", 0
+}
+
+// EnvOptions say where NewEnvIn makes an Env and what it runs.
+type EnvOptions struct {
+	// Dir is where the Env makes the folder of its databases.
+	Dir string
+	// Design is the design it runs; the zero value means designs.Handoff.
+	Design designs.Design
+	// Stats (may be nil) counts what its steps do.
+	Stats *Stats
+	// Backend and PostgresURL are the Env's (see Config).
+	Backend     backend.Backend
+	PostgresURL string
+	// Renewable readies the Env to run sequence after sequence on the
+	// same files (see renew).
+	Renewable bool
+}
+
+// NewEnvIn opens a design's databases in a new folder inside opts.Dir,
+// with the simulation's durability. done closes the databases and removes
+// the folder.
+func NewEnvIn(ctx context.Context, opts EnvOptions) (env *Env, done func(), err error) {
+	sub, err := os.MkdirTemp(opts.Dir, "env-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("handoff: %w", err)
+	}
+	env, err = NewEnv(ctx, Config{Design: opts.Design, Dir: sub, Durability: system.ProcessSafe, Stats: opts.Stats,
+		Backend: opts.Backend, PostgresURL: opts.PostgresURL})
+	if err == nil && opts.Renewable {
+		if env.lane, err = openLane(ctx, env); err != nil {
+			env.Close()
+		}
+	}
+	if err != nil {
+		os.RemoveAll(sub)
+		return nil, nil, err
+	}
+	return env, func() { env.Close(); os.RemoveAll(sub) }, nil
+}
+
+// open opens the default worker's and the CRM's handles from their files.
+func (e *Env) open(ctx context.Context) error {
+	app, err := e.openApp(ctx)
+	if err != nil {
+		return err
+	}
+	crm, err := e.openCRM(ctx)
+	if err != nil {
+		app.Close()
+		return err
+	}
+	return e.attach(app, crm)
+}
+
+// attach makes app and crm the default worker's and the receiver's
+// handles, crm carried over the Env's transport; when it cannot be, it
+// closes both.
+func (e *Env) attach(app designs.App, crm designs.CRM) error {
+	carried, err := carry(crm, e.cfg.Transport)
+	if err != nil {
+		app.Close()
+		crm.Close()
+		return err
+	}
+	e.app, e.crm = app, carried
+	return nil
+}
+
+// openApp opens the default worker's handle on the app database, with the
+// fault injector's hook (and, on PostgreSQL, the commit-lost fault's).
+func (e *Env) openApp(ctx context.Context) (designs.App, error) {
+	app, err := e.openDesignApp(ctx, e.systemOptions(model.DefaultWorker, e.hook(model.DefaultWorker, e.injector.Hook())))
+	if err != nil {
+		return nil, fmt.Errorf("handoff: opening the app database: %w", err)
+	}
+	return app, nil
+}
+
+// openDesignApp opens a handle of the design on the app database with
+// opts, and checks that it implements what the design's capabilities ask
+// for.
+func (e *Env) openDesignApp(ctx context.Context, opts system.Options) (designs.App, error) {
+	app, err := e.cfg.Design.OpenApp(ctx, e.appTarget(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.cfg.Design.CheckApp(app); err != nil {
+		app.Close()
+		return nil, err
+	}
+	return app, nil
+}
+
+// recoverLeases has the worker of app release its leases, if the design has
+// leases: it starts, or starts again after its process died.
+func recoverLeases(ctx context.Context, app designs.App) error {
+	if l, ok := app.(designs.Leaser); ok {
+		_, err := l.Recover(ctx)
+		return err
+	}
+	return nil
+}
+
+// openCRM opens the receiver's handle on its database.
+func (e *Env) openCRM(ctx context.Context) (designs.CRM, error) {
+	crm, err := e.cfg.Design.OpenCRM(ctx, filepath.Join(e.cfg.Dir, crmFile), system.CRMOptions{
+		Durability: e.cfg.Durability, Retention: time.Duration(e.model.Retention) * time.Millisecond, Now: e.clock, BusyTimeout: busyTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("handoff: opening the receiver database: %w", err)
+	}
+	return crm, nil
+}
+
+// Close closes every database handle, the named workers' too. The files
+// stay in Dir; the schema of an app database on PostgreSQL is dropped,
+// and its name let go of.
+func (e *Env) Close() error {
+	return errors.Join(e.closeDatabases(), e.schema.Release(context.Background()))
+}
+
+// closeDatabases closes every database handle, the named workers' too,
+// and drops the schema of an app database on PostgreSQL, whose name the
+// Env keeps: the next open makes it again.
+func (e *Env) closeDatabases() error {
+	err := errors.Join(e.closeWorkers(), e.idle.close(), e.lane.close(), e.closeHolders())
+	if e.app != nil {
+		err = errors.Join(err, e.app.Close(), e.crm.Close())
+	}
+	e.app, e.crm, e.lane = nil, nil, nil
+	return errors.Join(err, e.schema.Drop(context.Background()))
+}
+
+// worker returns the named worker's handle. On first use, and after its
+// process died, the worker starts: it opens its handle (on first use in a
+// sequence, an idle one where there is one: see park) and releases every
+// lease held under its name, and the model hears of it.
+func (e *Env) worker(ctx context.Context, s Step) (string, *worker, error) {
+	name, ok := s.Arg("worker")
+	switch {
+	case !ok || name == "":
+		return "", nil, fmt.Errorf("%w: %s needs worker=NAME", ErrScenario, s.Directive)
+	case name == model.DefaultWorker:
+		return "", nil, fmt.Errorf("%w: worker %q is the one deliver and converge use; name another", ErrScenario, name)
+	}
+	if w, ok := e.workers[name]; ok {
+		return name, w, nil
+	}
+	app, ok := e.idle.takeApp(e.handleKey(name))
+	if !ok {
+		var err error
+		if app, err = e.openDesignApp(ctx, e.systemOptions(name, e.hook(name, nil))); err != nil {
+			return "", nil, fmt.Errorf("handoff: opening the app database for worker %s: %w", name, err)
+		}
+	}
+	if err := recoverLeases(ctx, app); err != nil {
+		app.Close()
+		return "", nil, fmt.Errorf("handoff: worker %s starting: %w", name, err)
+	}
+	e.model, _ = e.model.Restart(name)
+	w := &worker{app: app, phases: app.(designs.Phases)} // a named worker needs Workers, hence Phases (see supported, CheckApp)
+	e.workers[name] = w
+	return name, w, nil
+}
+
+// restart is the default worker's process dying and starting again: its
+// handles are closed and reopened from their files, and it releases its
+// leases. The named workers, other processes, go on.
+func (e *Env) restart(ctx context.Context) error {
+	err := errors.Join(e.app.Close(), e.crm.Close())
+	e.app, e.crm = nil, nil
+	if err != nil {
+		return fmt.Errorf("handoff: restart: %w", err)
+	}
+	if err := e.open(ctx); err != nil {
+		return err
+	}
+	// The worker starts again: nothing it had in flight survived.
+	if err := recoverLeases(ctx, e.app); err != nil {
+		return fmt.Errorf("handoff: restart: %w", err)
+	}
+	return nil
+}
+
+// restartAll is every process dying and starting again: the named
+// workers start again at their next step.
+func (e *Env) restartAll(ctx context.Context) error {
+	if err := e.closeWorkers(); err != nil {
+		return fmt.Errorf("handoff: restart: %w", err)
+	}
+	return e.restart(ctx)
+}
+
+// closeWorkers closes the named workers' handles.
+func (e *Env) closeWorkers() error {
+	var err error
+	for name, w := range e.workers {
+		err = errors.Join(err, w.app.Close())
+		delete(e.workers, name)
+	}
+	return err
+}
+
+// CrashAtPass makes the n-th fault point the Env's system passes (1-based,
+// counted from NewEnv) crash, whichever point it is.
+func (e *Env) CrashAtPass(n int) { e.injector.CrashAtPass(n) }
+
+// Trace returns the fault points the system has passed, in order.
+func (e *Env) Trace() []system.FaultPoint { return e.injector.Trace() }
+
+// Design is the design the Env runs.
+func (e *Env) Design() designs.Design { return e.cfg.Design }
+
+// Outcome is what one step did: the output a scenario file expects, and
+// the first invariant it broke, if any.
+type Outcome struct {
+	Output    string
+	Violation *Violation
+	// Answer is the system's answer; Key the action key the step worked
+	// on, if any; Observed everything observable after the step.
+	Answer   Answer
+	Key      string
+	Observed model.Observation
+}
+
+// stepResult is what a handler reports: a line in words, and the system's
+// answer and the model's prediction.
+type stepResult struct {
+	line       string
+	got, want  Answer
+	key        string // the action key the step worked on
+	converging bool   // the step claims convergence: invariant 7 applies
+	// fired is the fault that took effect: a crash struck, or a request
+	// went out over a faulty network.
+	fired faults.Kind
+	// ifUnchanged is added to line when the step changed nothing observable.
+	ifUnchanged string
+	// lateClaim, for a claim that leads to a send, says how it came at or
+	// after the row's retention deadline (invariant 11); "" otherwise.
+	lateClaim string
+	// backoff, for a settle or a delivery, says how the system drew a
+	// backoff within another ceiling than the model's (invariant 10); ""
+	// when it did not.
+	backoff string
+	// settled, for a settle that wrote a final state, is the row and the
+	// fence of the claim it settled (invariant 8).
+	settled *fenced
+	// auditDiff, after an operator or stale step, is how the system's
+	// audit log or stale list differs from the model's (invariant 6); ""
+	// when it does not.
+	auditDiff string
+	// otherwise, for a step whose outcome the model cannot tell apart in
+	// advance, is the other outcome it predicts: a full database refuses
+	// only a write that needs another page, and how full a file's pages
+	// are is no fact of the model's. The handler predicts the fault's
+	// effect (want, and the Env's model); Apply takes otherwise instead
+	// when the system's answer and state are that outcome's.
+	otherwise *prediction
+}
+
+// prediction is one outcome the model predicts for a step: its state
+// after the step and the step's answer.
+type prediction struct {
+	model model.State
+	want  Answer
+}
+
+// fenced is a row's key and the fence a claim gave it.
+type fenced struct {
+	key   string
+	fence int64
+}
+
+// Apply runs one step against model and system and checks the invariants.
+// An error means the step could not run (ErrScenario for bad scenario
+// text, or a failure of the harness itself); what the system answers, its
+// errors included, is output.
+func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
+	d, ok := directives[s.Directive]
+	if !ok {
+		return Outcome{}, fmt.Errorf("%w: unknown directive %q (want one of %s)", ErrScenario, s.Directive, strings.Join(slices.Sorted(maps.Keys(directives)), ", "))
+	}
+	if err := Supported(e.cfg.Design, s); err != nil {
+		return Outcome{}, err
+	}
+	e.ceilings = e.ceilings[:0]
+	r, err := d.run(e, ctx, s)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if !e.cfg.Design.Supports.Time {
+		r.got.At, r.want.At = 0, 0
+	}
+	e.started = e.started || s.Directive != "design" && s.Directive != "config" && s.Directive != "transport" && s.Directive != "backend"
+	e.applied++
+	obs, err := e.observe(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if o := r.otherwise; o != nil && r.got == o.want && sameObservation(shown(e.cfg.Design, o.model.Observation), obs) {
+		e.model, r.want = o.model, o.want // the write found room
+	}
+	predicted := e.model
+	predicted.Observation = shown(e.cfg.Design, e.model.Observation)
+	v := checkInvariants(checkInput{obs: obs, model: predicted, sends: e.sends, got: r.got, want: r.want, converging: r.converging,
+		lateClaim: r.lateClaim, backoff: r.backoff, settled: r.settled, auditDiff: r.auditDiff})
+	if e.diverged.Step == 0 && !sameObservation(predicted.Observation, obs) {
+		e.diverged = Disagreement{Step: e.applied, Diff: cmp.Diff(predicted.Observation, obs)}
+	}
+	if r.ifUnchanged != "" && sameObservation(obs, e.before) {
+		r.line += r.ifUnchanged
+	}
+	if r.fired != e.burst.fault {
+		e.burst.fault, e.burst.n = r.fired, 0
+	}
+	if r.fired != "" {
+		e.burst.n++
+	}
+	e.cfg.Stats.count(s, r, e.before, obs, e.burst.n)
+	e.before = obs
+	out := append([]string{r.line}, render(obs)...)
+	if v != nil {
+		out = append(out, v.String())
+	}
+	return Outcome{Output: strings.Join(out, "\n"), Violation: v, Answer: r.got, Key: r.key, Observed: obs}, nil
+}
+
+// observe reads everything observable of the system. If no commit changed
+// the app database since the last step (see lane.appChanged), it takes
+// what that step read of it.
+func (e *Env) observe(ctx context.Context) (model.Observation, error) {
+	changed, err := e.lane.appChanged(ctx)
+	if err != nil {
+		return model.Observation{}, err
+	}
+	obs := e.before
+	if changed {
+		snap, err := e.app.Snapshot(ctx)
+		if err != nil {
+			return model.Observation{}, fmt.Errorf("handoff: reading the app database: %w", err)
+		}
+		app := shown(e.cfg.Design, observation(snap, nil))
+		obs.Approvals, obs.Outbox = app.Approvals, app.Outbox
+	}
+	tasks, err := e.crm.Tasks(ctx)
+	if err != nil {
+		return model.Observation{}, fmt.Errorf("handoff: reading the receiver database: %w", err)
+	}
+	obs.Tasks = observation(system.Snapshot{}, tasks).Tasks
+	return obs, nil
+}
+
+// faultArg reads the step's fault= argument, one of the faults its
+// directive takes (see directives), or "". A
+// fault that needs the other backend is a mistake of the scenario, which
+// must say so with a backend line first.
+func (e *Env) faultArg(s Step) (faults.Kind, error) {
+	v, ok := s.Arg("fault")
+	if !ok {
+		return "", nil
+	}
+	k, err := faults.ParseKind(v, FaultsOf(s.Directive)...)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrScenario, s.Directive, err)
+	}
+	if !RunsOn(k, e.cfg.Backend) {
+		only := faultTable[k].only
+		return "", fmt.Errorf("%w: %s: fault %s runs on %s only; a scenario of it starts with backend name=%s", ErrScenario, s.Directive, k, only, only)
+	}
+	return k, nil
+}
+
+// backoffDrawn is invariant 10's check of a settle or a delivery of key
+// at attempt: every backoff the system drew in the step was drawn within
+// the model's ceiling for that attempt, min(cap, base·2^(attempt−1)). The
+// harness's jitter source returns the drawn jitter whatever ceiling it is
+// given, so that next_attempt_at alone would not show a ceiling too high.
+func (e *Env) backoffDrawn(key string, attempt int) string {
+	want := time.Duration(e.model.JitterCeiling(attempt)) * time.Millisecond
+	for _, c := range e.ceilings {
+		if c != want {
+			return fmt.Sprintf("%s's backoff after attempt %d was drawn within %v, but the ceiling is %v", key, attempt, c, want)
+		}
+	}
+	return ""
+}
+
+// Model is the model's state: what the generators look at to draw a step
+// that fits (a worker's next phase, a row a person may repair).
+func (e *Env) Model() model.State { return e.model }
+
+// Backend is where the Env keeps the app database.
+func (e *Env) Backend() backend.Backend { return e.cfg.Backend }
+
+// Transport is how the worker's requests reach the receiver now.
+func (e *Env) Transport() Transport { return e.cfg.Transport }

@@ -1,0 +1,108 @@
+package sim
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/model"
+)
+
+// TestViolationKeepsEveryBrokenInvariant: a step that breaks several
+// invariants reports the first in check order and keeps the others, so
+// that a design documented by any of them is caught as documented.
+func TestViolationKeepsEveryBrokenInvariant(t *testing.T) {
+	const key = "harbor:create-followup:v1:case-1"
+	payload := `{"case_id":"case-1","title":"Call back"}`
+	approved := model.Observation{
+		Approvals: []model.Approval{{Key: key, Payload: payload}},
+		Outbox:    []model.Row{{Key: key, State: model.Sent, Attempts: 2, RemoteID: 2}},
+	}
+	twoTasks := approved
+	twoTasks.Tasks = []model.Task{{ID: 1, Key: key, Payload: payload}, {ID: 2, Key: key, Payload: payload}}
+	oneTask := approved
+	oneTask.Tasks = twoTasks.Tasks[1:]
+	tests := []struct {
+		name      string
+		obs       model.Observation
+		predicted model.Observation
+		want      *Violation
+	}{
+		{"nothing broken", oneTask, oneTask, nil},
+		{"only the model's", oneTask, approved, &Violation{Invariant: 6}},
+		{"a second task, which the model did not predict", twoTasks, oneTask, &Violation{Invariant: 1, Also: []int{6}}},
+	}
+	for _, tt := range tests {
+		s := model.New(3)
+		s.Observation = tt.predicted
+		got := checkInvariants(checkInput{obs: tt.obs, model: s, sends: map[string]int{key: 2}})
+		switch {
+		case (got == nil) != (tt.want == nil):
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		case got != nil && (got.Invariant != tt.want.Invariant || !slices.Equal(got.Also, tt.want.Also)):
+			t.Errorf("%s: got invariant %d, also %v; want %d, also %v", tt.name, got.Invariant, got.Also, tt.want.Invariant, tt.want.Also)
+		case got != nil && !got.Breaks(6):
+			t.Errorf("%s: Breaks(6) is false for %+v", tt.name, *got)
+		}
+	}
+}
+
+// TestAsDocumented: a design is caught as documented by its invariant
+// reported first, or by the alternative its entry names reported with it
+// at the same step; another invariant reported first is not, even when
+// the documented one broke too.
+func TestAsDocumented(t *testing.T) {
+	retention, err := designs.Lookup("ignore-retention")
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget, err := designs.Lookup("no-budget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		d    designs.Design
+		v    Violation
+		want bool
+	}{
+		{retention, Violation{Invariant: 6}, true},
+		{retention, Violation{Invariant: 1, Also: []int{6}}, true},
+		{retention, Violation{Invariant: 1}, false},
+		{retention, Violation{Invariant: 3, Also: []int{6}}, false},
+		{budget, Violation{Invariant: 6}, true},
+		{budget, Violation{Invariant: 4, Also: []int{6}}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.v.AsDocumented(tt.d); got != tt.want {
+			t.Errorf("%s, invariant %d also %v: AsDocumented %v, want %v", tt.d.Name, tt.v.Invariant, tt.v.Also, got, tt.want)
+		}
+	}
+}
+
+// TestBackoffDrawnWithinTheCeiling: invariant 10 holds when every ceiling
+// the system gave the jitter source is the model's for the attempt, and
+// breaks on one a doubling too high or too low.
+func TestBackoffDrawnWithinTheCeiling(t *testing.T) {
+	e := &Env{model: model.New(5)}
+	e.model.BackoffBase, e.model.BackoffCap = 1_000, 8_000
+	tests := []struct {
+		attempt  int
+		ceilings []time.Duration
+		broken   bool
+	}{
+		{1, nil, false},
+		{1, []time.Duration{time.Second}, false},
+		{3, []time.Duration{4 * time.Second}, false},
+		{5, []time.Duration{8 * time.Second}, false},
+		{1, []time.Duration{2 * time.Second}, true},
+		{3, []time.Duration{2 * time.Second}, true},
+		{2, []time.Duration{2 * time.Second, 4 * time.Second}, true},
+	}
+	for _, tt := range tests {
+		e.ceilings = tt.ceilings
+		if got := e.backoffDrawn("k", tt.attempt); (got != "") != tt.broken {
+			t.Errorf("attempt %d, ceilings %v: %q, want broken %v", tt.attempt, tt.ceilings, got, tt.broken)
+		}
+	}
+}

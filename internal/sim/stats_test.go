@@ -1,0 +1,68 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/gob"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestStatsAddAndGob sends Stats with every counter and every map set
+// through gob, adds both copies, and checks that each value doubled: a
+// lane in another process sends its Stats so, and its run adds them. A
+// field of a kind the test does not know fails it, so that a field added
+// to Stats cannot be left out of GobEncode or Add.
+func TestStatsAddAndGob(t *testing.T) {
+	st := NewStats()
+	fields := reflect.ValueOf(st).Elem()
+	mutex := reflect.TypeFor[sync.Mutex]()
+	for i := range fields.NumField() {
+		f, name := fields.Field(i), fields.Type().Field(i).Name
+		if f.Type() == mutex {
+			continue
+		}
+		switch f.Kind() {
+		case reflect.Map:
+			f.SetMapIndex(reflect.ValueOf("k").Convert(f.Type().Key()), reflect.ValueOf(i+1))
+		case reflect.Struct:
+			switch c := f.Addr().Interface().(type) {
+			case *atomic.Int64:
+				c.Store(int64(i + 1))
+			default:
+				t.Fatalf("Stats.%s is a %s, which this test does not know", name, f.Type())
+			}
+		default:
+			t.Fatalf("Stats.%s is a %s, which this test does not know", name, f.Type())
+		}
+	}
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(st); err != nil {
+		t.Fatal(err)
+	}
+	got := NewStats()
+	if err := gob.NewDecoder(&b).Decode(got); err != nil {
+		t.Fatal(err)
+	}
+	got.Add(st)
+	gotFields := reflect.ValueOf(got).Elem()
+	for i := range fields.NumField() {
+		f, g, name := fields.Field(i), gotFields.Field(i), fields.Type().Field(i).Name
+		if f.Type() == mutex {
+			continue
+		}
+		switch c := g.Addr().Interface().(type) {
+		case *atomic.Int64:
+			if c.Load() != int64(2*(i+1)) {
+				t.Errorf("Stats.%s: got %d, want %d", name, c.Load(), 2*(i+1))
+			}
+		default:
+			want := reflect.MakeMap(f.Type())
+			want.SetMapIndex(reflect.ValueOf("k").Convert(f.Type().Key()), reflect.ValueOf(2*(i+1)))
+			if !reflect.DeepEqual(g.Interface(), want.Interface()) {
+				t.Errorf("Stats.%s: got %v, want %v", name, g.Interface(), want.Interface())
+			}
+		}
+	}
+}
