@@ -3,6 +3,6 @@
 // Sender is the system.Receiver that delivers to such a server. Both follow
 // SPEC's part "The HTTP receiver and sender": the IETF draft "The
 // Idempotency-Key HTTP Header Field" where it speaks, Stripe's documented
-// behaviour where it is silent. CheckReceiver runs that contract, clause
-// by clause, against any endpoint that claims to keep it.
+// behaviour where it is silent. Package crm/contract runs that contract,
+// clause by clause, against any endpoint that claims to keep it.
 package crm

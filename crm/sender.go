@@ -43,8 +43,8 @@ type Sender struct {
 }
 
 // ErrBadURL is matched (errors.Is) by the error NewSender and
-// CheckReceiver return for a receiver URL that is not http or https, has
-// no host, or has a user, query or fragment.
+// ParseReceiverURL return for a receiver URL that is not http or https,
+// has no host, or has a user, query or fragment.
 var ErrBadURL = errors.New("crm: bad receiver URL")
 
 // urlError is a refused receiver URL: its message says why, and it is
@@ -54,8 +54,12 @@ type urlError string
 func (e urlError) Error() string        { return string(e) }
 func (e urlError) Is(target error) bool { return target == ErrBadURL }
 
-// receiverURL parses the base URL of a receiver; a path prefix is kept.
-func receiverURL(raw string) (*url.URL, error) {
+// ParseReceiverURL parses the base URL of a receiver, as NewSender takes
+// it: http or https, with a host and no user, query or fragment; a path
+// prefix is kept. Any other URL is refused with an error matching
+// ErrBadURL. It is exported so that the receiver contract's checker
+// (crm/contract) takes exactly the URLs a Sender does.
+func ParseReceiverURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
@@ -73,7 +77,7 @@ func receiverURL(raw string) (*url.URL, error) {
 // redirects; the time a send may take comes from its context (DeliverOne
 // gives the send timeout).
 func NewSender(baseURL string, client *http.Client) (*Sender, error) {
-	u, err := receiverURL(baseURL)
+	u, err := ParseReceiverURL(baseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +124,7 @@ func answer(resp *http.Response, body []byte, key string, now time.Time) (int64,
 		return 0, fmt.Errorf("%w: %s", system.ErrKeyConflict, says)
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
 		err := fmt.Errorf("%w: %s", system.ErrTransient, says)
-		if after, ok := retryAfter(resp.Header.Get("Retry-After"), now); ok {
+		if after, ok := RetryAfter(resp.Header.Get("Retry-After"), now); ok {
 			return 0, &system.RetryHint{After: after, Err: err}
 		}
 		return 0, err
@@ -147,8 +151,11 @@ func task(body []byte, key string) (int64, error) {
 	return *t.ID, nil
 }
 
-// retryAfter reads a Retry-After value: delay seconds or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
+// RetryAfter reads a Retry-After value, delay seconds or an HTTP date, as
+// the time to wait from now; false when v is neither. It is exported so
+// that the receiver contract's checker (crm/contract) waits as a Sender
+// does.
+func RetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}

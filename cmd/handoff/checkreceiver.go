@@ -10,16 +10,15 @@ import (
 	"text/tabwriter"
 	"time"
 
-	receiver "github.com/outboxlab/handoff/crm"
-
+	"github.com/outboxlab/handoff/crm/contract"
 	"github.com/outboxlab/handoff/internal/words"
 )
 
 // checkReceiverHelp says what check-receiver's URL is and what it checks,
 // clause by clause, for its help.
 func checkReceiverHelp() string {
-	names := make([]string, 0, len(receiver.Clauses()))
-	for _, c := range receiver.Clauses() {
+	names := make([]string, 0, len(contract.Clauses()))
+	for _, c := range contract.Clauses() {
 		names = append(names, c.String())
 	}
 	return "URL is the receiver's base URL, http or https: the check sends POST URL/tasks,\n" +
@@ -34,7 +33,7 @@ func checkReceiver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := flag.NewFlagSet("check-receiver", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	retention := fs.Duration("retention", 0, "the retention the receiver must state (0: forever); without it, any retention it states consistently passes")
-	timeout := fs.Duration("timeout", receiver.DefaultCheckTimeout, "the longest each request, and each wait for a key in flight, may take")
+	timeout := fs.Duration("timeout", contract.DefaultTimeout, "the longest each request, and each wait for a key in flight, may take")
 	urls, err := operands(fs, args, stderr)
 	if err != nil {
 		return err
@@ -45,18 +44,21 @@ func checkReceiver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	case len(urls) > 1:
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, urls[1])
 	}
-	opts := receiver.CheckOptions{Timeout: *timeout}
+	opts := contract.Options{Timeout: *timeout}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "retention" {
 			opts.Retention = retention
 		}
 	})
-	report, err := receiver.CheckReceiver(ctx, urls[0], opts)
-	if errors.Is(err, receiver.ErrBadURL) {
+	report, err := contract.Check(ctx, urls[0], opts)
+	if errors.Is(err, contract.ErrBadURL) {
 		return fmt.Errorf("%w: %v", errUsage, strings.TrimPrefix(err.Error(), "crm: "))
 	}
-	if err != nil && report.Results == nil {
-		return err
+	if err != nil {
+		err = checkError{err}
+		if report.Results == nil {
+			return err
+		}
 	}
 	if *asJSON {
 		if err := printCheckJSON(stdout, report); err != nil {
@@ -68,11 +70,19 @@ func checkReceiver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	if failed, skipped := tally(report, receiver.Fail), tally(report, receiver.Skip); failed+skipped > 0 {
+	if failed, skipped := tally(report, contract.Fail), tally(report, contract.Skip); failed+skipped > 0 {
 		return fmt.Errorf("the receiver does not keep the contract: %d of %d clauses failed, %d skipped (listed on stdout)", failed, len(report.Results), skipped)
 	}
 	return nil
 }
+
+// checkError is an error of contract.Check as the command says it: the
+// command's name stands in for the package's prefix, as message does for
+// the prefixes in ownPrefixes.
+type checkError struct{ err error }
+
+func (e checkError) Error() string { return strings.TrimPrefix(e.err.Error(), "contract: ") }
+func (e checkError) Unwrap() error { return e.err }
 
 // operands parses args with fs, flags and operands in any order, and
 // returns the operands.
@@ -91,7 +101,7 @@ func operands(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, erro
 }
 
 // tally counts the clauses of r with verdict v.
-func tally(r receiver.Report, v receiver.Verdict) int {
+func tally(r contract.Report, v contract.Verdict) int {
 	n := 0
 	for _, res := range r.Results {
 		if res.Verdict == v {
@@ -103,7 +113,7 @@ func tally(r receiver.Report, v receiver.Verdict) int {
 
 // printCheckTable prints the report as a line on the run, a table of
 // clause, verdict and evidence, and a summary line.
-func printCheckTable(w io.Writer, r receiver.Report) error {
+func printCheckTable(w io.Writer, r contract.Report) error {
 	fmt.Fprintf(w, "check-receiver %s: run %s, keys %s*\n\n", r.URL, r.RunID, r.KeyPrefix)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "clause\tverdict\tevidence")
@@ -118,12 +128,12 @@ func printCheckTable(w io.Writer, r receiver.Report) error {
 		verdict = "the receiver does not keep the contract"
 	}
 	_, err := fmt.Fprintf(w, "\n%s: %d passed, %d failed, %d skipped; %s\n",
-		words.HowMany(len(r.Results), "clause"), tally(r, receiver.Pass), tally(r, receiver.Fail), tally(r, receiver.Skip), verdict)
+		words.HowMany(len(r.Results), "clause"), tally(r, contract.Pass), tally(r, contract.Fail), tally(r, contract.Skip), verdict)
 	return err
 }
 
 // printCheckJSON prints the report as one JSON object (docs/json.md).
-func printCheckJSON(w io.Writer, r receiver.Report) error {
+func printCheckJSON(w io.Writer, r contract.Report) error {
 	type clause struct {
 		Clause   string `json:"clause"`
 		Verdict  string `json:"verdict"`
@@ -140,7 +150,7 @@ func printCheckJSON(w io.Writer, r receiver.Report) error {
 		Skipped          int      `json:"skipped"`
 		Clauses          []clause `json:"clauses"`
 	}{URL: r.URL, RunID: r.RunID, KeyPrefix: r.KeyPrefix, OK: r.OK(),
-		Passed: tally(r, receiver.Pass), Failed: tally(r, receiver.Fail), Skipped: tally(r, receiver.Skip), Clauses: []clause{}}
+		Passed: tally(r, contract.Pass), Failed: tally(r, contract.Fail), Skipped: tally(r, contract.Skip), Clauses: []clause{}}
 	if r.Retention != nil {
 		seconds := int64(*r.Retention / time.Second)
 		out.RetentionSeconds = &seconds

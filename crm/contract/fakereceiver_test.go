@@ -1,115 +1,17 @@
-package crm_test
+package contract_test
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/outboxlab/handoff/crm"
-	"github.com/outboxlab/handoff/system"
 )
-
-// checkOK fails the test unless every clause of r passed.
-func checkOK(t *testing.T, r crm.Report) {
-	t.Helper()
-	if !r.OK() {
-		for _, res := range r.Results {
-			t.Errorf("%s: %s: %s", res.Clause, res.Verdict, res.Evidence)
-		}
-	}
-}
-
-// TestCheckReceiverAgainstServer runs the check against Server on a real
-// socket and a real CRM file, twice: every clause passes both times (the
-// second run's keys are new), every task the runs left is under a key of
-// the checker's, and an expected retention other than the stated one
-// fails the retention clause alone.
-func TestCheckReceiverAgainstServer(t *testing.T) {
-	c, _ := openCRM(t, system.CRMOptions{Retention: time.Hour})
-	ts := serve(t, c, time.Hour)
-	hour, twoHours := time.Hour, 2*time.Hour
-	first, err := crm.CheckReceiver(t.Context(), ts.URL, crm.CheckOptions{Retention: &hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkOK(t, first)
-	var got []crm.Clause
-	for _, res := range first.Results {
-		got = append(got, res.Clause)
-	}
-	if !slices.Equal(got, crm.Clauses()) {
-		t.Errorf("clauses reported %v, want %v", got, crm.Clauses())
-	}
-	if first.Retention == nil || *first.Retention != time.Hour {
-		t.Errorf("the report's retention: got %v, want 1h", first.Retention)
-	}
-	second, err := crm.CheckReceiver(t.Context(), ts.URL, crm.CheckOptions{Retention: &twoHours})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := second.Failed(), []crm.Clause{crm.ClauseRetention}; !slices.Equal(got, want) {
-		t.Errorf("expecting 2h of a receiver that states 1h: failed %v, want %v", got, want)
-	}
-	if first.RunID == second.RunID || first.KeyPrefix == second.KeyPrefix {
-		t.Errorf("two runs share run id %q / key prefix %q", first.RunID, first.KeyPrefix)
-	}
-	for _, task := range tasks(t, c) {
-		if !strings.HasPrefix(task.Key, first.KeyPrefix) && !strings.HasPrefix(task.Key, second.KeyPrefix) {
-			t.Errorf("task %d has key %q, not one of the runs' (%s…, %s…)", task.ID, task.Key, first.KeyPrefix, second.KeyPrefix)
-		}
-	}
-	if !strings.HasPrefix(first.KeyPrefix, "handoff-check:") || !strings.Contains(first.KeyPrefix, first.RunID) {
-		t.Errorf("key prefix %q does not say whose keys they are", first.KeyPrefix)
-	}
-}
-
-func TestCheckReceiverRefusesURLs(t *testing.T) {
-	for _, u := range []string{"ftp://crm.example", "crm.example:8080", "http://", "http://user@crm.example", "http://crm.example?x=1", "::"} {
-		if _, err := crm.CheckReceiver(t.Context(), u, crm.CheckOptions{}); !errors.Is(err, crm.ErrBadURL) {
-			t.Errorf("CheckReceiver(%q): got %v, want ErrBadURL", u, err)
-		}
-	}
-}
-
-// TestCheckReceiverNeedsAnAnswer: where nothing listens, no clause is
-// judged: the check says nothing answers.
-func TestCheckReceiverNeedsAnAnswer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + ln.Addr().String()
-	ln.Close()
-	if r, err := crm.CheckReceiver(t.Context(), url, crm.CheckOptions{Timeout: time.Second}); !errors.Is(err, crm.ErrUnreachable) || len(r.Results) != 0 {
-		t.Errorf("CheckReceiver(%s), nothing listening: got %d clauses, %v; want ErrUnreachable and none", url, len(r.Results), err)
-	}
-}
-
-func TestClauseNames(t *testing.T) {
-	seen := map[string]bool{}
-	for _, c := range crm.Clauses() {
-		name := c.String()
-		if seen[name] || strings.HasPrefix(name, "clause(") {
-			t.Errorf("clause %d: name %q repeated or missing", int(c), name)
-		}
-		seen[name] = true
-	}
-	if len(seen) != 10 {
-		t.Errorf("%d clauses, want 10", len(seen))
-	}
-}
 
 // flaw is one way a receiver breaks SPEC's contract, as real ones do.
 type flaw int
@@ -315,71 +217,4 @@ func fakeCreated(w http.ResponseWriter, id int, body []byte) {
 	w.Header().Set("Location", "/tasks/"+strconv.Itoa(id))
 	w.WriteHeader(http.StatusCreated)
 	_, _ = w.Write(body)
-}
-
-// TestCheckReceiverCatchesFlaws runs the check against receivers that
-// each break the contract in one way: each fails exactly the clauses its
-// flaw breaks and passes every other.
-func TestCheckReceiverCatchesFlaws(t *testing.T) {
-	tests := []struct {
-		name  string
-		flaw  flaw
-		fails []crm.Clause
-	}{
-		{"keeps the contract", keepsContract, nil},
-		{"a task per request", taskPerRequest, []crm.Clause{crm.ClauseReplay, crm.ClauseReplayNewConnection, crm.ClauseOtherPayload, crm.ClauseConcurrent, crm.ClauseReplayAfterCut}},
-		{"ignores the payload on replay", ignoresPayload, []crm.Clause{crm.ClauseOtherPayload}},
-		{"answers 201 before it commits", answersBeforeCommit, []crm.Clause{crm.ClauseReplayAfterCut}},
-		{"omits the retention header", omitsRetention, []crm.Clause{crm.ClauseRetention}},
-		{"GET /contract disagrees with the header", contractDisagrees, []crm.Clause{crm.ClauseRetention}},
-		{"checks, then creates", checkThenCreate, []crm.Clause{crm.ClauseConcurrent}},
-		{"takes an unquoted key", acceptsRawKey, []crm.Clause{crm.ClauseMalformedKey}},
-		{"creates without a key", createsWithoutKey, []crm.Clause{crm.ClauseMissingKey}},
-		{"replays unmarked", unmarkedReplay, []crm.Clause{crm.ClauseReplay, crm.ClauseReplayNewConnection}},
-		{"replays other bytes of the same JSON", reformatsReplay, []crm.Clause{crm.ClauseReplay, crm.ClauseReplayNewConnection, crm.ClauseOtherPayload, crm.ClauseConcurrent}},
-		{"keeps a refused request", keepsRefused, []crm.Clause{crm.ClauseMalformedKey}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			ts := httptest.NewServer(newFakeReceiver(tt.flaw))
-			defer ts.Close()
-			report, err := crm.CheckReceiver(t.Context(), ts.URL, crm.CheckOptions{Timeout: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			verdicts := map[crm.Clause]crm.Verdict{}
-			for _, res := range report.Results {
-				verdicts[res.Clause] = res.Verdict
-			}
-			want := map[crm.Clause]crm.Verdict{}
-			for _, c := range crm.Clauses() {
-				want[c] = crm.Pass
-				if slices.Contains(tt.fails, c) {
-					want[c] = crm.Fail
-				}
-			}
-			if diff := cmp.Diff(want, verdicts); diff != "" {
-				for _, res := range report.Results {
-					t.Logf("%s: %s: %s", res.Clause, res.Verdict, res.Evidence)
-				}
-				t.Errorf("verdicts (-want +got):\n%s", diff)
-			}
-			if report.OK() != (len(tt.fails) == 0) {
-				t.Errorf("OK() is %v with failures %v", report.OK(), report.Failed())
-			}
-		})
-	}
-}
-
-// TestCheckReceiverInterrupted: a cancelled context ends the check with
-// the context's error.
-func TestCheckReceiverInterrupted(t *testing.T) {
-	ts := httptest.NewServer(newFakeReceiver(keepsContract))
-	defer ts.Close()
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if _, err := crm.CheckReceiver(ctx, ts.URL, crm.CheckOptions{}); !errors.Is(err, context.Canceled) {
-		t.Errorf("got %v, want context.Canceled", err)
-	}
 }
