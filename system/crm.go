@@ -8,44 +8,6 @@ import (
 	"time"
 )
 
-// crmDatabase is the receiver database: tasks by key, and the identity
-// that app databases remember it by. Its mark is "CRM1" in SQLite's
-// application_id.
-var crmDatabase = kind{name: "a handoff CRM database", appID: 0x43524d31, migrations: []string{
-	// Version 1: the first schema.
-	`CREATE TABLE tasks (
-		id      INTEGER PRIMARY KEY,
-		key     TEXT NOT NULL UNIQUE,
-		payload TEXT NOT NULL
-	) STRICT;`,
-	// Version 2: an identity, made once, so that an app database can tell
-	// this CRM from another file; the memory of keys apart from the tasks,
-	// so that a key can be forgotten while its task stays.
-	`CREATE TABLE meta (
-		name  TEXT PRIMARY KEY,
-		value TEXT NOT NULL
-	) STRICT;
-	INSERT INTO meta (name, value) VALUES ('identity', lower(hex(randomblob(16))));
-	CREATE TABLE tasks_v2 (
-		id      INTEGER PRIMARY KEY,
-		key     TEXT NOT NULL,
-		payload TEXT NOT NULL
-	) STRICT;
-	INSERT INTO tasks_v2 (id, key, payload) SELECT id, key, payload FROM tasks;
-	DROP TABLE tasks;
-	ALTER TABLE tasks_v2 RENAME TO tasks;
-	CREATE TABLE keys (
-		key       TEXT PRIMARY KEY,
-		task_id   INTEGER NOT NULL REFERENCES tasks (id),
-		stored_at INTEGER NOT NULL
-	) STRICT;
-	INSERT INTO keys (key, task_id, stored_at) SELECT key, id, 0 FROM tasks;`,
-},
-	// A key stored before version 2 is remembered from the upgrade on, as
-	// the app's upgrade counts its first claims from then.
-	stamp: `UPDATE keys SET stored_at = ?1 WHERE stored_at = 0`,
-}
-
 // The queries of the receiver.
 const (
 	sqlFindTask   = `SELECT t.id, t.payload, k.stored_at FROM keys k JOIN tasks t ON t.id = k.task_id WHERE k.key = ?`

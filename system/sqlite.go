@@ -51,37 +51,6 @@ func (d Durability) Synchronous() (string, error) {
 // BusyTimeout.
 const DefaultBusyTimeout = 5 * time.Second
 
-// kind describes one kind of handoff database: its name in messages, its
-// mark in SQLite's application_id header field, and its schema as a list
-// of migrations, where migrations[v] takes a file from schema version v to
-// v+1. A new file runs every migration in one transaction.
-type kind struct {
-	name       string
-	appID      int32
-	migrations []string
-	// stamp, run after upgrading a file with ?1 the time of the upgrade
-	// (milliseconds), gives the rows of an older schema the times it did
-	// not keep: their clocks start at the upgrade.
-	stamp string
-}
-
-// version is the schema version this code reads and writes.
-func (k kind) version() int32 { return int32(len(k.migrations)) }
-
-// versionOf is the schema version of a file marked appID whose
-// user_version is userVersion. The first release marked its files without
-// setting user_version: a marked file at 0 has the first schema.
-// A file without k's mark has no schema of k's, whatever user_version says.
-func (k kind) versionOf(appID, userVersion int32) int32 {
-	switch {
-	case appID != k.appID:
-		return 0
-	case userVersion == 0:
-		return 1
-	}
-	return userVersion
-}
-
 // header is what a database file says about itself.
 type header struct {
 	empty   bool  // the file is missing or has no bytes: a new database
@@ -340,51 +309,6 @@ func hold(path string, k kind, synchronous string, first, again func() error) (*
 			delete(held, abs)
 		}
 	})}, nil
-}
-
-// migrate sets WAL mode and brings the schema of the database at path up
-// to k's version in one transaction, marking the file as k. openDB calls
-// it only for a new file or an older schema, so that opening a database
-// that is up to date takes no write lock.
-func migrate(ctx context.Context, db *sql.DB, path string, k kind, now time.Time) error {
-	if _, err := db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
-		return driverError("setting WAL mode on "+path, err)
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return driverError("opening "+path, err)
-	}
-	defer tx.Rollback()
-	// Read inside the write transaction: another process may have created
-	// or upgraded the schema since the header was read.
-	var appID, version int32
-	if err := tx.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
-		return driverError("reading "+path, err)
-	}
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return driverError("reading "+path, err)
-	}
-	version = k.versionOf(appID, version)
-	switch {
-	case appID != 0 && appID != k.appID:
-		return fmt.Errorf("%w: %s is not %s (its application id is %#x)", ErrWrongDatabase, path, k.name, appID)
-	case version > k.version():
-		return fmt.Errorf("%w: %s has schema version %d; this handoff knows up to %d", ErrNewerSchema, path, version, k.version())
-	case appID == k.appID && version == k.version():
-		return nil
-	}
-	for v := version; v < k.version(); v++ {
-		if _, err := tx.ExecContext(ctx, k.migrations[v]); err != nil {
-			return driverError(fmt.Sprintf("upgrading the schema of %s to version %d", path, v+1), err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, k.stamp, now.UnixMilli()); err != nil {
-		return driverError("stamping the upgraded rows of "+path, err)
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id=%d; PRAGMA user_version=%d", k.appID, k.version())); err != nil {
-		return driverError("marking "+path, err)
-	}
-	return driverError("committing the schema of "+path, tx.Commit())
 }
 
 // openReadOnly opens the existing database at path, of kind k and at k's

@@ -1,0 +1,124 @@
+package system
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// Connecting to PostgreSQL: the pool of an app database's handle, its
+// sessions set as the Options say (durability, busy timeout, read-only,
+// the worker's name, WrapConn), and a failed connection said on one line.
+
+// PingPostgres connects to the server of target, a PostgreSQL URL (its
+// schema parameter aside), and returns an error that says why on one
+// line when it cannot: a command that is about to make things for the
+// server checks it first.
+func PingPostgres(ctx context.Context, target string) error {
+	t, err := parsePostgres(target)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, t.connect)
+	if err != nil {
+		return connectError(t, err)
+	}
+	return conn.Close(ctx)
+}
+
+// openPostgres opens the app database that target names, creating its
+// schema and tables in one transaction when the schema holds none. A
+// schema that holds tables of something else, or a newer handoff's, is
+// refused before anything is written. Read-only, it creates nothing and
+// every transaction is read-only.
+func openPostgres(ctx context.Context, target string, opts Options, readOnly bool) (*statements, error) {
+	d, busy := opts.Durability, opts.BusyTimeout
+	t, err := parsePostgres(target)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(t.connect)
+	if err != nil {
+		return nil, invalid("%s is not a PostgreSQL URL: %v", t.shown, err)
+	}
+	if _, err := d.Synchronous(); err != nil {
+		return nil, err
+	}
+	params := cfg.ConnConfig.RuntimeParams
+	params["search_path"] = t.schema
+	// The server shows which worker a connection is, in pg_stat_activity.
+	params["application_name"] = applicationName(opts.Worker)
+	params["synchronous_commit"] = "on"
+	if d != Durable {
+		// Safe when the app's process dies, as ProcessSafe is on
+		// SQLite; a crash of the server, like one of the machine, can
+		// lose the last commits.
+		params["synchronous_commit"] = "off"
+	}
+	if busy > 0 {
+		// PostgreSQL counts whole milliseconds, and 0 waits forever.
+		params["lock_timeout"] = strconv.FormatInt(max(1, busy.Milliseconds()), 10)
+	}
+	if readOnly {
+		params["default_transaction_read_only"] = "on"
+	}
+	if wrap := opts.WrapConn; wrap != nil {
+		cfg.ConnConfig.AfterNetConnect = func(_ context.Context, _ *pgconn.Config, conn net.Conn) (net.Conn, error) {
+			return wrap(conn), nil
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, connectError(t, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, connectError(t, err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	if err := preparePostgres(ctx, db, t, readOnly); err != nil {
+		db.Close()
+		pool.Close()
+		return nil, err
+	}
+	return &statements{db: db, group: &group{}, dialect: &dialect{schema: t.schema, hook: opts.Hook}, release: func() { pool.Close() }}, nil
+}
+
+// applicationName is the application_name of the connections of a
+// worker's Outbox: "handoff " and the worker's name, cut to the 63 bytes
+// PostgreSQL keeps.
+func applicationName(worker string) string {
+	name := "handoff " + worker
+	for len(name) > 63 {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
+	}
+	return name
+}
+
+// connectError is the error of a connection to t's server that failed,
+// on one line: pgx says which addresses it tried, one per line, and the
+// last says why. The error it wraps keeps them all.
+func connectError(t postgresTarget, err error) error {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	return &connectFailure{shown: t.shown, why: strings.TrimSpace(lines[len(lines)-1]), err: err}
+}
+
+// connectFailure is a connection that failed, said on one line.
+type connectFailure struct {
+	shown, why string
+	err        error
+}
+
+func (e *connectFailure) Error() string {
+	return "system: cannot connect to " + e.shown + ": " + e.why
+}
+
+func (e *connectFailure) Unwrap() error { return e.err }
