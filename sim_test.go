@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -174,13 +175,16 @@ func exploreOK(t *testing.T, cfg explore.ExploreConfig) explore.Report {
 	return r
 }
 
+// corpusCell is a backend and a transport the corpus is replayed on.
+type corpusCell struct {
+	backend   backend.Backend
+	transport sim.Transport
+}
+
 // corpusCells are the backends and transports every corpus file is
 // replayed on. The outputs are the same on every one: nothing a step
 // prints names the backend or the transport.
-var corpusCells = []struct {
-	backend   backend.Backend
-	transport sim.Transport
-}{
+var corpusCells = []corpusCell{
 	{backend.SQLite, sim.InProcess},
 	{backend.SQLite, sim.HTTP},
 	{backend.Postgres, sim.InProcess},
@@ -196,6 +200,11 @@ var corpusCells = []struct {
 // replays only its own files.
 func TestCorpus(t *testing.T) {
 	t.Parallel()
+	for _, b := range backend.All {
+		if !slices.ContainsFunc(corpusCells, func(c corpusCell) bool { return c.backend == b }) {
+			t.Errorf("backend %s has no cell in corpusCells", b)
+		}
+	}
 	scenarios, err := sim.Corpus(Corpus)
 	if err != nil {
 		t.Fatal(err)

@@ -51,7 +51,7 @@ type VerifyOptions struct {
 	Fresh bool
 }
 
-// Verify checks design d, from any module, against SPEC's model and
+// Verify checks design d, from any module, against the spec's model and
 // invariants, as go test checks the real design: it replays the
 // scenarios opts names (every invariant after every step; their expected
 // outputs, written by whichever design saved them, are not compared),
@@ -135,7 +135,7 @@ func nameClash(d designs.Design) error {
 	return nil
 }
 
-// Unchecked lists the guarantees of SPEC that a run on design d does not
+// Unchecked lists the guarantees of the spec that a run on design d does not
 // check: those of the capabilities it lacks, the faults of the databases
 // for any design but the real one, and, for a receiver of the design's
 // own, how it maps its CRM's refusals.

@@ -55,7 +55,7 @@ func TestVerify(t *testing.T) {
 }
 
 // TestVerifyReportsWhatBroke runs TestVerify in a child process on
-// designs that break SPEC, an outbox's shortcut and a receiver's, and
+// designs that break the spec, an outbox's shortcut and a receiver's, and
 // checks what the user sees: the test fails, names the invariant, shows
 // the minimal scenario and the command that saves it, and with
 // HANDOFF_SAVE=1 saves it into the corpus folder, from which the next

@@ -24,9 +24,9 @@ const maxAnswerBytes = 1 << 20
 const contractTimeout = 5 * time.Second
 
 // Sender is the system.Receiver that delivers over HTTP to a receiver
-// that keeps SPEC's contract (such as Server): POST {base}/tasks with the
+// that keeps the spec's contract (such as Server): POST {base}/tasks with the
 // key as Idempotency-Key and the payload as the body. It maps answers as
-// SPEC's table says; an answer the table does not name (a 3xx, another
+// the spec's table says; an answer the table does not name (a 3xx, another
 // 4xx, another 2xx) is refused for good, ErrRejected, so that a person
 // looks rather than a retry guessing.
 //

@@ -37,7 +37,7 @@ type Contract struct {
 	Identity string `json:"identity"`
 }
 
-// Server is the HTTP receiver of SPEC: an http.Handler that creates tasks
+// Server is the HTTP receiver of the spec: an http.Handler that creates tasks
 // in a system.CRM, once per Idempotency-Key.
 //
 // The CRM is the truth of which key holds which task: every POST goes

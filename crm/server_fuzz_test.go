@@ -176,7 +176,7 @@ func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
 // around it that RFC 8941 §4.2 discards.
 var sfString = regexp.MustCompile(`^ *"((?:[ !#-\[\]-~]|\\["\\])*)" *$`)
 
-// refusals are the statuses SPEC lists for what is wrong with a POST
+// refusals are the statuses the spec lists for what is wrong with a POST
 // /tasks: 400 for a missing or malformed key or body, 415 for a body that
 // is not declared JSON, 413 for one larger than crm.MaxBodyBytes. Where
 // several things are wrong, the answer may name any of them.
@@ -211,7 +211,7 @@ func (r fuzzRequest) key() string {
 // Content-Type, Content-Length and body (pad adds that many spaces, so
 // that the size limit is in reach), through ServeHTTP against a real CRM
 // file. The server must never panic or answer 5xx; it answers only the
-// statuses SPEC lists for the class of the request, as a problem+json for
+// statuses the spec lists for the class of the request, as a problem+json for
 // a 4xx, with Idempotency-Retention on every answer; a 4xx (and every
 // answer but a new task's 201) leaves the task count as it was. A POST
 // that passes validation is predicted exactly: 201 for a new key (one more

@@ -86,7 +86,7 @@ func (c Capabilities) problems() string {
 	return strings.Join(ps, "; ")
 }
 
-// Unchecked lists, for every capability c lacks, the guarantees of SPEC
+// Unchecked lists, for every capability c lacks, the guarantees of the spec
 // that a run on such a design does not check.
 func (c Capabilities) Unchecked() []string {
 	var lines []string

@@ -131,7 +131,7 @@ var Fragile = []Design{
 		Doc: "Approving a case again upserts the new title, because the newest instruction should win. The " +
 			"approved instruction is silently replaced, and a row already sent no longer matches its task " +
 			"(silently replaced instruction). Invariant 6 catches it in two steps: the second approval is " +
-			"accepted where SPEC refuses it.",
+			"accepted where the spec refuses it.",
 		Failure: ReplacedInstruction, Invariant: 6, MinimalSteps: 2,
 		OpenApp: wrapApp(func(o *system.Outbox, opts system.Options) App { return overwrite{o, opts} }),
 		OpenCRM: openCRM,
@@ -168,7 +168,7 @@ var Fragile = []Design{
 		Summary: "the worker retries without an attempt budget",
 		Doc: "The worker retries a failing row forever, because the CRM will surely come back. A row that " +
 			"cannot succeed is never blocked for a person, and every retry of a lost reply is one more request. " +
-			"Invariant 6 catches it in four steps: the third failed attempt leaves the row pending where SPEC " +
+			"Invariant 6 catches it in four steps: the third failed attempt leaves the row pending where the spec " +
 			"blocks it.",
 		Failure: LostWork, Invariant: 6, MinimalSteps: 4,
 		OpenApp: openNoBudget,
@@ -197,7 +197,7 @@ var Fragile = []Design{
 			"a worker paused past its lease (a long GC, a stopped process) settles over the worker that claimed " +
 			"the row after it, and what that worker recorded, or is about to, is overwritten. Invariant 6 " +
 			"catches it in six steps: a worker's settle after its lease ran out and another delivery claimed " +
-			"the row writes where SPEC says stale.",
+			"the row writes where the spec says stale.",
 		Failure: LostWork, Invariant: 6, MinimalSteps: 6, MostSteps: 8, Supports: Everything,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return noFencing{o} }),
 		OpenCRM: openCRM,
@@ -229,7 +229,7 @@ var Fragile = []Design{
 		Doc: "The worker retries with the same key as long as the budget allows, trusting the receiver to " +
 			"recognise it. A receiver that forgets keys after its retention window takes a late retry for a new " +
 			"request and creates a second task (duplicate task). Invariant 6 catches it in five steps: a " +
-			"claim past first_claimed_at + retention − send timeout sends where SPEC blocks the row. When " +
+			"claim past first_claimed_at + retention − send timeout sends where the spec blocks the row. When " +
 			"the receiver has already forgotten the key at that step, the second task breaks invariant 1 " +
 			"there too, and invariant 1 is reported.",
 		Failure: DuplicateTask, Invariant: 6, OrInvariant: 1, MinimalSteps: 5, Supports: Everything,
@@ -242,7 +242,7 @@ var Fragile = []Design{
 		Doc: "Requeueing a blocked action records it again under a new key, so that nothing the receiver " +
 			"holds can get in the way. If the first attempts did create a task, the requeued one creates a " +
 			"second (duplicate task), and no key links the two. Invariant 6 catches it in three steps: the " +
-			"requeue makes a second approval and outbox row where SPEC starts the same row afresh.",
+			"requeue makes a second approval and outbox row where the spec starts the same row afresh.",
 		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Supports: Everything,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return freshKeyRequeue{o} }),
 		OpenCRM: openCRM,
@@ -253,7 +253,7 @@ var Fragile = []Design{
 		Doc: "The requeue resets the row but does not move its fence: a worker whose claim is older than the " +
 			"person's decision still finds its fence and settles over it, blocking or marking sent a row the " +
 			"person just started afresh. Invariant 6 catches it in three steps: the requeued row keeps the " +
-			"fence SPEC moves on.",
+			"fence the spec moves on.",
 		Failure: LostWork, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Supports: Everything,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return unfencedOperator{o} }),
 		OpenCRM: openCRM,

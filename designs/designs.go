@@ -77,7 +77,7 @@ type Design struct {
 	// Summary says in one line what the design does.
 	Summary string
 	// Doc, for a fragile design, says in one paragraph: the shortcut, why
-	// someone writes it, the failure it causes, the invariant of SPEC that
+	// someone writes it, the failure it causes, the invariant of the spec that
 	// catches it and the length of its minimal counterexample.
 	Doc string
 	// Failure is what a fragile design does to the work: DuplicateTask,
@@ -110,7 +110,7 @@ type Design struct {
 	// interfaces that Supports asks for (see CheckApp).
 	OpenApp func(ctx context.Context, path string, opts system.Options) (App, error)
 	// OpenCRM opens the receiver database at path: a receiver that starts
-	// empty on a new path (task ids from 1, as SPEC's receiver counts) and
+	// empty on a new path (task ids from 1, as the spec's receiver counts) and
 	// keeps what it holds across a restart on the same path.
 	OpenCRM func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error)
 }
@@ -196,7 +196,7 @@ func Lookup(name string) (Design, error) {
 
 // WithReceiver is the real handoff in front of a receiver of your own (an
 // adapter in front of your CRM's API, or a client of a staging CRM): the
-// design that verifies that receiver against SPEC's receiver invariants.
+// design that verifies that receiver against the spec's receiver invariants.
 // open opens it at a path of its own for every sequence, as OpenCRM says;
 // a receiver that forgets keys after opts.Retention may set
 // Supports.Retention on the design returned.

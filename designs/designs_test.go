@@ -24,7 +24,7 @@ func TestCatalogEntriesAreComplete(t *testing.T) {
 		}
 		if d.Doc == "" || !slices.Contains([]string{designs.DuplicateTask, designs.LostWork, designs.ReplacedInstruction}, d.Failure) ||
 			d.Invariant < 1 || d.Invariant > 7 || d.MinimalSteps < 1 {
-			t.Errorf("%s: a fragile design needs a doc, a failure, an invariant of SPEC and a minimal length", d.Name)
+			t.Errorf("%s: a fragile design needs a doc, a failure, an invariant of the spec and a minimal length", d.Name)
 		}
 	}
 	if len(designs.Fragile) < 12 {

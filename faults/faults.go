@@ -1,4 +1,4 @@
-// Package faults injects the faults of SPEC's table into the handoff: crashes
+// Package faults injects the faults of the spec's table into the handoff: crashes
 // at the named fault points of package system (through its Hook), a
 // faulty network between the worker and the receiver in process, and
 // Proxy, a TCP proxy on loopback that does to each HTTP request what its
@@ -68,6 +68,12 @@ const (
 	// the write committed (system.ErrCommitUnknown).
 	CommitReplyLost Kind = "commit-reply-lost"
 )
+
+// All is every fault, in the order of their declaration: a new Kind
+// belongs here (TestAllKinds fails until it is), and then needs a row in
+// the harness's fault table (see docs/extending.md).
+var All = []Kind{CrashBetweenInserts, Offline, LostReply, CrashBeforeSend, CrashAfterReply, DuplicateRequest, ForeignTask,
+	Throttled, Refused, Restart, AppBusy, CRMBusy, AppFull, CRMFull, CommitLost, CommitReplyLost}
 
 // DeliveryKinds are the faults a delivery step can carry.
 // Their order is the order in which a shrinking rapid run prefers them.

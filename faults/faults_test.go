@@ -3,7 +3,11 @@ package faults_test
 import (
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/outboxlab/handoff/faults"
@@ -105,5 +109,37 @@ func TestParseKind(t *testing.T) {
 	}
 	if _, err := faults.ParseKind("crash-between-inserts", faults.DeliveryKinds...); err == nil {
 		t.Error("an approval fault parsed as a delivery fault")
+	}
+}
+
+// TestAllKinds: All lists every Kind constant of this package, once, in
+// the order they are declared.
+func TestAllKinds(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "faults.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var declared []faults.Kind
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range g.Specs {
+			v := spec.(*ast.ValueSpec)
+			if id, ok := v.Type.(*ast.Ident); !ok || id.Name != "Kind" {
+				continue
+			}
+			for _, val := range v.Values {
+				lit, err := strconv.Unquote(val.(*ast.BasicLit).Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				declared = append(declared, faults.Kind(lit))
+			}
+		}
+	}
+	if !slices.Equal(declared, faults.All) {
+		t.Errorf("faults.All is %v, want every Kind declared in faults.go, in order: %v", faults.All, declared)
 	}
 }

@@ -10,7 +10,7 @@ import (
 const ScenarioStart int64 = 1_767_225_600_000
 
 // ErrInvalidConfig is returned by Config.Validate (and Open) for options
-// that SPEC refuses when the outbox opens.
+// that the spec refuses when the outbox opens.
 var ErrInvalidConfig = errors.New("model: invalid options")
 
 // Config is the options of production delivery. Durations are in
@@ -28,7 +28,7 @@ type Config struct {
 	Start       int64
 }
 
-// Defaults returns SPEC's default options, starting at ScenarioStart.
+// Defaults returns the spec's default options, starting at ScenarioStart.
 func Defaults() Config {
 	return Config{
 		MaxAttempts: 3,
@@ -48,7 +48,7 @@ func Scenario() Config {
 	return c
 }
 
-// Validate returns an error wrapping ErrInvalidConfig when SPEC refuses c:
+// Validate returns an error wrapping ErrInvalidConfig when the spec refuses c:
 // a negative duration, SendTimeout not shorter than Lease, or MaxAttempts
 // below 1.
 func (c Config) Validate() error {

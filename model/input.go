@@ -14,7 +14,7 @@ const KeyPrefix = "harbor:create-followup:v1:"
 var caseIDPattern = regexp.MustCompile(`^[A-Za-z0-9-]{1,80}$`)
 
 // Action derives the action key and canonical payload of an approval of
-// caseID with title. ok is false when SPEC calls the input invalid.
+// caseID with title. ok is false when the spec calls the input invalid.
 func Action(caseID, title string) (a Approval, ok bool) {
 	if !caseIDPattern.MatchString(caseID) || !utf8.ValidString(title) {
 		return Approval{}, false

@@ -1,6 +1,6 @@
 // Package model is the reference model of the handoff: a pure function of a
 // state and one input that predicts the input's outcome and the next state,
-// written from ../shared/SPEC.md without looking at package system. It does
+// written from docs/spec.md without looking at package system. It does
 // no I/O, reads no clock and draws no random numbers; the harness compares
 // the real system with it after every step.
 //
@@ -13,7 +13,7 @@ import (
 	"slices"
 )
 
-// Row states and last errors, as SPEC names them.
+// Row states and last errors, as the spec names them.
 const (
 	Pending = "pending"
 	Sent    = "sent"

@@ -211,7 +211,7 @@ func TestConverge(t *testing.T) {
 }
 
 // untimed is r without the fields of production delivery (times, lease
-// and fence): what the single-worker part of SPEC observes.
+// and fence): what the single-worker part of the spec observes.
 func untimed(r model.Row) model.Row {
 	return model.Row{Key: r.Key, State: r.State, Attempts: r.Attempts, RemoteID: r.RemoteID, LastError: r.LastError}
 }

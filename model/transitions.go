@@ -7,7 +7,7 @@ const (
 	Recorded    Verdict = "recorded" // a new approval and its pending row
 	Repeated    Verdict = "repeated" // the same approval again: nothing changes
 	Conflicting Verdict = "conflict" // the key is approved with another payload
-	Invalid     Verdict = "invalid"  // the input breaks SPEC's rules
+	Invalid     Verdict = "invalid"  // the input breaks the spec's rules
 	Crashed     Verdict = "crashed"  // the process died between the two inserts
 	Busy        Verdict = "busy"     // the app database was busy: nothing written
 	Full        Verdict = "full"     // a new approval found no room: nothing written

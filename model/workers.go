@@ -75,7 +75,7 @@ func (s State) Claim(worker string) (State, ClaimResult) {
 }
 
 // blocks returns the last error with which a claim at s.Now blocks r
-// instead of sending it, in SPEC's order, or "" when r may be sent.
+// instead of sending it, in the spec's order, or "" when r may be sent.
 func (s State) blocks(r Row) string {
 	if r.Attempts >= s.MaxAttempts {
 		return BudgetExhausted

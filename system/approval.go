@@ -37,7 +37,7 @@ type Approval struct {
 	Payload string // canonical JSON of {"case_id", "title"}
 }
 
-// NewApproval validates caseID and title as SPEC says and returns the
+// NewApproval validates caseID and title as the spec says and returns the
 // approval they make, or an ErrInvalidInput error that names the problem.
 func NewApproval(caseID, title string) (Approval, error) {
 	if err := validateCaseID(caseID); err != nil {
@@ -55,7 +55,7 @@ func NewApproval(caseID, title string) (Approval, error) {
 	}, nil
 }
 
-// validateCaseID checks caseID against SPEC: 1 to 80 characters, each an
+// validateCaseID checks caseID against the spec: 1 to 80 characters, each an
 // ASCII letter, ASCII digit or '-'. Its messages count characters, not
 // bytes, name an offending character as a character (or an invalid byte as
 // a byte), and quote the case id with Go escapes, so that no character in

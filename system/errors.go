@@ -12,7 +12,7 @@ import (
 
 var (
 	// ErrInvalidInput is returned when an approval's case id or title breaks
-	// the rules of SPEC, or a receiver is asked to store an empty key or
+	// the rules of the spec, or a receiver is asked to store an empty key or
 	// payload. Nothing has been written when it is returned.
 	ErrInvalidInput = errors.New("system: invalid input")
 
@@ -181,7 +181,7 @@ func localCause(err error) string {
 
 // AttemptError is returned by DeliverOne for a failure after the attempt
 // was counted and committed: the budget is spent by one, and the row stays
-// pending (SPEC's budget rules apply to it as to any attempt). The request
+// pending (the spec's budget rules apply to it as to any attempt). The request
 // was sent, so the CRM may have created the task; the retry with the same
 // key finds it.
 type AttemptError struct {

@@ -28,7 +28,7 @@ const (
 // Action names an operator action in the audit log.
 type Action string
 
-// The operator actions of SPEC.
+// The operator actions of the spec.
 const (
 	ActionRequeue         Action = "requeue"
 	ActionReconcile       Action = "reconcile"

@@ -29,11 +29,24 @@ const (
 	Blocked State = "blocked"
 )
 
-// Last errors a row can carry; empty means none.
+// Last errors a row can carry, as the spec names them; empty means none.
 const (
-	LastErrorTransient       = "transient"
-	LastErrorConflict        = "conflict"
+	// LastErrorTransient: the send failed in a way after which the
+	// receiver may or may not have acted; the row is retried, or blocked
+	// on its last attempt.
+	LastErrorTransient = "transient"
+	// LastErrorConflict: the receiver holds the key with another payload.
+	LastErrorConflict = "conflict"
+	// LastErrorBudgetExhausted: the row's attempts were spent before a
+	// send could be recorded (the worker died after sending).
 	LastErrorBudgetExhausted = "budget-exhausted"
+	// LastErrorDeadline: the row outlived the time budget (MaxAge).
+	LastErrorDeadline = "deadline"
+	// LastErrorRetentionExpired: the receiver may have forgotten the key,
+	// so a send could make a second task; a person must check first.
+	LastErrorRetentionExpired = "retention-expired"
+	// LastErrorRejected: the receiver refused the request for good.
+	LastErrorRejected = "rejected"
 	// LastErrorLocalPrefix starts the last error of an attempt whose
 	// outcome a failure on this side made unknown ("local: database is
 	// busy"): the attempt is counted, the row stays pending.
@@ -43,7 +56,7 @@ const (
 // DefaultMaxAttempts is the attempt budget of a row when Options leaves it 0.
 const DefaultMaxAttempts = 3
 
-// Defaults of Options, as SPEC gives them.
+// Defaults of Options, as the spec gives them.
 const (
 	DefaultLease       = 30 * time.Second
 	DefaultSendTimeout = 10 * time.Second
@@ -55,7 +68,7 @@ const (
 const DefaultWorker = "worker"
 
 // Options configure an Outbox. The zero value is the durable default: a
-// zero field takes the default SPEC gives it.
+// zero field takes the default the spec gives it.
 type Options struct {
 	// MaxAttempts is how many sends a row gets before it is blocked; 0 means
 	// DefaultMaxAttempts.
@@ -115,7 +128,7 @@ type Options struct {
 	WrapConn func(net.Conn) net.Conn
 }
 
-// withDefaults fills in the defaults of opts and refuses what SPEC calls
+// withDefaults fills in the defaults of opts and refuses what the spec calls
 // invalid: a negative duration, SendTimeout at or past Lease, a negative
 // attempt budget.
 func (opts Options) withDefaults() (Options, error) {

@@ -33,13 +33,6 @@ const (
 	ResultStale Result = "stale"
 )
 
-// Last errors a claim or settle can leave, beside those of outbox.go.
-const (
-	LastErrorDeadline         = "deadline"
-	LastErrorRetentionExpired = "retention-expired"
-	LastErrorRejected         = "rejected"
-)
-
 // Delivery reports one claim, settle or delivery: which row it worked on
 // and where that row now stands.
 type Delivery struct {
@@ -145,7 +138,7 @@ func (o *Outbox) Recover(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// ClaimNext takes the oldest eligible row in one transaction, as SPEC
+// ClaimNext takes the oldest eligible row in one transaction, as the spec
 // says: eligible is pending, due (next_attempt_at ≤ now) and not leased
 // by a live lease. A row whose budget is spent, whose time budget
 // (MaxAge) ran out, or whose receiver may have forgotten its key
@@ -321,7 +314,7 @@ func cryptoJitter() func(time.Duration) time.Duration {
 	}
 }
 
-// DeliverOne makes one delivery: ClaimNext, Send and Settle, as SPEC says.
+// DeliverOne makes one delivery: ClaimNext, Send and Settle, as the spec says.
 // It counts the attempt and commits before sending, sends outside any
 // local transaction, and records the answer in a new, fenced transaction.
 // The receiver's retention comes from r if it is a Retainer, else from

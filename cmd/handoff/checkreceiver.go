@@ -55,7 +55,6 @@ func checkReceiver(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("%w: %v", errUsage, strings.TrimPrefix(err.Error(), "crm: "))
 	}
 	if err != nil {
-		err = checkError{err}
 		if report.Results == nil {
 			return err
 		}
@@ -75,14 +74,6 @@ func checkReceiver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	return nil
 }
-
-// checkError is an error of contract.Check as the command says it: the
-// command's name stands in for the package's prefix, as message does for
-// the prefixes in ownPrefixes.
-type checkError struct{ err error }
-
-func (e checkError) Error() string { return strings.TrimPrefix(e.err.Error(), "contract: ") }
-func (e checkError) Unwrap() error { return e.err }
 
 // operands parses args with fs, flags and operands in any order, and
 // returns the operands.

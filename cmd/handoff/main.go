@@ -100,7 +100,7 @@ func (c command) exit(err error, stdout, stderr io.Writer) int {
 
 // ownPrefixes are the prefixes of this module's packages that their
 // errors start with: the command's name stands in for them.
-var ownPrefixes = []string{"handoff: ", "designs: ", "crm: "}
+var ownPrefixes = []string{"handoff: ", "designs: ", "crm: ", "contract: "}
 
 // message is what err says, without errUsage's text and the package
 // prefix it starts with, if it is one of this module's.

@@ -62,7 +62,7 @@ func newRunID(now time.Time) string {
 // key is the run's key for clause cl.
 func (c *checker) key(cl Clause) string { return c.prefix + cl.String() }
 
-// payload is a payload of SPEC's shape for clause cl; other makes it
+// payload is a payload of the spec's shape for clause cl; other makes it
 // another payload for the same key.
 func (c *checker) payload(cl Clause, other bool) string {
 	title := "handoff check-receiver run " + c.runID + ": " + cl.String()

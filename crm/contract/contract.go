@@ -1,4 +1,4 @@
-// Package contract checks an HTTP endpoint against SPEC's receiver
+// Package contract checks an HTTP endpoint against the spec's receiver
 // contract ("The HTTP receiver and sender"), clause by clause: the suite
 // behind handoff check-receiver. It judges any receiver that claims to
 // keep the contract (crm.Server, a staging CRM, an adapter) by what it
@@ -19,7 +19,7 @@ import (
 	"github.com/outboxlab/handoff/crm"
 )
 
-// Clause is one clause of SPEC's receiver contract, as Check checks it
+// Clause is one clause of the spec's receiver contract, as Check checks it
 // against a live endpoint. Its String is the name the report prints.
 type Clause int
 
@@ -203,7 +203,7 @@ var ErrBadURL = crm.ErrBadURL
 // receiver's URL: no clause can say anything of it then.
 var ErrUnreachable = errors.New("contract: nothing answers at the receiver's URL")
 
-// Check runs SPEC's receiver contract against the endpoint at baseURL, a
+// Check runs the spec's receiver contract against the endpoint at baseURL, a
 // receiver that claims to keep it (a staging CRM, an adapter): every
 // clause of Clauses, each with its own keys, so that one broken clause
 // does not hide another. It creates a few tasks there, under keys that

@@ -13,7 +13,7 @@ import (
 	"github.com/outboxlab/handoff/crm"
 )
 
-// flaw is one way a receiver breaks SPEC's contract, as real ones do.
+// flaw is one way a receiver breaks the spec's contract, as real ones do.
 type flaw int
 
 const (
@@ -54,7 +54,7 @@ const (
 // its answer, and how long checkThenCreate takes between its two steps.
 const commitDelay = 100 * time.Millisecond
 
-// fakeReceiver is a small in-memory receiver that keeps SPEC's contract
+// fakeReceiver is a small in-memory receiver that keeps the spec's contract
 // but for its flaw.
 type fakeReceiver struct {
 	flaw flaw

@@ -43,8 +43,8 @@ func Parse(s string) (Backend, error) {
 const PostgresURLEnv = "HANDOFF_POSTGRES_URL"
 
 // LocalPostgres is the server a machine set up for handoff's tests runs,
-// on loopback, where TLS protects nothing and its handshake at every new
-// connection cost a fifth of an exploration's time.
+// on loopback and without TLS, which protects nothing there and costs a
+// handshake at every new connection.
 const LocalPostgres = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 // Server is the URL of the PostgreSQL server to run on when none

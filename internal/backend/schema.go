@@ -137,7 +137,7 @@ func (s *Schema) Release(ctx context.Context) error {
 // that holds no row emptied (those that do, the schema's version, no
 // step writes), a table before those it references, and the sequences of
 // their identity columns started again. Deleting the few rows of a
-// sequence costs a tenth of what TRUNCATE, which makes new files, does.
+// sequence is far cheaper than TRUNCATE, which makes new files.
 // Like freshStatements, it knows no schema, so that it serves every
 // design; it asks the server's catalog instead.
 func (s *Schema) Emptier(ctx context.Context) (*sql.DB, []*sql.Stmt, error) {

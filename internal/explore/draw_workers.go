@@ -14,7 +14,7 @@ import (
 var namedWorkers = []string{"A", "B", "C"}
 
 // configs are the options a sequence may start with (one in two does):
-// SPEC's defaults but for backoff, which scenarios turn off, then backoff
+// the spec's defaults but for backoff, which scenarios turn off, then backoff
 // on, a receiver that forgets keys, a time budget, a short lease, and
 // attempt budgets other than three: two, and five with backoff. (A
 // budget of one would let no-budget be caught in three steps, one fewer
@@ -127,7 +127,7 @@ func drawTick(t *rapid.T, _ *sim.Env) sim.Step {
 }
 
 // drawOperate draws, one time in four, a person asking what is stale;
-// otherwise a person's repair of a row that needs one, as SPEC's
+// otherwise a person's repair of a row that needs one, as the spec's
 // simulation has it: the person tells the truth. A blocked row is
 // requeued or reconciled, a pending row without a live lease reconciled:
 // with the id of the task the CRM holds for its key with its payload, or

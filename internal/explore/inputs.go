@@ -7,7 +7,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The characters of SPEC's "Recording an approval" that the generators
+// The characters of the spec's "Recording an approval" that the generators
 // combine into titles: white space (exactly Go's unicode.IsSpace, split
 // into ASCII and the rest), the other control characters (NUL, the rest
 // of C0 but U+001C-001F, DEL, and C1 but U+0085, each set as often), and

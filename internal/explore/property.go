@@ -107,7 +107,7 @@ type PropertyConfig struct {
 
 // Property is the rapid property of the harness: a pair of databases in
 // a folder of its own under cfg.Dir, a swarm mix (see mix), random steps
-// (about 19 on average, cfg.MaxSteps at most) applied to the design and
+// (cfg.MaxSteps at most; each draw may end the sequence) applied to the design and
 // the model with every invariant checked after each, then faults off and
 // converge. Its runs share the databases, emptied between them (see
 // renew), unless cfg.Fresh; done closes them and removes their folder,

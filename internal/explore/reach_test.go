@@ -1,11 +1,21 @@
 package explore
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/sim"
 )
+
+// notDrawn are the directives the generators do not draw as steps, and
+// why: Property itself starts a sequence with them, or ends it.
+var notDrawn = map[string]string{
+	"design":    "a sequence of a fragile design starts with its design line",
+	"transport": "an exploration over HTTP starts every sequence with a transport line",
+	"backend":   "an exploration names its backend; only a scenario of one backend's fault needs the line",
+	"converge":  "every sequence ends with one",
+}
 
 // TestReach checks that a default exploration of the real design reaches
 // every fault, every outbox transition, every worker result and every
@@ -56,6 +66,19 @@ func TestReach(t *testing.T) {
 		"requeue done", "reconcile done", "config configured", "stale listed", "send database-busy", "settle database-busy"} {
 		if r.Stats.Phases[p] == 0 {
 			t.Errorf("step and answer %q never happened", p)
+		}
+	}
+	for _, d := range sim.Directives() {
+		if why, ok := notDrawn[d]; ok {
+			t.Logf("directive %s is not drawn: %s", d, why)
+			continue
+		}
+		drawn := d == "approve" && len(r.Stats.InputClasses) > 0 || d == "deliver" && len(r.Stats.Results) > 0
+		for p := range r.Stats.Phases {
+			drawn = drawn || strings.HasPrefix(p, d+" ")
+		}
+		if !drawn {
+			t.Errorf("directive %s is never drawn (draw it in the generators, or say in notDrawn why not)", d)
 		}
 	}
 	t.Logf("phases %v", r.Stats.Phases)

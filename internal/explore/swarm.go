@@ -59,8 +59,8 @@ const (
 // or many approvals and few deliveries (many rows pending at different
 // attempt counts), combinations a fixed mix draws rarely. A sequence
 // swarms one time in four; the others draw at the default levels. (A
-// failure found in a swarm costs rapid's shrinker more runs, often two or
-// three times as many, when the failure needs the swarm's mix.)
+// failure found in a swarm costs rapid's shrinker more runs when the
+// failure needs the swarm's mix.)
 type mix struct {
 	approve, deliver, restart level
 	worker, tick, operate     level
@@ -129,8 +129,8 @@ func (m mix) deliveryWeights() []int {
 }
 
 // drawStep draws one step: approvals and deliveries, rarely a restart
-// (crashes restart too, and a restart costs as much as a dozen other
-// steps), a named worker's next phase, a tick of the clock, a person's
+// (crashes restart too, and a restart, which opens every handle again,
+// is a costly step), a named worker's next phase, a tick of the clock, a person's
 // repair, or the end of the sequence, as often as m says. Every choice
 // shrinks towards the end, then a plain approval of case-1 or a delivery
 // without faults. The worker and operator steps look at e, so that a

@@ -32,7 +32,7 @@ type Files struct {
 // CheckFiles checks the app database at appPath and, unless crmPath is
 // empty, the CRM database at crmPath, reading them only: SQLite's
 // integrity check of each, their kind and schema version, that the app
-// delivers to this CRM, and SPEC's invariants 1 to 5 as far as files show
+// delivers to this CRM, and the spec's invariants 1 to 5 as far as files show
 // them (invariant 4: attempts within the budget, the largest a worker
 // recorded: see system.Outbox.Budget). What it finds wrong is
 // returned as findings; an error means it could not read a file at all (a

@@ -26,8 +26,7 @@ const (
 // and it holds it for the whole step, so waiting would change nothing. A
 // busy step's write fails at once: on SQLite, which counts whole
 // milliseconds, a timeout under one waits for nothing (PostgreSQL waits
-// a millisecond), where waiting a millisecond cost a quarter of an
-// exploration's time.
+// a millisecond).
 const busyTimeout = time.Microsecond
 
 // withDatabaseFault runs do with the database fault k (see
@@ -37,8 +36,7 @@ const busyTimeout = time.Microsecond
 // nothing half-written. A step that committed nothing (SQLite's
 // data_version tells) left the file as it was, since the check reads only
 // what is committed: most faulty steps need no check (every busy one that
-// works as it should), and checking them all cost a fifteenth of an
-// exploration's time. A fault that is not a database's just runs do. app
+// works as it should). A fault that is not a database's just runs do. app
 // is the handle the step writes the app database through.
 //
 // Busy: another connection of the harness's, its own handle on the file,

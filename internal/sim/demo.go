@@ -17,7 +17,7 @@ const (
 	DemoTitle = "Call about the approved repair plan"
 )
 
-// Demo is the lost-reply demonstration of SPEC run on real files.
+// Demo is the lost-reply demonstration of the spec run on real files.
 type Demo struct {
 	OperationKey string     `json:"operation_key"`
 	NetworkCalls int        `json:"network_calls"` // the receiver is a local file: always 0

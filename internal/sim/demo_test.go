@@ -20,7 +20,7 @@ func TestDemoMatchesSpec(t *testing.T) {
 		{"run_again", "idle", 1, 2, &one},
 	}}
 	if diff := cmp.Diff(want, d); diff != "" {
-		t.Errorf("demo (-SPEC +got):\n%s", diff)
+		t.Errorf("demo (-the spec +got):\n%s", diff)
 	}
 	dir := t.TempDir()
 	if _, err := RunDemo(t.Context(), dir); !errors.Is(err, ErrDirExists) {

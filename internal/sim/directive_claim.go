@@ -43,7 +43,7 @@ func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
 		case d.Result == system.ResultPending:
 			w.claim = &c
 			r.line, r.got = fmt.Sprintf("%s claimed %s: attempt %d, fence %d", name, c.Key, c.Attempt, c.Fence), Answer{Kind: Claimed, Key: c.Key}
-			r.lateClaim = e.lateClaim(c.Key)
+			r.claimedForSend = c.Key
 		case d.Result == system.Idle:
 			r.line, r.got = fmt.Sprintf("%s idle: nothing eligible", name), Answer{Kind: Idle, At: millis(d.NextEligible)}
 		default:
@@ -71,19 +71,4 @@ func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
 	r.key = cr.Key
 	r.want = Answer{Kind: resultAnswers[cr.Result], Key: cr.Key, At: cr.Wake}
 	return r, nil
-}
-
-// lateClaim is invariant 11's detail when a claim of key that leads to a
-// send was made at or after first_claimed_at + retention − send timeout,
-// as the row stood before the step; "" otherwise.
-func (e *Env) lateClaim(key string) string {
-	for _, row := range e.before.Outbox {
-		if row.Key != key {
-			continue
-		}
-		if at, ok := e.model.RetentionDeadline(row); ok && e.now >= at {
-			return fmt.Sprintf("%s was claimed for a send at %d, at or after its retention deadline %d", key, e.now, at)
-		}
-	}
-	return ""
 }

@@ -70,7 +70,7 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 	default:
 		r.line, r.got = e.describe(d), Answer{Kind: workerAnswers[d.Result], Key: d.Key}
 		if d.Result == system.ResultSent || d.Result == system.ResultPending || d.LastError == system.LastErrorTransient || d.LastError == system.LastErrorConflict || d.LastError == system.LastErrorRejected {
-			r.lateClaim = e.lateClaim(d.Key) // the delivery claimed and sent
+			r.claimedForSend = d.Key // the delivery claimed and sent
 		}
 	}
 
@@ -83,7 +83,7 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 	r.want = deliveryAnswer(result, r.key)
 	for _, row := range e.model.Outbox {
 		if row.Key == r.key {
-			r.backoff = e.backoffDrawn(r.key, row.Attempts)
+			r.backoffAfter = &attemptOf{r.key, row.Attempts}
 		}
 	}
 	if effect.refusal == model.RefusedFull {

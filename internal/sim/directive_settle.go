@@ -51,7 +51,7 @@ func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
 		}
 		e.jitter = 0
 		key, fence := w.claim.Key, w.claim.Fence
-		r.backoff = e.backoffDrawn(key, e.model.Claims[name].Attempt)
+		r.backoffAfter = &attemptOf{key, e.model.Claims[name].Attempt}
 		w.claim, w.heard, w.taskID, w.sendErr = nil, false, 0, nil
 		if err != nil {
 			r.line, r.got = "error: "+err.Error(), Answer{Kind: errorAnswer(err), Key: key}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/outboxlab/handoff/faults"
@@ -51,3 +52,6 @@ func init() {
 // FaultsOf are the faults that directive's fault= argument takes, in the
 // order the generators weigh them; none for a directive that takes none.
 func FaultsOf(directive string) []faults.Kind { return directives[directive].faults }
+
+// Directives lists every directive of the scenario language, by name.
+func Directives() []string { return slices.Sorted(maps.Keys(directives)) }

@@ -44,7 +44,7 @@ type Config struct {
 }
 
 // Env applies scenario steps to the reference model and to the real
-// databases of a design, side by side, and checks the invariants of SPEC
+// databases of a design, side by side, and checks the invariants of the spec
 // after every step. It keeps what an observer outside the system would:
 // how often the worker sent each key. Nothing of the system's own survives
 // a restart.
@@ -419,13 +419,13 @@ type stepResult struct {
 	fired faults.Kind
 	// ifUnchanged is added to line when the step changed nothing observable.
 	ifUnchanged string
-	// lateClaim, for a claim that leads to a send, says how it came at or
-	// after the row's retention deadline (invariant 11); "" otherwise.
-	lateClaim string
-	// backoff, for a settle or a delivery, says how the system drew a
-	// backoff within another ceiling than the model's (invariant 10); ""
-	// when it did not.
-	backoff string
+	// claimedForSend is the key of a claim that leads to a send
+	// (invariant 11); "" for any other step.
+	claimedForSend string
+	// backoffAfter, for a settle or a delivery, is the key and attempt
+	// whose transient failure the step's backoffs were drawn for
+	// (invariant 10); nil for any other step.
+	backoffAfter *attemptOf
 	// settled, for a settle that wrote a final state, is the row and the
 	// fence of the claim it settled (invariant 8).
 	settled *fenced
@@ -447,6 +447,12 @@ type stepResult struct {
 type prediction struct {
 	model model.State
 	want  Answer
+}
+
+// attemptOf is a row's key and one of its attempts.
+type attemptOf struct {
+	key     string
+	attempt int
 }
 
 // fenced is a row's key and the fence a claim gave it.
@@ -487,7 +493,7 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	predicted := e.model
 	predicted.Observation = shown(e.cfg.Design, e.model.Observation)
 	v := checkInvariants(checkInput{obs: obs, model: predicted, sends: e.sends, got: r.got, want: r.want, converging: r.converging,
-		lateClaim: r.lateClaim, backoff: r.backoff, settled: r.settled, auditDiff: r.auditDiff})
+		before: e.before, claimedForSend: r.claimedForSend, backoffAfter: r.backoffAfter, ceilings: e.ceilings, settled: r.settled, auditDiff: r.auditDiff})
 	if e.diverged.Step == 0 && !sameObservation(predicted.Observation, obs) {
 		e.diverged = Disagreement{Step: e.applied, Diff: cmp.Diff(predicted.Observation, obs)}
 	}
@@ -552,21 +558,6 @@ func (e *Env) faultArg(s Step) (faults.Kind, error) {
 		return "", fmt.Errorf("%w: %s: fault %s runs on %s only; a scenario of it starts with backend name=%s", ErrScenario, s.Directive, k, only, only)
 	}
 	return k, nil
-}
-
-// backoffDrawn is invariant 10's check of a settle or a delivery of key
-// at attempt: every backoff the system drew in the step was drawn within
-// the model's ceiling for that attempt, min(cap, base·2^(attempt−1)). The
-// harness's jitter source returns the drawn jitter whatever ceiling it is
-// given, so that next_attempt_at alone would not show a ceiling too high.
-func (e *Env) backoffDrawn(key string, attempt int) string {
-	want := time.Duration(e.model.JitterCeiling(attempt)) * time.Millisecond
-	for _, c := range e.ceilings {
-		if c != want {
-			return fmt.Sprintf("%s's backoff after attempt %d was drawn within %v, but the ceiling is %v", key, attempt, c, want)
-		}
-	}
-	return ""
 }
 
 // Model is the model's state: what the generators look at to draw a step

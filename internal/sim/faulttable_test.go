@@ -8,14 +8,25 @@ import (
 	"github.com/outboxlab/handoff/model"
 )
 
-// TestFaultTable checks that every fault a step can carry has its row,
-// and that every crash has a point and tells the model where it struck.
+// TestFaultTable checks that every fault of package faults has its row
+// and a directive that takes it (restart is a directive of its own), and
+// that every crash has a point and tells the model where it struck.
 func TestFaultTable(t *testing.T) {
-	for _, k := range slices.Concat([]faults.Kind{faults.CrashBetweenInserts, faults.Restart}, faults.DeliveryKinds, faults.SendKinds, faults.DatabaseKinds) {
+	if got := Faults(); len(got) != len(faults.All) {
+		t.Errorf("the fault table has rows for %v, want one for each of %v", got, faults.All)
+	}
+	for _, k := range faults.All {
 		f, ok := faultTable[k]
 		if !ok {
 			t.Errorf("fault %s has no row in faultTable", k)
 			continue
+		}
+		taken := k == faults.Restart
+		for _, d := range directives {
+			taken = taken || slices.Contains(d.faults, k)
+		}
+		if !taken {
+			t.Errorf("fault %s: no directive takes it (see directives)", k)
 		}
 		crashes := f.crash != model.NoCrash || f.crashesApproval
 		if (f.point != "") != crashes || crashes && crashAt(f.point) != f {

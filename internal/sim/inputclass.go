@@ -16,7 +16,7 @@ var (
 	KeptInvisibles = [][]rune{{0x1C, 0x1D, 0x1E, 0x1F}, {0x200B}, {0xFEFF}}
 )
 
-// InputClass names one class of edge input of SPEC's "Recording an
+// InputClass names one class of edge input of the spec's "Recording an
 // approval" that an approval step can carry.
 type InputClass string
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestClassifyTitle: each edge of SPEC's title rules is told apart, so
+// TestClassifyTitle: each edge of the spec's title rules is told apart, so
 // that TestReach, which asks for every class, sees a generator that stops
 // drawing one: white space at each end, kept controls and invisibles, and
 // lengths counted in code points of more than one byte.

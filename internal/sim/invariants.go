@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
@@ -41,16 +42,22 @@ type checkInput struct {
 	// converging says the step claims convergence: faults off, the worker
 	// run until idle.
 	converging bool
-	// lateClaim, backoff and settled are what a claim, a settle or
-	// delivery, and a settle step report for invariants 11, 10 and 8.
-	lateClaim string
-	backoff   string
-	settled   *fenced
+	// before is what the system showed before the step.
+	before model.Observation
+	// claimedForSend is the key of a claim that leads to a send (11).
+	claimedForSend string
+	// backoffAfter is the attempt a settle or delivery drew its backoff
+	// for, and ceilings the ceilings the system drew backoffs within
+	// during the step (10).
+	backoffAfter *attemptOf
+	ceilings     []time.Duration
+	// settled is the row and fence of a settle that wrote a final state (8).
+	settled *fenced
 	// auditDiff is how the audit log differs from the model's.
 	auditDiff string
 }
 
-// invariant is one invariant of SPEC: its number, what it demands in plain
+// invariant is one invariant of the spec: its number, what it demands in plain
 // words, what it needs, and its check, which says what broke it, or "".
 type invariant struct {
 	Number int
@@ -59,7 +66,7 @@ type invariant struct {
 	Check  func(in checkInput) string
 }
 
-// invariants are SPEC's invariants, in the order they are checked after
+// invariants are the spec's invariants, in the order they are checked after
 // every step: the first broken one is reported. CheckFiles checks those
 // that files show.
 var invariants = []invariant{
@@ -72,8 +79,8 @@ var invariants = []invariant{
 	{7, "with faults off, the worker converges", simulationOnly, converged},
 	{8, "every recorded outcome comes from the holder of the row's current fence", simulationOnly, settledUnderFence},
 	{9, "a row has at most one live lease; sent and blocked rows have none", appOnly, finalRowsUnleased},
-	{10, "a transient failure's backoff is drawn within min(cap, base·2^(n−1)) of its attempt n", simulationOnly, backoffWithinCeiling},
-	{11, "no claim that leads to a send at or after first_claimed_at + retention - send timeout", simulationOnly, noLateClaim},
+	{10, "next_attempt_at after a transient failure is exactly what the model computed from the drawn jitter and the retry hint", simulationOnly, backoffAsComputed},
+	{11, "no claim that leads to a send is made at or after first_claimed_at + retention − send timeout", simulationOnly, noLateClaim},
 }
 
 // settledUnderFence is invariant 8: a settle that wrote a final state
@@ -103,15 +110,53 @@ func finalRowsUnleased(in checkInput) string {
 	return ""
 }
 
-// backoffWithinCeiling is invariant 10 as far as invariant 6 does not
-// check it: next_attempt_at is compared with the model's, and this that
-// the jitter was drawn within the right ceiling.
-func backoffWithinCeiling(in checkInput) string { return in.backoff }
+// backoffAsComputed is invariant 10, after a settle or a delivery whose
+// send failed: the row's next_attempt_at is the model's, and every
+// backoff the system drew in the step was drawn within the model's
+// ceiling for the attempt, min(cap, base·2^(attempt−1)). The harness's
+// jitter source returns the drawn jitter whatever ceiling it is given, so
+// that next_attempt_at alone would not show a ceiling too high. (A wrong
+// next_attempt_at breaks invariant 6 too, which is checked first.)
+func backoffAsComputed(in checkInput) string {
+	a := in.backoffAfter
+	if a == nil {
+		return ""
+	}
+	want := time.Duration(in.model.JitterCeiling(a.attempt)) * time.Millisecond
+	for _, c := range in.ceilings {
+		if c != want {
+			return fmt.Sprintf("%s's backoff after attempt %d was drawn within %v, but the ceiling is %v", a.key, a.attempt, c, want)
+		}
+	}
+	for _, got := range in.obs.Outbox {
+		for _, w := range in.model.Outbox {
+			if got.Key == a.key && w.Key == a.key && got.State == model.Pending && w.State == model.Pending && got.NextAttemptAt != w.NextAttemptAt {
+				return fmt.Sprintf("%s's next attempt is at %d, but the model computed %d from the drawn jitter and the retry hint", a.key, got.NextAttemptAt, w.NextAttemptAt)
+			}
+		}
+	}
+	return ""
+}
 
-// noLateClaim is invariant 11.
-func noLateClaim(in checkInput) string { return in.lateClaim }
+// noLateClaim is invariant 11: a claim that leads to a send comes before
+// first_claimed_at + retention − send timeout, as the row stood before
+// the step.
+func noLateClaim(in checkInput) string {
+	if in.claimedForSend == "" {
+		return ""
+	}
+	for _, row := range in.before.Outbox {
+		if row.Key != in.claimedForSend {
+			continue
+		}
+		if at, ok := in.model.RetentionDeadline(row); ok && in.model.Now >= at {
+			return fmt.Sprintf("%s was claimed for a send at %d, at or after its retention deadline %d", row.Key, in.model.Now, at)
+		}
+	}
+	return ""
+}
 
-// Violation is a broken invariant: its number in SPEC and what broke it,
+// Violation is a broken invariant: its number in the spec and what broke it,
 // and the other invariants the same step broke.
 type Violation struct {
 	Invariant int
@@ -146,6 +191,16 @@ func (v Violation) Name() string {
 // String is the line a scenario shows for v.
 func (v Violation) String() string {
 	return fmt.Sprintf("violation: invariant %d (%s): %s", v.Invariant, v.Name(), v.Detail)
+}
+
+// InvariantNames says, for each invariant of the table by its number,
+// what it demands.
+func InvariantNames() map[int]string {
+	names := map[int]string{}
+	for _, inv := range invariants {
+		names[inv.Number] = inv.Name
+	}
+	return names
 }
 
 // checkInvariants returns the first of invariants that in breaks, with

@@ -84,8 +84,8 @@ func TestAsDocumented(t *testing.T) {
 // the system gave the jitter source is the model's for the attempt, and
 // breaks on one a doubling too high or too low.
 func TestBackoffDrawnWithinTheCeiling(t *testing.T) {
-	e := &Env{model: model.New(5)}
-	e.model.BackoffBase, e.model.BackoffCap = 1_000, 8_000
+	m := model.New(5)
+	m.BackoffBase, m.BackoffCap = 1_000, 8_000
 	tests := []struct {
 		attempt  int
 		ceilings []time.Duration
@@ -100,9 +100,43 @@ func TestBackoffDrawnWithinTheCeiling(t *testing.T) {
 		{2, []time.Duration{2 * time.Second, 4 * time.Second}, true},
 	}
 	for _, tt := range tests {
-		e.ceilings = tt.ceilings
-		if got := e.backoffDrawn("k", tt.attempt); (got != "") != tt.broken {
+		in := checkInput{model: m, backoffAfter: &attemptOf{"k", tt.attempt}, ceilings: tt.ceilings}
+		if got := backoffAsComputed(in); (got != "") != tt.broken {
 			t.Errorf("attempt %d, ceilings %v: %q, want broken %v", tt.attempt, tt.ceilings, got, tt.broken)
+		}
+	}
+}
+
+// TestNoLateClaim: invariant 11 holds for a claim that leads to a send
+// before the row's retention deadline (first_claimed_at + retention −
+// send timeout, as the row stood before the step), and breaks at it or
+// after.
+func TestNoLateClaim(t *testing.T) {
+	m := model.New(3)
+	m.Retention, m.SendTimeout = 60_000, 10_000
+	before := model.Observation{Outbox: []model.Row{{Key: "k", State: model.Pending, FirstClaimedAt: 1_000}}}
+	tests := []struct {
+		now     int64
+		key     string
+		claimed bool // a row never claimed has no deadline
+		broken  bool
+	}{
+		{50_999, "k", true, false},
+		{51_000, "k", true, true},
+		{90_000, "k", true, true},
+		{90_000, "", true, false},      // no claim that leads to a send
+		{90_000, "other", true, false}, // no such row before the step
+		{90_000, "k", false, false},    // first claimed by this step
+	}
+	for _, tt := range tests {
+		m.Now = tt.now
+		b := before
+		if !tt.claimed {
+			b = model.Observation{Outbox: []model.Row{{Key: "k", State: model.Pending}}}
+		}
+		in := checkInput{model: m, before: b, claimedForSend: tt.key}
+		if got := noLateClaim(in); (got != "") != tt.broken {
+			t.Errorf("now %d, claim of %q (claimed before %v): %q, want broken %v", tt.now, tt.key, tt.claimed, got, tt.broken)
 		}
 	}
 }

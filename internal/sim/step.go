@@ -1,7 +1,7 @@
 // Package handoff is the fault simulation harness of the handoff: the
 // scenario step language, the environment that applies a step to the
 // reference model and to the real system (through the faults the step
-// names), the invariants of SPEC checked after every step, the rapid
+// names), the invariants of the spec checked after every step, the rapid
 // property that draws random steps, and the corpus of scenario files that
 // replays them.
 package sim

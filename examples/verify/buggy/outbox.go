@@ -80,7 +80,7 @@ func (o *Outbox) pass(p system.FaultPoint) error {
 // transaction. An approval repeated with the same payload changes
 // nothing; one with another payload is a key conflict.
 func (o *Outbox) RecordApproval(ctx context.Context, caseID, title string) (string, error) {
-	a, err := system.NewApproval(caseID, title) // SPEC's validation and canonical payload
+	a, err := system.NewApproval(caseID, title) // the spec's validation and canonical payload
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,97 @@
+package handoff_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/outboxlab/handoff"
+	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/system"
+)
+
+// Verify runs in a test of your module. A design says how to open your
+// outbox (its app database) and its receiver at a path, and which
+// capabilities beyond one worker without a clock it has; here the real
+// handoff stands in for yours.
+func ExampleVerify() {
+	design := designs.Design{
+		Name:     "my-outbox",
+		Summary:  "approval and outbox row in one transaction; attempt counted before the send",
+		Supports: designs.Everything,
+		OpenApp: func(ctx context.Context, path string, opts system.Options) (designs.App, error) {
+			return system.Open(ctx, path, opts) // your outbox here
+		},
+		OpenCRM: func(ctx context.Context, path string, opts system.CRMOptions) (designs.CRM, error) {
+			return system.OpenCRMWith(ctx, path, opts)
+		},
+	}
+	// In a file such as outbox_test.go of your module:
+	testVerify := func(t *testing.T) {
+		handoff.Verify(t, design, handoff.VerifyOptions{
+			Corpus:    "testdata/handoff", // your scenarios; HANDOFF_SAVE=1 saves failures here
+			Builtin:   true,               // the module's corpus, what your design supports of it
+			Enumerate: true,               // every scenario crashed at every fault point
+		})
+	}
+	_ = testVerify
+}
+
+// Explore searches outside go test and returns what it found. Here it
+// catches a fragile design of the catalog, whose worker counts an attempt
+// only when it records the answer: a worker that dies after the reply has
+// sent without counting.
+func ExampleExplore() {
+	d, err := designs.Lookup("count-after-send")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, err := handoff.Explore(context.Background(), handoff.ExploreConfig{Design: d, Checks: 200, Seed: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	f := r.Failure
+	fmt.Printf("invariant %d (%s) in %d steps\n", f.Violation.Invariant, f.Violation.Name, f.Steps)
+	// Output: invariant 4 (attempts stay within the budget and cover every send) in 2 steps
+}
+
+// Replay runs one scenario file and says where its outputs differ from
+// the file's and which invariant broke.
+func ExampleReplay() {
+	r, err := handoff.Replay(context.Background(), filepath.Join("corpus", "lost-reply-demo.txt"), handoff.ReplayOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%d mismatches, violation: %v\n", len(r.Mismatches), r.Violation)
+	// Output: 0 mismatches, violation: <nil>
+}
+
+// Failure.Save keeps a counterexample as a scenario file that Replay, and
+// Verify's Corpus, replay.
+func ExampleFailure_Save() {
+	d, _ := designs.Lookup("two-writes")
+	r, err := handoff.Explore(context.Background(), handoff.ExploreConfig{Design: d, Checks: 100, Seed: 1})
+	if err != nil || r.Failure == nil {
+		fmt.Println("not caught", err)
+		return
+	}
+	dir, _ := os.MkdirTemp("", "corpus-")
+	defer os.RemoveAll(dir)
+	path, err := r.Failure.Save(dir)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	again, err := handoff.Replay(context.Background(), path, handoff.ReplayOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%s breaks invariant %d at line %d\n", filepath.Base(path), again.Violation.Invariant, again.Line)
+	// Output: found-two-writes-invariant-2.txt breaks invariant 2 at line 10
+}
