@@ -14,19 +14,6 @@ import (
 	"github.com/outboxlab/handoff/internal/words"
 )
 
-// checkReceiverHelp says what check-receiver's URL is and what it checks,
-// clause by clause, for its help.
-func checkReceiverHelp() string {
-	names := make([]string, 0, len(contract.Clauses()))
-	for _, c := range contract.Clauses() {
-		names = append(names, c.String())
-	}
-	return "URL is the receiver's base URL, http or https: the check sends POST URL/tasks,\n" +
-		"GET URL/tasks?key=KEY, GET on a task's Location and GET URL/contract, and leaves\n" +
-		"a few tasks there, under keys that start with handoff-check: and the run id.\n" +
-		"clauses: " + strings.Join(names, ", ")
-}
-
 // checkReceiver runs SPEC's receiver contract against the endpoint at URL
 // and prints a table of clause, verdict and evidence, or one JSON object.
 func checkReceiver(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -76,6 +63,19 @@ func checkReceiver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
+// checkReceiverHelp says what check-receiver's URL is and what it checks,
+// clause by clause, for its help.
+func checkReceiverHelp() string {
+	names := make([]string, 0, len(contract.Clauses()))
+	for _, c := range contract.Clauses() {
+		names = append(names, c.String())
+	}
+	return "URL is the receiver's base URL, http or https: the check sends POST URL/tasks,\n" +
+		"GET URL/tasks?key=KEY, GET on a task's Location and GET URL/contract, and leaves\n" +
+		"a few tasks there, under keys that start with handoff-check: and the run id.\n" +
+		"clauses: " + strings.Join(names, ", ")
+}
+
 // checkError is an error of contract.Check as the command says it: the
 // command's name stands in for the package's prefix, as message does for
 // the prefixes in ownPrefixes.
@@ -83,22 +83,6 @@ type checkError struct{ err error }
 
 func (e checkError) Error() string { return strings.TrimPrefix(e.err.Error(), "contract: ") }
 func (e checkError) Unwrap() error { return e.err }
-
-// operands parses args with fs, flags and operands in any order, and
-// returns the operands.
-func operands(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
-	var found []string
-	for {
-		if err := parse(fs, args, stderr, true); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return found, nil
-		}
-		found = append(found, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
 
 // tally counts the clauses of r with verdict v.
 func tally(r contract.Report, v contract.Verdict) int {

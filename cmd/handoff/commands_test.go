@@ -7,12 +7,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/system"
 )
@@ -80,68 +78,6 @@ func TestUsageLinesNameEveryFlag(t *testing.T) {
 				t.Errorf("%s: the table checks --%s, which the command does not define", c.name, name)
 			}
 		}
-	}
-}
-
-func TestTopLevelHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
-		code, stdout, stderr := runCLI(t, args...)
-		if code != 0 || stderr != "" {
-			t.Errorf("%v: got exit %d, stderr %q; want 0 and none", args, code, stderr)
-		}
-		for _, c := range commands {
-			if !strings.Contains(stdout, "\n  "+c.name+" ") || !strings.Contains(stdout, c.summary) {
-				t.Errorf("%v does not list %s:\n%s", args, c.name, stdout)
-			}
-		}
-	}
-	_, help, _ := runCLI(t, "help")
-	if code, stdout, stderr := runCLI(t); code != 2 || stdout != "" || stderr != help {
-		t.Errorf("no arguments: got exit %d, stdout %q, stderr\n%s\nwant 2 and the list of commands on stderr", code, stdout, stderr)
-	}
-}
-
-func TestVersion(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "version")
-	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "handoff ") || strings.Count(stdout, "\n") != 1 {
-		t.Errorf("version: got exit %d, stdout %q, stderr %q; want 0 and one line", code, stdout, stderr)
-	}
-	info := func(version string, settings ...string) *debug.BuildInfo {
-		b := &debug.BuildInfo{}
-		b.Main.Version = version
-		for i := 0; i < len(settings); i += 2 {
-			b.Settings = append(b.Settings, debug.BuildSetting{Key: settings[i], Value: settings[i+1]})
-		}
-		return b
-	}
-	for _, tt := range []struct {
-		info *debug.BuildInfo
-		ok   bool
-		want string
-	}{
-		{nil, false, "handoff (devel)"},
-		{info(""), true, "handoff (devel)"},
-		{info("(devel)"), true, "handoff (devel)"},
-		{info("v1.2.0"), true, "handoff v1.2.0"},
-		{info("v1.2.0", "vcs.modified", "true", "vcs.time", "2026-01-02T03:04:05Z", "vcs.revision", "abc123", "vcs", "git"), true,
-			"handoff v1.2.0 (revision abc123, 2026-01-02T03:04:05Z, modified)"},
-		{info("(devel)", "vcs.revision", "abc123", "vcs.modified", "false"), true, "handoff (devel) (revision abc123)"},
-	} {
-		if got := versionLine(tt.info, tt.ok); got != tt.want {
-			t.Errorf("versionLine: got %q, want %q", got, tt.want)
-		}
-	}
-}
-
-func TestDeliverFaultHelpListsEveryFault(t *testing.T) {
-	_, help, _ := runCLI(t, "help", "deliver")
-	for _, k := range faults.DeliveryKinds {
-		if !strings.Contains(help, string(k)) {
-			t.Errorf("help deliver does not mention --fault %s:\n%s", k, help)
-		}
-	}
-	if !strings.Contains(help, string(faults.ForeignTask)+" only in scenarios") {
-		t.Errorf("help deliver does not say foreign-task is for scenarios only:\n%s", help)
 	}
 }
 
