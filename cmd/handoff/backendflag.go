@@ -59,16 +59,3 @@ func (b backendFlags) flags() string {
 	}
 	return s
 }
-
-// shellWord is s as one word of a shell's command line: as it is when it
-// holds nothing a shell reads otherwise, single-quoted when it does (a
-// URL's ? and &, say, which would match files and start a job).
-func shellWord(s string) string {
-	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("@%+=:,./_-", r))
-	}) < 0
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}

@@ -14,19 +14,6 @@ import (
 	"github.com/outboxlab/handoff/internal/words"
 )
 
-// checkReceiverHelp says what check-receiver's URL is and what it checks,
-// clause by clause, for its help.
-func checkReceiverHelp() string {
-	names := make([]string, 0, len(contract.Clauses()))
-	for _, c := range contract.Clauses() {
-		names = append(names, c.String())
-	}
-	return "URL is the receiver's base URL, http or https: the check sends POST URL/tasks,\n" +
-		"GET URL/tasks?key=KEY, GET on a task's Location and GET URL/contract, and leaves\n" +
-		"a few tasks there, under keys that start with handoff-check: and the run id.\n" +
-		"clauses: " + strings.Join(names, ", ")
-}
-
 // checkReceiver runs SPEC's receiver contract against the endpoint at URL
 // and prints a table of clause, verdict and evidence, or one JSON object.
 func checkReceiver(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -75,20 +62,17 @@ func checkReceiver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
-// operands parses args with fs, flags and operands in any order, and
-// returns the operands.
-func operands(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
-	var found []string
-	for {
-		if err := parse(fs, args, stderr, true); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return found, nil
-		}
-		found = append(found, fs.Arg(0))
-		args = fs.Args()[1:]
+// checkReceiverHelp says what check-receiver's URL is and what it checks,
+// clause by clause, for its help.
+func checkReceiverHelp() string {
+	names := make([]string, 0, len(contract.Clauses()))
+	for _, c := range contract.Clauses() {
+		names = append(names, c.String())
 	}
+	return "URL is the receiver's base URL, http or https: the check sends POST URL/tasks,\n" +
+		"GET URL/tasks?key=KEY, GET on a task's Location and GET URL/contract, and leaves\n" +
+		"a few tasks there, under keys that start with handoff-check: and the run id.\n" +
+		"clauses: " + strings.Join(names, ", ")
 }
 
 // tally counts the clauses of r with verdict v.

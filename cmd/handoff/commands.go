@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -175,7 +174,7 @@ func init() {
 			done:       "every trial ran, and its files kept every invariant and passed SQLite's integrity check",
 			failed:     "a violation (listed; the files are kept and named), a process that died by itself or did not stop when asked, a trial that could not run, or --dir exists",
 			atLeastOne: []string{"trials", "workers", "rows"},
-			run:        trial,
+			run:        trialCmd,
 		},
 		{
 			name:        "check-receiver",
@@ -330,71 +329,4 @@ exit status: 0 done; 1 refused or failed, with one line on stderr; 2 usage
 error; 3 (stale only) something needs a person. handoff help COMMAND (or
 handoff COMMAND --help) shows a command's flags and what each exit status
 means for it.`)
-}
-
-// helpCmd lists the commands, or shows the help of one.
-func helpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("help", flag.ContinueOnError)
-	if err := parse(fs, args, stderr, true); err != nil {
-		return err
-	}
-	switch fs.NArg() {
-	case 0:
-		printUsage(stdout)
-		return nil
-	case 1:
-	default:
-		return fmt.Errorf("%w: help takes one command, got %d arguments", errUsage, fs.NArg())
-	}
-	c, ok := lookup(fs.Arg(0))
-	if !ok {
-		return fmt.Errorf("%w: unknown command %q", errUsage, fs.Arg(0))
-	}
-	cfs, err := c.flagSet(ctx)
-	if err != nil {
-		return err
-	}
-	return c.printHelp(stdout, cfs)
-}
-
-// version prints the module version and the VCS revision the build
-// recorded.
-func version(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	if err := parse(fs, args, stderr, false); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, versionLine(debug.ReadBuildInfo()))
-	return nil
-}
-
-// versionLine says which build info describes: "handoff VERSION", then the
-// VCS revision, its time and whether the work tree was modified, when the
-// build recorded them. VERSION is "(devel)" when there is none.
-func versionLine(info *debug.BuildInfo, ok bool) string {
-	v := "(devel)"
-	if ok && info.Main.Version != "" {
-		v = info.Main.Version
-	}
-	if !ok {
-		return "handoff " + v
-	}
-	setting := map[string]string{}
-	for _, s := range info.Settings {
-		setting[s.Key] = s.Value
-	}
-	var vcs []string
-	if r := setting["vcs.revision"]; r != "" {
-		vcs = append(vcs, "revision "+r)
-	}
-	if t := setting["vcs.time"]; t != "" {
-		vcs = append(vcs, t)
-	}
-	if setting["vcs.modified"] == "true" {
-		vcs = append(vcs, "modified")
-	}
-	if len(vcs) == 0 {
-		return "handoff " + v
-	}
-	return fmt.Sprintf("handoff %s (%s)", v, strings.Join(vcs, ", "))
 }

@@ -3,16 +3,17 @@ package main
 import (
 	"flag"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/system"
 )
@@ -83,83 +84,41 @@ func TestUsageLinesNameEveryFlag(t *testing.T) {
 	}
 }
 
-func TestTopLevelHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
-		code, stdout, stderr := runCLI(t, args...)
-		if code != 0 || stderr != "" {
-			t.Errorf("%v: got exit %d, stderr %q; want 0 and none", args, code, stderr)
-		}
-		for _, c := range commands {
-			if !strings.Contains(stdout, "\n  "+c.name+" ") || !strings.Contains(stdout, c.summary) {
-				t.Errorf("%v does not list %s:\n%s", args, c.name, stdout)
-			}
-		}
-	}
-	_, help, _ := runCLI(t, "help")
-	if code, stdout, stderr := runCLI(t); code != 2 || stdout != "" || stderr != help {
-		t.Errorf("no arguments: got exit %d, stdout %q, stderr\n%s\nwant 2 and the list of commands on stderr", code, stdout, stderr)
-	}
-}
-
-func TestVersion(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "version")
-	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "handoff ") || strings.Count(stdout, "\n") != 1 {
-		t.Errorf("version: got exit %d, stdout %q, stderr %q; want 0 and one line", code, stdout, stderr)
-	}
-	info := func(version string, settings ...string) *debug.BuildInfo {
-		b := &debug.BuildInfo{}
-		b.Main.Version = version
-		for i := 0; i < len(settings); i += 2 {
-			b.Settings = append(b.Settings, debug.BuildSetting{Key: settings[i], Value: settings[i+1]})
-		}
-		return b
-	}
-	for _, tt := range []struct {
-		info *debug.BuildInfo
-		ok   bool
-		want string
-	}{
-		{nil, false, "handoff (devel)"},
-		{info(""), true, "handoff (devel)"},
-		{info("(devel)"), true, "handoff (devel)"},
-		{info("v1.2.0"), true, "handoff v1.2.0"},
-		{info("v1.2.0", "vcs.modified", "true", "vcs.time", "2026-01-02T03:04:05Z", "vcs.revision", "abc123", "vcs", "git"), true,
-			"handoff v1.2.0 (revision abc123, 2026-01-02T03:04:05Z, modified)"},
-		{info("(devel)", "vcs.revision", "abc123", "vcs.modified", "false"), true, "handoff (devel) (revision abc123)"},
-	} {
-		if got := versionLine(tt.info, tt.ok); got != tt.want {
-			t.Errorf("versionLine: got %q, want %q", got, tt.want)
-		}
-	}
-}
-
-func TestDeliverFaultHelpListsEveryFault(t *testing.T) {
-	_, help, _ := runCLI(t, "help", "deliver")
-	for _, k := range faults.DeliveryKinds {
-		if !strings.Contains(help, string(k)) {
-			t.Errorf("help deliver does not mention --fault %s:\n%s", k, help)
-		}
-	}
-	if !strings.Contains(help, string(faults.ForeignTask)+" only in scenarios") {
-		t.Errorf("help deliver does not say foreign-task is for scenarios only:\n%s", help)
-	}
-}
-
-// TestREADMECommandLine keeps the README's command-line block equal to the
-// usage lines of the command table.
-func TestREADMECommandLine(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+// TestCommandsDocumented: docs/cli.md shows every command's usage line in
+// its synopsis, as the command table makes it, and gives every command a
+// section of its own; and every command has a file of its own named after
+// it (check-receiver in checkreceiver.go) that defines its run function.
+func TestCommandsDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	doc := string(b)
 	var want strings.Builder
-	want.WriteString("## The command line\n\n```\n")
+	want.WriteString("## Synopsis\n\n```\n")
 	for _, c := range commands {
 		want.WriteString(c.usageLine() + "\n")
 	}
 	want.WriteString("```\n")
-	if !strings.Contains(string(b), want.String()) {
-		t.Errorf("README.md has no block of the usage lines; want\n%s", want.String())
+	if !strings.Contains(doc, want.String()) {
+		t.Errorf("docs/cli.md has no synopsis of the usage lines; want\n%s", want.String())
+	}
+	fset := token.NewFileSet()
+	for _, c := range commands {
+		if !regexp.MustCompile(`(?m)^##+ (.*, )?` + regexp.QuoteMeta(c.name) + `\b`).MatchString(doc) {
+			t.Errorf("docs/cli.md has no section for %s", c.name)
+		}
+		file := strings.ReplaceAll(c.name, "-", "") + ".go"
+		f, err := parser.ParseFile(fset, file, nil, 0)
+		if err != nil {
+			t.Errorf("command %s: %v (a command has a file of its own, named after it)", c.name, err)
+			continue
+		}
+		fn := runtime.FuncForPC(reflect.ValueOf(c.run).Pointer()).Name()
+		fn = fn[strings.LastIndex(fn, ".")+1:]
+		if f.Scope.Lookup(fn) == nil {
+			t.Errorf("command %s: %s does not define its run function %s", c.name, file, fn)
+		}
 	}
 }
 

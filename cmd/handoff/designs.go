@@ -112,15 +112,6 @@ type measurement struct {
 	RightInvariant    int     `json:"right_invariant"`
 }
 
-// lookupDesign returns the design called name, or a usage error.
-func lookupDesign(name string) (designs.Design, error) {
-	d, err := designs.Lookup(name)
-	if err != nil {
-		return d, fmt.Errorf("%w: %w", errUsage, err)
-	}
-	return d, nil
-}
-
 // notAsDocumented is how measureDesigns fails, and what the help of
 // designs says exit status 1 means with --measure.
 const notAsDocumented = "not caught as documented on every seed"

@@ -8,15 +8,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/explore"
+	"github.com/outboxlab/handoff/internal/lanes"
 	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 )
@@ -65,14 +64,10 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("%w: --transport: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
 	}
 	// One lane runs here, one goroutine at a time, on one processor; each
-	// of several runs in a process of its own, on one (see laneCommand).
-	// A second processor makes one lane no faster and costs CPU time:
-	// explore --checks 600 --seed 1 ran at 3,298 steps/s on two against
-	// 3,410 on one (medians of 8 runs each, alternated), using 0.94 to
-	// 0.97 of a processor against 0.83 to 0.86, the runtime's threads
-	// taking turns with the lane's around SQLite's system calls.
-	// BenchmarkExplore's one lane (go test -bench Explore -cpu 1,2) is as
-	// fast with either, within its noise.
+	// of several runs in a process of its own, on one (see lanes.Explore).
+	// A second processor makes one lane no faster and costs CPU time, the
+	// runtime's threads taking turns with the lane's around SQLite's
+	// system calls.
 	if *parallel == 1 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	}
@@ -131,19 +126,8 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// invokedAs is how a command line a person copies runs this program
-// again: as it was started (handoff from the PATH, or the path given to
-// it), or go run ./cmd/handoff (from the module's folder) when go run or
-// go test built it, in a go-build folder that is gone once it ends.
-func invokedAs(arg0 string) string {
-	if slices.ContainsFunc(strings.Split(filepath.ToSlash(arg0), "/"), func(dir string) bool { return strings.HasPrefix(dir, "go-build") }) {
-		return "go run ./cmd/handoff"
-	}
-	return shellWord(arg0)
-}
-
 // runExploration runs cfg's exploration: in this process for one lane,
-// each lane in a process of its own for more (see laneCommand).
+// each lane in a process of its own for more (see lanes.Explore).
 func runExploration(ctx context.Context, cfg explore.ExploreConfig) (explore.Report, error) {
 	if cfg.Parallel == 1 {
 		return explore.Explore(ctx, cfg)
@@ -152,7 +136,7 @@ func runExploration(ctx context.Context, cfg explore.ExploreConfig) (explore.Rep
 	if err != nil {
 		return explore.Report{}, fmt.Errorf("finding this program, to run its lanes: %w", err)
 	}
-	return exploreInProcesses(ctx, exe, cfg)
+	return lanes.Explore(ctx, exe, cfg)
 }
 
 // progressLine returns the progress callback: a line rewritten in place on
@@ -178,15 +162,6 @@ func progressDone(w io.Writer) string {
 		return "\n"
 	}
 	return ""
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
 func printSummary(w io.Writer, r explore.Report, reproduce string) {

@@ -4,6 +4,13 @@
 // Its commands are a table (commands.go) that also makes its help: run
 // handoff help for the list, handoff help COMMAND (or handoff COMMAND
 // --help) for a command's flags and what each exit status means for it.
+// Each command is a file named after it (checkreceiver.go for
+// check-receiver; crm.go for crm init and crm serve; explorelane.go for
+// the hidden command explore's lanes run as); what several commands share
+// is in a file named after what it is (dbfiles.go, crmurl.go,
+// operatorflags.go, backendflag.go, ...). The trial command runs its
+// processes with internal/trial, explore its lanes in processes of their
+// own with internal/lanes.
 //
 // Exit status, for every command: 0 done; 1 refused or failed, with one
 // line on stderr; 2 usage error (a bad flag or argument, an unknown
@@ -14,16 +21,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/outboxlab/handoff/internal/lanes"
 )
 
 // errUsage marks a usage error: exit status 2.
@@ -49,8 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name := args[0]
-	if name == laneCommand {
-		return laneExit(exploreLane(ctx, args[1:], os.Stdin, stdout), stderr)
+	if name == lanes.Command {
+		return exploreLane(ctx, args[1:], os.Stdin, stdout, stderr)
 	}
 	if name == "-h" || name == "-help" || name == "--help" {
 		name, args = "help", args[:1]
@@ -129,102 +135,4 @@ func inSubcommand(name string, err error) error {
 		return err
 	}
 	return subcommandError{name, err}
-}
-
-// parse parses args with fs, the flag set of the command of the same name,
-// and checks the numbers the command table bounds (see checkNumbers). It
-// returns a helpRequest for -h or --help, and a usage error (printed once,
-// by run) for every flag problem and every unexpected argument: the flag
-// package's own output is discarded, so stderr is not written to.
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer, positional bool) error {
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	if positional {
-		args = flagsFirst(fs, args)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return helpRequest{fs}
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if !positional && fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	if c, ok := lookup(fs.Name()); ok {
-		return c.checkNumbers(fs)
-	}
-	return nil
-}
-
-// flagsFirst returns args with the flags of fs (and their values) before
-// the positional arguments, so that a flag may follow them, as in
-// "replay FILE --quiet"; "--" still ends the flags.
-func flagsFirst(fs *flag.FlagSet, args []string) []string {
-	var flags, rest []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			return append(append(flags, a), append(rest, args[i+1:]...)...)
-		case !strings.HasPrefix(a, "-") || a == "-":
-			rest = append(rest, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		f := fs.Lookup(name)
-		if strings.Contains(name, "=") || f == nil {
-			continue // a value given with =, or a flag Parse will refuse
-		}
-		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-			continue
-		}
-		if i+1 < len(args) {
-			flags = append(flags, args[i+1])
-			i++
-		}
-	}
-	return append(flags, rest...)
-}
-
-// required returns a usage error naming the flags of fs in names that
-// were not given.
-func required(fs *flag.FlagSet, names ...string) error {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var missing []string
-	for _, n := range names {
-		if !set[n] {
-			missing = append(missing, "--"+n)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w: missing %s", errUsage, strings.Join(missing, ", "))
-	}
-	return nil
-}
-
-// counts prints a map as "k v, k v" in key order.
-func counts[K ~string](m map[K]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, string(k))
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[K(k)]))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// encodeJSON writes v as indented JSON.
-func encodeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxlab/handoff/internal/lanes"
 	_ "modernc.org/sqlite"
 )
 
@@ -21,7 +22,7 @@ import (
 // handoff command. It is the lane command too, as explore --parallel N
 // starts it from its own executable: the test binary, under go test.
 func TestMain(m *testing.M) {
-	if os.Getenv("HANDOFF_RUN_MAIN") != "" || len(os.Args) > 1 && os.Args[1] == laneCommand {
+	if os.Getenv("HANDOFF_RUN_MAIN") != "" || len(os.Args) > 1 && os.Args[1] == lanes.Command {
 		main()
 	}
 	os.Exit(m.Run())

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
@@ -95,23 +94,6 @@ func overTransport(scenarios []sim.Scenario, t sim.Transport, stderr io.Writer) 
 		kept = append(kept, sc)
 	}
 	return kept
-}
-
-// readScenarios reads the named files, or the embedded corpus when none are
-// named.
-func readScenarios(files []string) ([]sim.Scenario, error) {
-	if len(files) == 0 {
-		return sim.Corpus(handoff.Corpus)
-	}
-	var scenarios []sim.Scenario
-	for _, f := range files {
-		sc, err := sim.ReadScenario(f)
-		if err != nil {
-			return nil, err
-		}
-		scenarios = append(scenarios, sc)
-	}
-	return scenarios, nil
 }
 
 // replayOne replays a scenario on an Env of cfg in a temporary folder of

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	receiver "github.com/outboxlab/handoff/crm"
 	"github.com/outboxlab/handoff/internal/pgtest"
 	"github.com/outboxlab/handoff/internal/words"
@@ -218,38 +217,6 @@ func TestTrialCatchesDuplicates(t *testing.T) {
 	}
 }
 
-// TestPlanTrial: every choice of a trial comes from its seed: the same
-// seed plans the same trial, another seed another; every row is approved
-// once; the server is killed only when the trial runs it.
-func TestPlanTrial(t *testing.T) {
-	batches, plans := planTrial(7, 50, 300, 3, true)
-	again, plansAgain := planTrial(7, 50, 300, 3, true)
-	if diff := cmp.Diff(plans, plansAgain, cmp.AllowUnexported(killPlan{})); diff != "" || !slices.Equal(batches, again) {
-		t.Errorf("seed 7 planned two trials (-first +second):\n%s", diff)
-	}
-	if _, other := planTrial(8, 50, 300, 3, true); cmp.Equal(plans, other, cmp.AllowUnexported(killPlan{})) {
-		t.Error("seeds 7 and 8 planned the same kills")
-	}
-	total, servers := 0, 0
-	for _, b := range batches {
-		total += b
-	}
-	for _, p := range plans {
-		if p.server {
-			servers++
-		}
-		if p.witness < 0 || p.witness >= 3 || p.lines < 0 || p.extra < 0 || p.extra >= trialMaxExtra || p.pause < 0 || p.pause >= trialMaxPause {
-			t.Errorf("a kill out of bounds: %+v", p)
-		}
-	}
-	if total != 300 || len(batches) != 51 || servers == 0 || servers > 25 {
-		t.Errorf("%d rows in %d batches, %d server kills of 50; want 300 in 51, some", total, len(batches), servers)
-	}
-	if _, none := planTrial(7, 50, 300, 3, false); slices.ContainsFunc(none, func(p killPlan) bool { return p.server }) {
-		t.Error("a server kill planned for a receiver the trial does not run")
-	}
-}
-
 // TestTrialUsageErrors: bad flags are usage errors, and an existing
 // --dir is refused; nothing is started or created.
 func TestTrialUsageErrors(t *testing.T) {
@@ -298,26 +265,6 @@ func TestTrialRefusesANonReceiver(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("a trial against a closed port made its folder (%v)", err)
-	}
-}
-
-// TestTrialSummaryOfAStoppedTrial: a trial stopped before its drain
-// (interrupted, or a process that would not start) says its outcome was
-// not read, rather than counting no row sent.
-func TestTrialSummaryOfAStoppedTrial(t *testing.T) {
-	sum := trialSummary{Trials: 1, Workers: 3, Rows: 100, KillsByTarget: map[string]int{"worker": 2}, Kills: 2}
-	for _, tt := range []struct {
-		stopped bool
-		want    string
-	}{
-		{false, "outcome: 0 rows sent, 0 blocked; 0 deliveries logged\n"},
-		{true, "outcome: not read, the last trial stopped before its drain and checks"},
-	} {
-		var b strings.Builder
-		sum.writeText(&b, tt.stopped)
-		if !strings.Contains(b.String(), tt.want) || !strings.Contains(b.String(), "kills: 2 (0 of the server, 2 of workers)") {
-			t.Errorf("stopped %v: got\n%s\nwant a line %q", tt.stopped, b.String(), tt.want)
-		}
 	}
 }
 

@@ -16,15 +16,6 @@ import (
 	"github.com/outboxlab/handoff/system"
 )
 
-// How long an idle worker sleeps: until the earliest time a pending row
-// becomes eligible, but never less than minIdleWait (no busy poll when
-// that time has just passed) nor more than maxIdleWait (new approvals,
-// and rows other processes release, are seen within it).
-const (
-	minIdleWait = 5 * time.Millisecond
-	maxIdleWait = time.Second
-)
-
 // work runs a pool of workers that deliver from an app database to its
 // CRM, a database file or an HTTP receiver, until it is interrupted, or
 // with --until-idle until nothing is pending.
@@ -331,6 +322,15 @@ func stopped(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// How long an idle worker sleeps: until the earliest time a pending row
+// becomes eligible, but never less than minIdleWait (no busy poll when
+// that time has just passed) nor more than maxIdleWait (new approvals,
+// and rows other processes release, are seen within it).
+const (
+	minIdleWait = 5 * time.Millisecond
+	maxIdleWait = time.Second
+)
 
 // idleWait is how long an idle worker sleeps when the earliest pending
 // row becomes eligible at next (zero: none is pending).

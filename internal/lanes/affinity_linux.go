@@ -1,4 +1,4 @@
-package main
+package lanes
 
 import (
 	"os/exec"

@@ -2,273 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
-
-// approve records an approval in an app database, creating it if needed.
-func approve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
-	appPath := fs.String("app", "", "app database (created if missing)")
-	caseID := fs.String("case", "", "case id: 1 to 80 ASCII letters, digits or '-'")
-	title := fs.String("title", "", "task title: 1 to 160 characters after trimming")
-	if err := parse(fs, args, stderr, false); err != nil {
-		return err
-	}
-	if err := required(fs, "app", "case", "title"); err != nil {
-		return err
-	}
-	// Validate before opening, so refused input does not even create a file.
-	if _, err := system.NewApproval(*caseID, *title); err != nil {
-		return err
-	}
-	app, err := system.Open(ctx, *appPath, system.Options{})
-	if err != nil {
-		return err
-	}
-	defer app.Close()
-	key, err := app.RecordApproval(ctx, *caseID, *title)
-	if err != nil {
-		return err
-	}
-	row, err := app.Row(ctx, key)
-	if err != nil {
-		return err
-	}
-	budget, err := app.Budget(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "approved %s: outbox row %s\n", key, describeRow(row, budget))
-	return nil
-}
-
-// deliver makes one delivery attempt, with an optional fault, to a CRM
-// database file or to an HTTP receiver.
-func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("deliver", flag.ContinueOnError)
-	appPath := fs.String("app", "", "app database (must exist)")
-	crmPath := fs.String("crm", "", "CRM database (must exist, unless --create-crm); or --crm-url")
-	crmURL := fs.String("crm-url", "", "the CRM's HTTP receiver (handoff crm serve, or one with its contract), instead of --crm")
-	createCRM := fs.Bool("create-crm", false, "create the CRM database if it does not exist")
-	fault := fs.String("fault", "", deliverFaultHelp())
-	if err := parse(fs, args, stderr, false); err != nil {
-		return err
-	}
-	if err := required(fs, "app"); err != nil {
-		return err
-	}
-	if err := oneCRM(fs); err != nil {
-		return err
-	}
-	if *createCRM && *crmURL != "" {
-		return fmt.Errorf("%w: --create-crm goes with --crm PATH, not --crm-url", errUsage)
-	}
-	var kind faults.Kind
-	if *fault != "" {
-		k, err := parseDeliverFault(*fault)
-		if err != nil {
-			return fmt.Errorf("%w: %v", errUsage, err)
-		}
-		kind = k
-	}
-	var remote *remoteCRM
-	if *crmURL != "" {
-		r, err := newRemoteCRM(*crmURL, 1)
-		if err != nil {
-			return err
-		}
-		remote = r
-		defer r.client.CloseIdleConnections()
-	}
-	if err := appMustExist(ctx, *appPath); err != nil {
-		return err
-	}
-	creating := false
-	if remote != nil {
-		// Before the app database is opened: a receiver that does not
-		// state its contract leaves the app file as it was.
-		if err := remote.readContract(ctx, system.DefaultSendTimeout); err != nil {
-			return err
-		}
-	} else {
-		if err := system.CheckPath(*crmPath); err != nil {
-			return err
-		}
-		// A missing or empty CRM file is created only when asked for, and
-		// only for an app database that does not deliver to a CRM already.
-		if info, err := os.Stat(*crmPath); err != nil || info.Size() == 0 {
-			if !*createCRM {
-				return fmt.Errorf("the CRM database %s does not exist or is empty; create it with handoff crm init --crm %s, or pass --create-crm", *crmPath, *crmPath)
-			}
-			creating = true
-		}
-	}
-	var injector faults.Injector
-	// deliver is one attempt by hand: it retries at once, with no backoff,
-	// and as the worker "deliver" it first releases what an earlier
-	// deliver left leased when it died. A deliver running at the same time
-	// then loses its fence and writes nothing (stale).
-	app, err := system.Open(ctx, *appPath, system.Options{Hook: injector.Hook(), Worker: deliverWorker, NoBackoff: true})
-	if err != nil {
-		return err
-	}
-	defer app.Close()
-	var target system.Receiver
-	if remote != nil {
-		if err := bindCRM(ctx, app, remote.contract.Identity, remote.url, remote.taskKey); err != nil {
-			return err
-		}
-		// A simulated fault wraps the sender; the claim still hears the
-		// retention the receiver stated.
-		target = retaining{faults.Network(kind, remote.sender), remote.sender}
-	} else {
-		bound, err := app.Receiver(ctx)
-		if err != nil {
-			return err
-		}
-		if creating && bound != "" {
-			return fmt.Errorf("%s delivers to CRM %s already; --create-crm would make another, whose task ids name other tasks: is %s the right path?", shown(*appPath), bound, *crmPath)
-		}
-		if err := system.CheckPath(*crmPath); err != nil {
-			return err
-		}
-		crm, err := openCRMFile(ctx, *crmPath, creating, stderr)
-		if err != nil {
-			return err
-		}
-		defer crm.Close()
-		identity, err := crm.Identity(ctx)
-		if err != nil {
-			return err
-		}
-		if err := bindCRM(ctx, app, identity, *crmPath, fileTaskKey(crm)); err != nil {
-			return err
-		}
-		target = faults.Network(kind, crm)
-	}
-	if _, err := app.Recover(ctx); err != nil {
-		return err
-	}
-
-	injector.Arm(sim.FaultPoint(kind))
-	d, err := app.DeliverOne(ctx, target)
-	if p := injector.Crashed(); p != "" {
-		return fmt.Errorf("simulated crash at %s delivering %s: attempt %d of %d counted; deliver again", p, d.Key, d.Attempts, app.MaxAttempts())
-	}
-	if err != nil {
-		return err
-	}
-	switch d.Result {
-	case system.Idle:
-		counts, err := countStates(ctx, app)
-		if err != nil {
-			return err
-		}
-		switch {
-		case counts[system.Pending] > 0:
-			fmt.Fprintf(stdout, "idle: %s, none eligible before %s (leased by another worker, or waiting out its backoff)\n",
-				words.HowMany(counts[system.Pending], "pending row"), d.NextEligible.UTC().Format("2006-01-02 15:04:05.000Z"))
-		case counts[system.Blocked] > 0:
-			fmt.Fprintf(stdout, "idle: nothing pending, but %s for a person (handoff inspect --state blocked)\n", words.Agree(counts[system.Blocked], "blocked row", "waits", "wait"))
-		default:
-			fmt.Fprintln(stdout, "idle: nothing pending")
-		}
-	case system.ResultStale:
-		fmt.Fprintf(stdout, "stale %s: attempt %d of %d was sent, but another worker or a person acted on the row since; nothing recorded\n", d.Key, d.Attempts, app.MaxAttempts())
-	case system.ResultSent:
-		fmt.Fprintf(stdout, "sent %s: CRM task %d (attempt %d of %d)\n", d.Key, d.RemoteID, d.Attempts, app.MaxAttempts())
-	case system.ResultPending:
-		fmt.Fprintf(stdout, "pending %s: %s failure (attempt %d of %d); deliver again to retry with the same key\n", d.Key, d.LastError, d.Attempts, app.MaxAttempts())
-	default:
-		fmt.Fprintf(stdout, "blocked %s: %s after %s; a person must reconcile this key in the CRM\n", d.Key, d.LastError, words.HowMany(d.Attempts, "attempt"))
-	}
-	return nil
-}
-
-// deliverWorker is the worker name of the deliver command.
-const deliverWorker = "deliver"
-
-// errMissing says that a database file that must exist does not.
-var errMissing = errors.New("does not exist")
-
-// appMustExist refuses an app database that is not there, as mustExist
-// does a file; one named by a PostgreSQL URL must be there in its schema,
-// which is only read, so that a refused one is not created.
-func appMustExist(ctx context.Context, path string) error {
-	if !system.IsPostgres(path) {
-		return mustExist("app", path)
-	}
-	app, err := system.OpenReadOnly(ctx, path)
-	if err != nil {
-		return err
-	}
-	return app.Close()
-}
-
-// shown is the app database's path or URL as a message shows it: a URL
-// without its password.
-func shown(path string) string {
-	if system.IsPostgres(path) {
-		return system.Redact(path)
-	}
-	return path
-}
-
-// mustExist refuses a database file that is not there: only approve, crm
-// init and deliver --create-crm create one.
-func mustExist(what, path string) error {
-	if err := system.CheckPath(path); err != nil {
-		return err
-	}
-	if _, err := os.Stat(path); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("the %s database %s %w", what, path, errMissing)
-		}
-		return err
-	}
-	return nil
-}
-
-// countStates counts the rows in each state.
-func countStates(ctx context.Context, app *system.Outbox) (map[system.State]int, error) {
-	snap, err := app.Snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return stateCounts(snap.Outbox), nil
-}
-
-func stateCounts(rows []system.Row) map[system.State]int {
-	c := map[system.State]int{system.Pending: 0, system.Sent: 0, system.Blocked: 0}
-	for _, r := range rows {
-		c[r.State]++
-	}
-	return c
-}
-
-// describeRow says where a row stands in words.
-func describeRow(r system.Row, maxAttempts int) string {
-	s := fmt.Sprintf("%s, %d of %d attempts", r.State, r.Attempts, maxAttempts)
-	if r.State == system.Sent {
-		s += fmt.Sprintf(", CRM task %d", r.RemoteID)
-	}
-	if r.LastError != "" {
-		s += ", last error " + r.LastError
-	}
-	return s
-}
 
 // inspect shows the outbox, and the CRM's tasks when --crm is given, read
 // only: it writes nothing and leaves no file behind. It checks the files
@@ -439,14 +183,6 @@ func (v inspection) when(t time.Time) string {
 	return fmt.Sprintf("%s (%s ago)", t.UTC().Format("2006-01-02 15:04:05Z"), age(v.now.Sub(t)))
 }
 
-// age prints d to the second, or to the minute past an hour.
-func age(d time.Duration) string {
-	if d >= time.Hour {
-		return d.Truncate(time.Minute).String()
-	}
-	return d.Truncate(time.Second).String()
-}
-
 // jsonRow is one outbox row in inspect's JSON, with its approval.
 type jsonRow struct {
 	Key           string  `json:"key"`
@@ -479,29 +215,6 @@ type jsonTask struct {
 	ID      int64  `json:"id"`
 	Key     string `json:"key"`
 	Payload string `json:"payload"`
-}
-
-type jsonProblem struct {
-	Where string `json:"where"`
-	What  string `json:"what"`
-}
-
-// optional is a pointer to v, or nil for v's zero value: JSON null.
-func optional[T comparable](v T) *T {
-	var zero T
-	if v == zero {
-		return nil
-	}
-	return &v
-}
-
-// stamp is t in RFC 3339 with milliseconds, or nil when unknown.
-func stamp(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	s := t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-	return &s
 }
 
 func (v inspection) writeJSON(w io.Writer) error {

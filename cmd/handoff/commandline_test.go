@@ -34,3 +34,22 @@ func TestShellWord(t *testing.T) {
 		}
 	}
 }
+
+// TestInvokedAs: the command lines explore and trial print to run them
+// again start as the program was started, or with go run ./cmd/handoff
+// when go run or go test built it in a folder that is gone once it ends.
+func TestInvokedAs(t *testing.T) {
+	for _, tt := range []struct{ arg0, want string }{
+		{"handoff", "handoff"},
+		{"/usr/local/bin/handoff", "/usr/local/bin/handoff"},
+		{"./handoff", "./handoff"},
+		{"/home/ann/my tools/handoff", "'/home/ann/my tools/handoff'"},
+		{"/tmp/go-build1554567133/b001/exe/handoff", "go run ./cmd/handoff"},
+		{"/root/.cache/go-build/3f/3f0c-d/handoff", "go run ./cmd/handoff"},
+		{"/tmp/go-build2718/b001/handoff.test", "go run ./cmd/handoff"},
+	} {
+		if got := invokedAs(tt.arg0); got != tt.want {
+			t.Errorf("invokedAs(%q) = %q, want %q", tt.arg0, got, tt.want)
+		}
+	}
+}

@@ -1,16 +1,17 @@
-package main
+package lanes
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/outboxlab/handoff/internal/explore"
 )
 
 // allowed returns the processors each thread of process pid may run on,
@@ -34,11 +35,11 @@ func allowed(t *testing.T, pid int) []string {
 	return sets
 }
 
-// TestLanesKeepToTheirProcessors starts explore with one lane per
-// processor this process may run on, and with one more, and checks where
-// the lanes' threads may run: each lane on a processor of its own in the
-// first case, anywhere in the second; explore's own threads anywhere in
-// both.
+// TestLanesKeepToTheirProcessors explores with one lane per processor
+// this process may run on, and with one more, and checks where the lanes'
+// threads may run: each lane on a processor of its own in the first case,
+// anywhere in the second; explore's own threads (this process's) anywhere
+// in both.
 func TestLanesKeepToTheirProcessors(t *testing.T) {
 	s, err := affinity()
 	if err != nil {
@@ -59,11 +60,14 @@ func TestLanesKeepToTheirProcessors(t *testing.T) {
 		{len(cpus), true},
 		{len(cpus) + 1, false},
 	} {
-		cmd := exec.Command(os.Args[0], "explore", "--checks", "100000", "--seed", "9", "--parallel", strconv.Itoa(tt.lanes), "--dir", t.TempDir())
-		cmd.Env = append(os.Environ(), "HANDOFF_RUN_MAIN=1")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		ctx, stop := context.WithCancel(t.Context())
+		cfg := config(t, 100000, tt.lanes)
+		cfg.Seed, cfg.Steps = 9, explore.DefaultSteps
+		done := make(chan error, 1)
+		go func() {
+			_, err := Explore(ctx, os.Args[0], cfg)
+			done <- err
+		}()
 		want := slices.Repeat([]string{strings.Join(all, " ")}, tt.lanes)
 		if tt.pinned {
 			want = slices.Sorted(slices.Values(cpus))
@@ -71,22 +75,24 @@ func TestLanesKeepToTheirProcessors(t *testing.T) {
 		// While explore starts a lane, the thread that starts it keeps to
 		// the lane's processor: what the sets are is read again until they
 		// are as wanted, or a minute has passed.
-		var got, explore []string
+		var got, coordinator []string
 		for start := time.Now(); time.Since(start) < time.Minute; time.Sleep(10 * time.Millisecond) {
 			got = nil
-			for _, lane := range children(t, cmd.Process.Pid) {
+			for _, lane := range children(t, os.Getpid()) {
 				got = append(got, strings.Join(allowed(t, lane), " "))
 			}
 			slices.Sort(got)
-			if explore = allowed(t, cmd.Process.Pid); slices.Equal(got, want) && slices.Equal(explore, all) {
+			if coordinator = allowed(t, os.Getpid()); slices.Equal(got, want) && slices.Equal(coordinator, all) {
 				break
 			}
 		}
-		if !slices.Equal(got, want) || !slices.Equal(explore, all) {
+		if !slices.Equal(got, want) || !slices.Equal(coordinator, all) {
 			t.Errorf("%d lanes on %d processors: the lanes' threads may run on %q, explore's on %q; want %q and %q",
-				tt.lanes, len(cpus), got, explore, want, all)
+				tt.lanes, len(cpus), got, coordinator, want, all)
 		}
-		cmd.Process.Signal(syscall.SIGINT)
-		cmd.Wait()
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("%d lanes, stopped: %v", tt.lanes, err)
+		}
 	}
 }

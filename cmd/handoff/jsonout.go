@@ -1,0 +1,39 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// jsonProblem is one thing wrong with the files, in the JSON of check and
+// inspect.
+type jsonProblem struct {
+	Where string `json:"where"`
+	What  string `json:"what"`
+}
+
+// optional is a pointer to v, or nil for v's zero value: JSON null.
+func optional[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+// stamp is t in RFC 3339 with milliseconds, or nil when unknown.
+func stamp(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return &s
+}
+
+// encodeJSON writes v as indented JSON.
+func encodeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

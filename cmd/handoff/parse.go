@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// parse parses args with fs, the flag set of the command of the same name,
+// and checks the numbers the command table bounds (see checkNumbers). It
+// returns a helpRequest for -h or --help, and a usage error (printed once,
+// by run) for every flag problem and every unexpected argument: the flag
+// package's own output is discarded, so stderr is not written to.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer, positional bool) error {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	if positional {
+		args = flagsFirst(fs, args)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return helpRequest{fs}
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if !positional && fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if c, ok := lookup(fs.Name()); ok {
+		return c.checkNumbers(fs)
+	}
+	return nil
+}
+
+// flagsFirst returns args with the flags of fs (and their values) before
+// the positional arguments, so that a flag may follow them, as in
+// "replay FILE --quiet"; "--" still ends the flags.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(append(flags, a), append(rest, args[i+1:]...)...)
+		case !strings.HasPrefix(a, "-") || a == "-":
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		f := fs.Lookup(name)
+		if strings.Contains(name, "=") || f == nil {
+			continue // a value given with =, or a flag Parse will refuse
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return append(flags, rest...)
+}
+
+// required returns a usage error naming the flags of fs in names that
+// were not given.
+func required(fs *flag.FlagSet, names ...string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var missing []string
+	for _, n := range names {
+		if !set[n] {
+			missing = append(missing, "--"+n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: missing %s", errUsage, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// operands parses args with fs, flags and operands in any order, and
+// returns the operands.
+func operands(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
+	var found []string
+	for {
+		if err := parse(fs, args, stderr, true); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return found, nil
+		}
+		found = append(found, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}

@@ -1,0 +1,17 @@
+package main
+
+import (
+	"io"
+	"os"
+)
+
+// isTerminal says whether w is a terminal: a person watches it, and a
+// line can be rewritten in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/outboxlab/handoff/system"
+)
+
+// upgrade brings databases an older handoff wrote to this one's schema,
+// in place, each in one transaction.
+func upgrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("upgrade", flag.ContinueOnError)
+	appPath := fs.String("app", "", "app database to upgrade (must exist)")
+	crmPath := fs.String("crm", "", "CRM database to upgrade (must exist)")
+	if err := parse(fs, args, stderr, false); err != nil {
+		return err
+	}
+	if *appPath == "" && *crmPath == "" {
+		return fmt.Errorf("%w: give --app, --crm or both", errUsage)
+	}
+	app := *appPath
+	if system.IsPostgres(app) {
+		// A PostgreSQL app database has only ever had this handoff's
+		// schema: there is nothing to upgrade.
+		if err := appMustExist(ctx, app); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "app database %s: up to date\n", system.Redact(app))
+		app = ""
+	}
+	for _, db := range []struct {
+		what, path string
+		open       func(string) (io.Closer, error)
+	}{
+		{"app", app, func(p string) (io.Closer, error) { return system.Open(ctx, p, system.Options{}) }},
+		{"CRM", *crmPath, func(p string) (io.Closer, error) { return system.OpenCRM(ctx, p, system.Durable) }},
+	} {
+		if db.path == "" {
+			continue
+		}
+		if err := mustExist(db.what, db.path); err != nil {
+			return err
+		}
+		if info, err := os.Stat(db.path); err == nil && info.Size() == 0 {
+			return fmt.Errorf("the %s database %s is empty: there is nothing to upgrade", db.what, db.path)
+		}
+		c, err := db.open(db.path)
+		if err != nil {
+			return err
+		}
+		c.Close()
+		fmt.Fprintf(stdout, "%s database %s: up to date\n", db.what, db.path)
+	}
+	return nil
+}
