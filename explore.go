@@ -13,8 +13,8 @@ import (
 // Defaults of an exploration: DefaultChecks sequences of at most
 // DefaultSteps random steps each.
 const (
-	DefaultChecks = explore.DefaultChecks
-	DefaultSteps  = explore.DefaultSteps
+	DefaultChecks = 2000
+	DefaultSteps  = 50
 )
 
 // Backend is where the app database of a design under test lives. The
@@ -33,7 +33,7 @@ const (
 // PostgresURLEnv names the variable that gives the PostgreSQL server's
 // URL to the module's tests and command line, for example
 // postgres://postgres@127.0.0.1:5432/test?sslmode=disable.
-const PostgresURLEnv = backend.PostgresURLEnv
+const PostgresURLEnv = "HANDOFF_POSTGRES_URL"
 
 // ExploreConfig says what Explore searches and how much.
 type ExploreConfig struct {

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/internal/pgtest"
 	"github.com/outboxlab/handoff/system"
 )
@@ -193,4 +195,15 @@ func TestNameClash(t *testing.T) {
 // gets the URL of a schema of the run's own, emptied between sequences.
 func TestVerifyOnPostgres(t *testing.T) {
 	Verify(t, designs.Handoff, VerifyOptions{Steps: 5, Backend: Postgres, PostgresURL: pgtest.URL(t)})
+}
+
+// TestPublicConstants: the public face says what the harness uses.
+func TestPublicConstants(t *testing.T) {
+	if DefaultChecks != explore.DefaultChecks || DefaultSteps != explore.DefaultSteps || PostgresURLEnv != backend.PostgresURLEnv {
+		t.Errorf("handoff's %d checks, %d steps, %s; the harness's %d, %d, %s", DefaultChecks, DefaultSteps, PostgresURLEnv,
+			explore.DefaultChecks, explore.DefaultSteps, backend.PostgresURLEnv)
+	}
+	if string(SQLite) != string(backend.SQLite) || string(Postgres) != string(backend.Postgres) {
+		t.Errorf("handoff's backends %s and %s; the harness's %s and %s", SQLite, Postgres, backend.SQLite, backend.Postgres)
+	}
 }

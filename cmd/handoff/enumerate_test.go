@@ -9,8 +9,8 @@ import (
 // enumerate: crash points of the corpus's scenarios.
 
 // TestEnumerate crashes the embedded corpus at every fault point through
-// the CLI; with -short, one scenario file (TestCrashPointEnumeration
-// crashes the whole corpus in the root package either way).
+// the CLI; with -short, one scenario file (internal/sim's
+// TestCrashPointEnumeration crashes the whole corpus either way).
 func TestEnumerate(t *testing.T) {
 	t.Parallel()
 	args := []string{"enumerate"}

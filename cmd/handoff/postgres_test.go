@@ -89,3 +89,46 @@ func TestUnreachableServer(t *testing.T) {
 		}
 	}
 }
+
+// TestUpgradeMigratesAPostgresSchema: upgrade brings a schema an older
+// handoff made (version 1: the title TEXT) to this one's, as a writing
+// command would, and its rows keep their titles.
+func TestUpgradeMigratesAPostgresSchema(t *testing.T) {
+	app := pgtest.URL(t)
+	if code, _, stderr := runCLI(t, "approve", "--app", app, "--case", "case-104", "--title", `Call "back" \ now`); code != 0 {
+		t.Fatalf("approve: exit %d: %s", code, stderr)
+	}
+	conn := pgtest.Conn(t)
+	schema := pgtest.Schema(t, app)
+	for _, stmt := range []string{ // back to version 1, as an older handoff left it
+		"ALTER TABLE " + schema + ".approvals ALTER COLUMN title TYPE TEXT USING convert_from(title, 'UTF8')",
+		"UPDATE " + schema + ".handoff_version SET version = 1",
+	} {
+		if _, err := conn.Exec(t.Context(), stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, stdout, stderr := runCLI(t, "upgrade", "--app", app); code != 0 || !strings.Contains(stdout, "up to date") {
+		t.Fatalf("upgrade: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	var version int
+	var column string
+	if err := conn.QueryRow(t.Context(), "SELECT version FROM "+schema+".handoff_version").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(t.Context(), "SELECT data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'approvals' AND column_name = 'title'", schema).Scan(&column); err != nil {
+		t.Fatal(err)
+	}
+	if version != 2 || column != "bytea" {
+		t.Errorf("after upgrade: version %d, title %s; want 2, bytea", version, column)
+	}
+	o, err := system.OpenReadOnly(t.Context(), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	snap, err := o.Snapshot(t.Context())
+	if err != nil || len(snap.Approvals) != 1 || snap.Approvals[0].Title != `Call "back" \ now` {
+		t.Errorf("after upgrade: %+v, %v; want the approval with its title", snap.Approvals, err)
+	}
+}

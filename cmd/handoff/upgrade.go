@@ -24,11 +24,16 @@ func upgrade(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	app := *appPath
 	if system.IsPostgres(app) {
-		// A PostgreSQL app database has only ever had this handoff's
-		// schema: there is nothing to upgrade.
+		// A schema an older handoff made is migrated when it is opened for
+		// writing; one that holds no app database is refused, not made.
 		if err := appMustExist(ctx, app); err != nil {
 			return err
 		}
+		o, err := system.Open(ctx, app, system.Options{})
+		if err != nil {
+			return err
+		}
+		o.Close()
 		fmt.Fprintf(stdout, "app database %s: up to date\n", system.Redact(app))
 		app = ""
 	}

@@ -109,3 +109,27 @@ func drop(t testing.TB, schema string) {
 		t.Fatal(err)
 	}
 }
+
+// Conn returns a connection of t's own to Server's server, closed when t
+// ends, for a test that reads or changes a schema behind the system's
+// back.
+func Conn(t testing.TB) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, Server(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	return conn
+}
+
+// Schema returns the schema a URL of URL names.
+func Schema(t testing.TB, url string) string {
+	t.Helper()
+	_, schema, ok := strings.Cut(url, "schema=")
+	if !ok {
+		t.Fatalf("%s names no schema", url)
+	}
+	return schema
+}
