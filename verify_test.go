@@ -207,3 +207,40 @@ func TestPublicConstants(t *testing.T) {
 		t.Errorf("handoff's backends %s and %s; the harness's %s and %s", SQLite, Postgres, backend.SQLite, backend.Postgres)
 	}
 }
+
+// TestFewerViews: the real outbox declared with fewer views of its rows
+// (no fences, no lease holders, no first claims) and restarts that keep
+// their leases (the harness then does not call Recover, so the real
+// outbox's leases run out as a queue's visibility timeout does) holds
+// under the model of what it declares; and the shortcut of no-fencing,
+// declared without fences, is caught all the same: the harness judges a
+// settle by the claims it saw.
+func TestFewerViews(t *testing.T) {
+	t.Parallel()
+	fewer := func(d designs.Design, name string) designs.Design {
+		d.Name = name
+		d.Supports.Fences, d.Supports.Holders, d.Supports.Retention, d.Supports.RestartReleases = false, false, false, false
+		return d
+	}
+	r, err := Explore(t.Context(), ExploreConfig{Design: fewer(designs.Handoff, "handoff-fewer-views"), Checks: 300, Seed: 1, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failure != nil {
+		t.Fatalf("the real outbox with fewer views failed:\n%s", r.Failure.Report(""))
+	}
+	noFencing, err := designs.Lookup("no-fencing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = Explore(t.Context(), ExploreConfig{Design: fewer(noFencing, "no-fencing-fewer-views"), Checks: DefaultChecks, Seed: 4, Dir: t.TempDir()})
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case r.Failure == nil:
+		t.Fatalf("no-fencing without fences shown was not caught in %d sequences", r.Sequences)
+	case !slices.Contains(append([]int{r.Failure.Violation.Invariant}, r.Failure.Violation.Also...), 8):
+		t.Errorf("no-fencing without fences shown: got invariant %d (also %v), want 8 among them:\n%s",
+			r.Failure.Violation.Invariant, r.Failure.Violation.Also, r.Failure.Report(""))
+	}
+}

@@ -15,10 +15,11 @@ type Capabilities struct {
 	// blocks an old row. The harness moves the clock (tick) and draws
 	// options of backoff and time budget.
 	Time bool
-	// Leases (needs Time): a claim leases its row until now + Lease and
-	// adds one to its fence; a worker that starts again releases its
-	// leases (Leaser). The harness compares lease owners, lease ends and
-	// fences, and draws options of lease and send timeout.
+	// Leases (needs Time): a claim leases its row until now + Lease; other
+	// workers skip a leased row until the lease runs out, and a settle
+	// after another claim of the row writes nothing (ResultStale). The
+	// harness draws options of lease and send timeout and ticks past
+	// leases, and judges every settle by the claims it saw (invariant 8).
 	Leases bool
 	// Workers (needs Leases): several workers claim, send and settle at
 	// once (Phases), and one may crash alone. The harness interleaves
@@ -28,14 +29,30 @@ type Capabilities struct {
 	// an audit log, and asks what is stale (Operator).
 	Operator bool
 	// Retention (needs Time): the app honours a receiver that forgets
-	// keys (system.Retainer): no claim that leads to a send at or after
-	// first_claimed_at + retention - send timeout. The harness draws
-	// receivers with a retention window.
+	// keys (system.Options.Retention): no claim that leads to a send at or
+	// after first_claimed_at + retention - send timeout. The harness draws
+	// receivers with a retention window and compares first_claimed_at.
 	Retention bool
+
+	// RestartReleases (needs Leases): a worker that starts again after a
+	// crash first releases the leases held under its name, at once, as
+	// the spec's workers do (Leaser). Without it, a dead worker's leases
+	// run out, as a queue's visibility timeout does.
+	RestartReleases bool
+	// Fences (needs Leases): the rows show a fence (system.Row.Fence)
+	// counted as the spec counts it (one more at every claim, release and
+	// operator action), which the harness compares with the model's.
+	// Without it the harness judges stale settles by their answers alone.
+	Fences bool
+	// Holders (needs Leases): the rows show who holds their lease and
+	// until when (system.Row.LeaseOwner, LeaseUntil), compared with the
+	// model's, and a sent or blocked row holds none (invariant 9).
+	Holders bool
 }
 
 // Everything is every capability: what the real design supports.
-var Everything = Capabilities{Time: true, Leases: true, Workers: true, Operator: true, Retention: true}
+var Everything = Capabilities{Time: true, Leases: true, Workers: true, Operator: true, Retention: true,
+	RestartReleases: true, Fences: true, Holders: true}
 
 // capability is one capability: its name, whether c has it, what it
 // needs, and the guarantees left unchecked without it.
@@ -52,13 +69,19 @@ var capabilities = []capability{
 	{"Time", func(c Capabilities) bool { return c.Time }, "",
 		"backoff and the time budget (invariant 10), the times rows carry, and convergence once time passes (invariant 12)"},
 	{"Leases", func(c Capabilities) bool { return c.Leases }, "Time",
-		"leases and fences (invariants 8 and 9), and what a restart releases"},
+		"leases and stale settles (invariant 8), and a short lease, a send timeout and time past a lease"},
 	{"Workers", func(c Capabilities) bool { return c.Workers }, "Leases",
 		"several workers at once: interleaved claims, sends and settles, a stale settle, a worker that crashes alone"},
 	{"Operator", func(c Capabilities) bool { return c.Operator }, "Time",
 		"a person's requeue and reconcile, the audit log, and what is stale"},
 	{"Retention", func(c Capabilities) bool { return c.Retention }, "Time",
-		"a receiver that forgets keys: no late claim (invariant 11)"},
+		"a receiver that forgets keys: no late claim (invariant 11), and first_claimed_at"},
+	{"RestartReleases", func(c Capabilities) bool { return c.RestartReleases }, "Leases",
+		"that a worker starting again releases its leases at once (the harness lets them run out instead)"},
+	{"Fences", func(c Capabilities) bool { return c.Fences }, "Leases",
+		"the rows' fences (stale settles are still judged by their answers)"},
+	{"Holders", func(c Capabilities) bool { return c.Holders }, "Leases",
+		"who holds each lease and until when, and that sent and blocked rows hold none (invariant 9)"},
 }
 
 // problems says, in one line, which capabilities of c need others that

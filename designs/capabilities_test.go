@@ -45,8 +45,9 @@ func TestUncheckedNamesWhatIsMissing(t *testing.T) {
 		want []string // the capabilities named, in order
 	}{
 		{designs.Everything, nil},
-		{designs.Capabilities{}, []string{"Time", "Leases", "Workers", "Operator", "Retention"}},
-		{designs.Capabilities{Time: true, Leases: true}, []string{"Workers", "Operator", "Retention"}},
+		{designs.Capabilities{}, []string{"Time", "Leases", "Workers", "Operator", "Retention", "RestartReleases", "Fences", "Holders"}},
+		{designs.Capabilities{Time: true, Leases: true}, []string{"Workers", "Operator", "Retention", "RestartReleases", "Fences", "Holders"}},
+		{designs.Capabilities{Time: true, Leases: true, Holders: true}, []string{"Workers", "Operator", "Retention", "RestartReleases", "Fences"}},
 	}
 	for _, tt := range tests {
 		var got []string
@@ -68,7 +69,7 @@ func TestUncheckedNamesWhatIsMissing(t *testing.T) {
 type coreApp struct{ designs.App }
 
 func TestCheckApp(t *testing.T) {
-	o, err := system.Open(t.Context(), filepath.Join(t.TempDir(), "app.db"), system.Options{Durability: system.ProcessSafe})
+	o, err := designs.Handoff.OpenApp(t.Context(), filepath.Join(t.TempDir(), "app.db"), system.Options{Durability: system.ProcessSafe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,8 @@ func TestCheckApp(t *testing.T) {
 	}{
 		{o, designs.Everything, nil},
 		{coreApp{o}, designs.Capabilities{Time: true}, nil},
-		{coreApp{o}, designs.Capabilities{Time: true, Leases: true}, []string{"Leaser"}},
+		{coreApp{o}, designs.Capabilities{Time: true, Leases: true}, nil},
+		{coreApp{o}, designs.Capabilities{Time: true, Leases: true, RestartReleases: true}, []string{"Leaser"}},
 		{coreApp{o}, designs.Capabilities{Time: true, Operator: true}, []string{"Operator"}},
 		{coreApp{o}, designs.Everything, []string{"Leaser", "Phases", "Operator"}},
 	}

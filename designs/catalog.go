@@ -15,7 +15,27 @@ const (
 
 // openApp opens the real outbox; openCRM the real receiver.
 func openApp(ctx context.Context, path string, opts system.Options) (App, error) {
-	return system.Open(ctx, path, opts)
+	o, err := system.Open(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return outbox{o}, nil
+}
+
+// outbox is package system's outbox as a design's App. Its claims and
+// requeues take the receiver's retention from the options it was opened
+// with, as the harness gives every design; a worker of the handoff's own
+// asks its receiver (see system.Retainer).
+type outbox struct{ *system.Outbox }
+
+// ClaimNext claims the next eligible row (see system.Outbox.ClaimNext).
+func (o outbox) ClaimNext(ctx context.Context) (system.Claim, system.Delivery, error) {
+	return o.Outbox.ClaimNext(ctx, o.Options().Retention)
+}
+
+// Requeue makes a blocked row pending again (see system.Outbox.Requeue).
+func (o outbox) Requeue(ctx context.Context, key, actor, reason string) error {
+	return o.Outbox.Requeue(ctx, key, o.Options().Retention, actor, reason)
 }
 
 func openCRM(ctx context.Context, path string, opts system.CRMOptions) (CRM, error) {
@@ -199,7 +219,7 @@ var Fragile = []Design{
 			"catches it in six steps: a worker's settle after its lease ran out and another delivery claimed " +
 			"the row writes where the spec says stale.",
 		Failure: LostWork, Invariant: 6, MinimalSteps: 6, MostSteps: 8, Supports: Everything,
-		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return noFencing{o} }),
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return noFencing{outbox{o}} }),
 		OpenCRM: openCRM,
 	},
 	{
@@ -209,7 +229,7 @@ var Fragile = []Design{
 			"claim the same row, both send it, and the attempt budget is spent twice as fast. Invariant 6 " +
 			"catches it in three steps: a delivery claims the row a worker holds a live lease on.",
 		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 3, Supports: Everything,
-		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return leaseClaims{o, noLease} }),
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return leaseClaims{outbox{o}, noLease} }),
 		OpenCRM: openCRM,
 	},
 	{
@@ -220,7 +240,7 @@ var Fragile = []Design{
 			"worker will ever pick up. Invariant 6 catches it in three steps: after a worker's claim, the " +
 			"worker that converges once the lease ran out goes idle with the row still pending.",
 		Failure: LostWork, Invariant: 6, MinimalSteps: 3, Supports: Everything,
-		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return leaseClaims{o, leaseForever} }),
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return leaseClaims{outbox{o}, leaseForever} }),
 		OpenCRM: openCRM,
 	},
 	{
@@ -233,7 +253,7 @@ var Fragile = []Design{
 			"the receiver has already forgotten the key at that step, the second task breaks invariant 1 " +
 			"there too, and invariant 1 is reported.",
 		Failure: DuplicateTask, Invariant: 6, OrInvariant: 1, MinimalSteps: 5, Supports: Everything,
-		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return ignoreRetention{o} }),
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return ignoreRetention{outbox{o}} }),
 		OpenCRM: openCRM,
 	},
 	{
@@ -244,7 +264,7 @@ var Fragile = []Design{
 			"second (duplicate task), and no key links the two. Invariant 6 catches it in three steps: the " +
 			"requeue makes a second approval and outbox row where the spec starts the same row afresh.",
 		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Supports: Everything,
-		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return freshKeyRequeue{o} }),
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return freshKeyRequeue{outbox{o}} }),
 		OpenCRM: openCRM,
 	},
 	{
@@ -255,7 +275,7 @@ var Fragile = []Design{
 			"person just started afresh. Invariant 6 catches it in three steps: the requeued row keeps the " +
 			"fence the spec moves on.",
 		Failure: LostWork, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Supports: Everything,
-		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return unfencedOperator{o} }),
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return unfencedOperator{outbox{o}} }),
 		OpenCRM: openCRM,
 	},
 }
@@ -266,4 +286,4 @@ var _ interface {
 	Leaser
 	Phases
 	Operator
-} = (*system.Outbox)(nil)
+} = outbox{}

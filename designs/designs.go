@@ -28,9 +28,13 @@ import (
 // system.ErrKeyConflict. The app passes every system.FaultPoint it has
 // (between the approval's inserts, before the send, after the reply)
 // through system.Options.Hook, and stops where the hook returns an
-// error, as a process that died there would; DeliverOne then returns the
-// hook's error with the Delivery it was making (its Key and Attempts), as
-// system.Outbox does.
+// error, as a process that died there would, returning that error (the
+// harness knows where it struck, and which row the delivery worked on).
+//
+// DeliverOne reports what the spec's table says (see package system's
+// doc): Idle; ResultSent with the task id; ResultPending or ResultBlocked
+// with the row's last error; and returns any other error of the send,
+// the row left pending with its attempt counted.
 type App interface {
 	RecordApproval(ctx context.Context, caseID, title string) (string, error)
 	DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error)
@@ -38,9 +42,9 @@ type App interface {
 	Close() error
 }
 
-// Leaser is the App of a design with leases: a worker that starts again
-// after a crash first releases the leases it held (see
-// system.Outbox.Recover).
+// Leaser is the App of a design whose restarts release (RestartReleases):
+// a worker that starts again after a crash first releases the leases it
+// held (see system.Outbox.Recover).
 type Leaser interface {
 	Recover(ctx context.Context) (int, error)
 }
@@ -48,7 +52,7 @@ type Leaser interface {
 // Phases is the App of a design that runs many workers: the phases of
 // one delivery, which the harness interleaves between named workers.
 type Phases interface {
-	ClaimNext(ctx context.Context, retention time.Duration) (system.Claim, system.Delivery, error)
+	ClaimNext(ctx context.Context) (system.Claim, system.Delivery, error)
 	Send(ctx context.Context, c system.Claim, r system.Receiver) (int64, error)
 	Settle(ctx context.Context, c system.Claim, taskID int64, sendErr error) (system.Delivery, error)
 }
@@ -56,7 +60,7 @@ type Phases interface {
 // Operator is the App of a design that lets a person repair rows: the
 // operator actions, their audit log, and what needs a person.
 type Operator interface {
-	Requeue(ctx context.Context, key string, retention time.Duration, actor, reason string) error
+	Requeue(ctx context.Context, key, actor, reason string) error
 	Reconcile(ctx context.Context, key string, remoteID int64, actor, reason string) error
 	ReconcileAbsent(ctx context.Context, key, actor, reason string) error
 	Audit(ctx context.Context) ([]system.AuditEntry, error)
@@ -104,10 +108,14 @@ type Design struct {
 	// in process only.
 	OwnReceiver bool
 	// OpenApp opens the app database at path, with the clock, the hook,
-	// the worker's name and the options of opts. The harness gives every
-	// sequence a path of its own and opens it again on every restart,
-	// several times at once for several workers. Its App implements the
-	// interfaces that Supports asks for (see CheckApp).
+	// the worker's name and the options of opts (which have their
+	// defaults: opts.RetryWait computes a transient failure's backoff as
+	// the harness draws it). On SQLite path is a file's; on PostgreSQL a
+	// URL whose schema exists (system.SplitPostgres gives the URL to
+	// connect with and the schema). The harness gives every sequence a
+	// path of its own and opens it again on every restart, several times
+	// at once for several workers. Its App implements the interfaces that
+	// Supports asks for (see CheckApp).
 	OpenApp func(ctx context.Context, path string, opts system.Options) (App, error)
 	// OpenCRM opens the receiver database at path: a receiver that starts
 	// empty on a new path (task ids from 1, as the spec's receiver counts) and
@@ -153,7 +161,7 @@ func (d Design) CheckApp(app App) error {
 		name, methods string
 		needed, has   bool
 	}{
-		{"Leaser", "Recover", d.Supports.Leases, is[Leaser](app)},
+		{"Leaser", "Recover", d.Supports.RestartReleases, is[Leaser](app)},
 		{"Phases", "ClaimNext, Send, Settle", d.Supports.Workers, is[Phases](app)},
 		{"Operator", "Requeue, Reconcile, ReconcileAbsent, Audit, Stale", d.Supports.Operator, is[Operator](app)},
 	} {

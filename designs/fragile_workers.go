@@ -17,19 +17,15 @@ import (
 // phases is what a delivery is made of, so that a design can replace one
 // phase and keep the others.
 type phases interface {
-	ClaimNext(ctx context.Context, retention time.Duration) (system.Claim, system.Delivery, error)
+	ClaimNext(ctx context.Context) (system.Claim, system.Delivery, error)
 	Send(ctx context.Context, c system.Claim, r system.Receiver) (int64, error)
 	Settle(ctx context.Context, c system.Claim, taskID int64, sendErr error) (system.Delivery, error)
 }
 
 // deliverIn makes one delivery through p's phases, passing the fault
-// points as the real DeliverOne does, with the receiver's retention.
+// points as the real DeliverOne does.
 func deliverIn(ctx context.Context, p phases, opts system.Options, r system.Receiver) (system.Delivery, error) {
-	retention := opts.Retention
-	if rt, ok := r.(system.Retainer); ok {
-		retention = rt.Retention()
-	}
-	c, d, err := p.ClaimNext(ctx, retention)
+	c, d, err := p.ClaimNext(ctx)
 	if err != nil || d.Result != system.ResultPending {
 		return d, err
 	}
@@ -45,7 +41,7 @@ func deliverIn(ctx context.Context, p phases, opts system.Options, r system.Rece
 
 // noFencing settles under whatever fence the row carries now, not the
 // claim's.
-type noFencing struct{ *system.Outbox }
+type noFencing struct{ outbox }
 
 func (n noFencing) Settle(ctx context.Context, c system.Claim, taskID int64, sendErr error) (system.Delivery, error) {
 	// The shortcut: the fence is read afresh, so a late settle always
@@ -75,7 +71,7 @@ const (
 // leaseClaims claims as the real worker does, but with its own rule for
 // leases.
 type leaseClaims struct {
-	*system.Outbox
+	outbox
 	rule leaseRule
 }
 
@@ -84,8 +80,9 @@ func (l leaseClaims) DeliverOne(ctx context.Context, r system.Receiver) (system.
 }
 
 // ClaimNext is the real claim, written out with the design's lease rule.
-func (l leaseClaims) ClaimNext(ctx context.Context, retention time.Duration) (system.Claim, system.Delivery, error) {
+func (l leaseClaims) ClaimNext(ctx context.Context) (system.Claim, system.Delivery, error) {
 	opts := l.Options()
+	retention := opts.Retention
 	tx, err := l.DB().BeginTx(ctx, nil)
 	if err != nil {
 		return system.Claim{}, system.Delivery{}, err
@@ -131,9 +128,9 @@ func (l leaseClaims) ClaimNext(ctx context.Context, retention time.Duration) (sy
 }
 
 // ignoreRetention claims with no regard for the receiver's memory of keys.
-type ignoreRetention struct{ *system.Outbox }
+type ignoreRetention struct{ outbox }
 
-func (i ignoreRetention) ClaimNext(ctx context.Context, _ time.Duration) (system.Claim, system.Delivery, error) {
+func (i ignoreRetention) ClaimNext(ctx context.Context) (system.Claim, system.Delivery, error) {
 	return i.Outbox.ClaimNext(ctx, 0) // the shortcut: as if the receiver remembered keys forever
 }
 
@@ -142,9 +139,9 @@ func (i ignoreRetention) DeliverOne(ctx context.Context, r system.Receiver) (sys
 }
 
 // freshKeyRequeue requeues a blocked action under a newly made key.
-type freshKeyRequeue struct{ *system.Outbox }
+type freshKeyRequeue struct{ outbox }
 
-func (f freshKeyRequeue) Requeue(ctx context.Context, key string, _ time.Duration, actor, reason string) error {
+func (f freshKeyRequeue) Requeue(ctx context.Context, key, actor, reason string) error {
 	tx, err := f.DB().BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -179,9 +176,9 @@ func (f freshKeyRequeue) Requeue(ctx context.Context, key string, _ time.Duratio
 
 // unfencedOperator requeues a row without moving its fence, so a worker
 // whose claim is older can still settle over what the person decided.
-type unfencedOperator struct{ *system.Outbox }
+type unfencedOperator struct{ outbox }
 
-func (u unfencedOperator) Requeue(ctx context.Context, key string, _ time.Duration, actor, reason string) error {
+func (u unfencedOperator) Requeue(ctx context.Context, key, actor, reason string) error {
 	r, err := u.Row(ctx, key)
 	if err != nil {
 		return err

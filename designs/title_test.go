@@ -71,7 +71,7 @@ func TestTitlesOnEveryBackend(t *testing.T) {
 					if _, err := raw.DB().ExecContext(ctx, raw.Query(`UPDATE outbox SET state = 'blocked', last_error = 'rejected' WHERE key = ?`), a.Key); err != nil {
 						t.Fatal(err)
 					}
-					if err := op.Requeue(ctx, a.Key, 0, "tester", "retry"); err != nil {
+					if err := op.Requeue(ctx, a.Key, "tester", "retry"); err != nil {
 						t.Fatalf("requeueing %s: %v", a.Key, err)
 					}
 				}

@@ -26,6 +26,11 @@ type Config struct {
 	MaxAge      int64
 	Retention   int64
 	Start       int64
+	// RestartKeepsLeases says that a worker starting again releases
+	// nothing: the leases it held run out as a dead worker's would. The
+	// spec's workers release theirs at once; a queue without a release by
+	// owner (a visibility timeout, a rescue after a while) keeps them.
+	RestartKeepsLeases bool
 }
 
 // Defaults returns the spec's default options, starting at ScenarioStart.

@@ -340,8 +340,12 @@ func (s State) Crash(worker string) State {
 // Restart predicts worker starting again: any claim in flight is gone and
 // every lease held under its name, run out or not, is released, adding
 // one to the row's fence. It returns the released rows' keys in
-// insertion order.
+// insertion order. With RestartKeepsLeases, nothing is released: the
+// leases run out.
 func (s State) Restart(worker string) (State, []string) {
+	if s.RestartKeepsLeases {
+		return s.Crash(worker), nil
+	}
 	s = s.Crash(worker).clone()
 	var released []string
 	for i := range s.Outbox {

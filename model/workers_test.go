@@ -313,6 +313,28 @@ func TestCrashAndRestart(t *testing.T) {
 	}
 }
 
+// TestRestartKeepsLeases: with RestartKeepsLeases, a worker that starts
+// again releases nothing: its row stays leased, under its fence, until the
+// lease runs out, and then another worker claims it with the next fence.
+func TestRestartKeepsLeases(t *testing.T) {
+	s := claim(t, opened(t, func(c *model.Config) { c.RestartKeepsLeases = true }), "A")
+	held := s.Outbox[0]
+	s, released := s.Restart("A")
+	if released != nil || s.Outbox[0] != held {
+		t.Errorf("restart released %v and left %+v, want nothing released and %+v", released, s.Outbox[0], held)
+	}
+	if _, held := s.Claims["A"]; held {
+		t.Error("A keeps its claim in flight after restarting")
+	}
+	if _, c := s.Claim("B"); c.Result != model.Idle || c.Wake != held.LeaseUntil {
+		t.Errorf("while A's lease lives: got %+v, want idle until %d", c, held.LeaseUntil)
+	}
+	s = claim(t, tick(t, s, held.LeaseUntil-s.Now), "B")
+	if r := s.Outbox[0]; r.LeaseOwner != "B" || r.Fence != held.Fence+1 || r.Attempts != 2 {
+		t.Errorf("after the lease ran out: %+v, want B's lease at fence %d, attempt 2", r, held.Fence+1)
+	}
+}
+
 func TestReceiverRetention(t *testing.T) {
 	s := opened(t, func(c *model.Config) { c.Retention = 60_000 })
 	s = send(t, claim(t, s, "A"), "A", model.Request{Network: model.LostReply}, model.ResultTransient)

@@ -128,10 +128,11 @@ type Options struct {
 	WrapConn func(net.Conn) net.Conn
 }
 
-// withDefaults fills in the defaults of opts and refuses what the spec calls
-// invalid: a negative duration, SendTimeout at or past Lease, a negative
-// attempt budget.
-func (opts Options) withDefaults() (Options, error) {
+// WithDefaults returns opts with every zero field at its default, or an
+// error for what the spec calls invalid: a negative duration, SendTimeout
+// at or past Lease, a negative attempt budget. Open applies it; an outbox
+// of another module that the harness opens with Options may too.
+func (opts Options) WithDefaults() (Options, error) {
 	for _, d := range []struct {
 		name  string
 		value time.Duration
@@ -195,7 +196,7 @@ type Outbox struct {
 // (ErrInvalidInput). A path postgres://… opens the app database in
 // PostgreSQL instead (see IsPostgres and DefaultSchema).
 func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
-	opts, err := opts.withDefaults()
+	opts, err := opts.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +216,7 @@ func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 // writes nothing, creates no file and leaves none behind. Only the reading
 // methods work on it (Snapshot, Row, Check, Receiver, Stale, Audit).
 func OpenReadOnly(ctx context.Context, path string) (*Outbox, error) {
-	opts, err := Options{}.withDefaults()
+	opts, err := Options{}.WithDefaults()
 	if err != nil {
 		return nil, err
 	}

@@ -64,6 +64,27 @@ func parsePostgres(target string) (postgresTarget, error) {
 	return postgresTarget{connect: u.String(), schema: schema, shown: shown}, nil
 }
 
+// SplitPostgres takes the PostgreSQL URL of an app database apart: the
+// URL to connect with, without the schema parameter and with search_path
+// set to the schema (a runtime parameter pgx passes on), so that a
+// connection's unqualified tables are the schema's; and the schema (the
+// URL's schema parameter, or DefaultSchema). An outbox of another module
+// that the harness opens on PostgreSQL gets such a URL, its schema made.
+func SplitPostgres(target string) (connect, schema string, err error) {
+	t, err := parsePostgres(target)
+	if err != nil {
+		return "", "", err
+	}
+	u, err := url.Parse(t.connect)
+	if err != nil {
+		return "", "", invalid("%s is not a PostgreSQL URL", t.shown)
+	}
+	q := u.Query()
+	q.Set("search_path", t.schema)
+	u.RawQuery = q.Encode()
+	return u.String(), t.schema, nil
+}
+
 // WithSchema is the PostgreSQL URL target with its schema parameter set
 // to schema, or removed when schema is "": the URL of an app database on
 // a server, or of the server.

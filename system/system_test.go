@@ -495,3 +495,35 @@ func TestOpenRefuses(t *testing.T) {
 		t.Errorf("refused options created app.db: %v", err)
 	}
 }
+
+// TestRetryWait: the wait after a transient failure is the jitter drawn
+// within the attempt's ceiling (capped there whatever the source draws),
+// none with NoBackoff, and the receiver's hint when it is longer.
+func TestRetryWait(t *testing.T) {
+	drawn := func(d time.Duration) func(time.Duration) time.Duration {
+		return func(time.Duration) time.Duration { return d }
+	}
+	hint := &system.RetryHint{After: 20 * time.Second, Err: system.ErrTransient}
+	tests := []struct {
+		name    string
+		opts    system.Options
+		attempt int
+		err     error
+		want    time.Duration
+	}{
+		{"jitter within the ceiling", system.Options{BackoffBase: time.Second, BackoffCap: time.Minute, Jitter: drawn(1500 * time.Millisecond)}, 2, system.ErrTransient, 1500 * time.Millisecond},
+		{"jitter past the ceiling", system.Options{BackoffBase: time.Second, BackoffCap: time.Minute, Jitter: drawn(time.Hour)}, 3, system.ErrTransient, 4 * time.Second},
+		{"no backoff", system.Options{NoBackoff: true, Jitter: drawn(time.Hour)}, 3, system.ErrTransient, 0},
+		{"a longer hint", system.Options{BackoffBase: time.Second, BackoffCap: time.Minute, Jitter: drawn(time.Second)}, 1, hint, 20 * time.Second},
+		{"a shorter hint", system.Options{BackoffBase: time.Minute, BackoffCap: time.Hour, Jitter: drawn(time.Minute)}, 1, hint, time.Minute},
+	}
+	for _, tt := range tests {
+		opts, err := tt.opts.WithDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := opts.RetryWait(tt.attempt, tt.err); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -114,6 +114,10 @@ type Claim struct {
 	Attempt int       // the attempt this claim counted
 	Fence   int64     // the row's fence after the claim
 	SendBy  time.Time // the claim's time plus the send timeout: no send starts later
+	// Handle is an outbox's own token for the claim (a message id, a
+	// receipt), carried from ClaimNext to Send and Settle; this package's
+	// outbox needs none.
+	Handle any
 }
 
 // Recover releases every lease held under this Outbox's worker name,
@@ -237,12 +241,7 @@ func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr erro
 			d.Result = ResultBlocked
 			break
 		}
-		wait := o.backoff(c.Attempt)
-		var hint *RetryHint
-		if errors.As(sendErr, &hint) && hint.After > wait {
-			wait = hint.After
-		}
-		nextAttempt = millis(now.Add(wait))
+		nextAttempt = millis(now.Add(o.opts.RetryWait(c.Attempt, sendErr)))
 	case errors.Is(sendErr, ErrKeyConflict):
 		d.Result, d.LastError = ResultBlocked, LastErrorConflict
 	case errors.Is(sendErr, ErrRejected):
@@ -277,15 +276,22 @@ func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr erro
 	return d, nil
 }
 
-// backoff is the jitter of the retry after attempt n: drawn uniform in
-// [0, min(cap, base·2^(n−1))] ("full jitter"), 0 when backoff is off.
-func (o *Outbox) backoff(n int) time.Duration {
-	if o.opts.NoBackoff {
-		return 0
+// RetryWait is how long a row waits after a transient failure, sendErr,
+// on the given attempt: the full-jitter backoff, drawn from Jitter within
+// BackoffCeiling(BackoffBase, BackoffCap, attempt) (nothing with
+// NoBackoff), or the receiver's RetryHint in sendErr when it is longer.
+// Options must have their defaults (see WithDefaults).
+func (opts Options) RetryWait(attempt int, sendErr error) time.Duration {
+	var wait time.Duration
+	if !opts.NoBackoff {
+		ceiling := BackoffCeiling(opts.BackoffBase, opts.BackoffCap, attempt)
+		wait = max(0, min(opts.Jitter(ceiling), ceiling))
 	}
-	ceiling := BackoffCeiling(o.opts.BackoffBase, o.opts.BackoffCap, n)
-	j := o.opts.Jitter(ceiling)
-	return max(0, min(j, ceiling))
+	var hint *RetryHint
+	if errors.As(sendErr, &hint) && hint.After > wait {
+		wait = hint.After
+	}
+	return wait
 }
 
 // BackoffCeiling is min(cap, base·2^(n−1)): the most a retry after

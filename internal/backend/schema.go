@@ -45,7 +45,7 @@ const (
 
 // NewSchema names a new schema on server, locks the name, and drops the
 // schemas of its kind that nobody holds: those of processes that died
-// before they dropped theirs. The app database's system.Open makes it.
+// before they dropped theirs; then it makes the schema (see Make).
 func NewSchema(ctx context.Context, server string) (*Schema, error) {
 	suffix := make([]byte, schemaSuffixBytes)
 	rand.Read(suffix)
@@ -65,6 +65,9 @@ func NewSchema(ctx context.Context, server string) (*Schema, error) {
 	}
 	if _, err := s.owner.Exec(ctx, sqlSchemaLock, s.name); err != nil {
 		return nil, errors.Join(fmt.Errorf("handoff: locking schema %s: %w", s.name, err), s.owner.Close(ctx))
+	}
+	if err := s.Make(ctx); err != nil {
+		return nil, errors.Join(err, s.owner.Close(ctx))
 	}
 	return s, nil
 }
@@ -102,6 +105,15 @@ func pgxColumn[T any](ctx context.Context, conn *pgx.Conn, query string, args ..
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[T])
+}
+
+// Make makes the schema, empty, unless it is there: a design opens its
+// app database in a schema that exists.
+func (s *Schema) Make(ctx context.Context) error {
+	if _, err := s.owner.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+s.name); err != nil {
+		return fmt.Errorf("handoff: making schema %s: %w", s.name, err)
+	}
+	return nil
 }
 
 // Drop drops the schema and everything in it, keeping its name; a nil

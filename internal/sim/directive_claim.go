@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
@@ -31,10 +30,9 @@ func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
 	if w.claim != nil {
 		r.line, r.got = fmt.Sprintf("%s holds a claim already: settle it first", name), Answer{Kind: OutOfTurn}
 	} else {
-		retention := time.Duration(e.model.Retention) * time.Millisecond
 		var c system.Claim
 		var d system.Delivery
-		if ferr := e.withDatabaseFault(ctx, fault, w.app, func() { c, d, err = w.phases.ClaimNext(ctx, retention) }); ferr != nil {
+		if ferr := e.withDatabaseFault(ctx, fault, w.app, func() { c, d, err = w.phases.ClaimNext(ctx) }); ferr != nil {
 			return stepResult{}, ferr
 		}
 		switch {

@@ -61,7 +61,9 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 	crashed := e.injector.Crashed()
 	switch {
 	case crashed != "":
-		r.line, r.got, r.fired = fmt.Sprintf("crashed at %s delivering %s; restarted", crashed, d.Key), Answer{Kind: Crashed, Key: d.Key}, fault
+		// A process that dies says nothing: the key it was delivering is
+		// the model's (see below).
+		r.got, r.fired = Answer{Kind: Crashed}, fault
 		if err := e.restart(ctx); err != nil {
 			return stepResult{}, err
 		}
@@ -81,6 +83,9 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 	var result model.Result
 	e.model, result, r.key = e.model.Deliver(in)
 	r.want = deliveryAnswer(result, r.key)
+	if crashed != "" {
+		r.line, r.got.Key = fmt.Sprintf("crashed at %s delivering %s; restarted", crashed, r.key), r.key
+	}
 	for _, row := range e.model.Outbox {
 		if row.Key == r.key {
 			r.backoffAfter = &attemptOf{r.key, row.Attempts}

@@ -46,6 +46,12 @@ func (e *Env) switchDesign(ctx context.Context, d designs.Design) error {
 	if err := e.removeDatabases(); err != nil {
 		return fmt.Errorf("handoff: switching design: %w", err)
 	}
+	if e.schema != nil {
+		if err := e.schema.Make(ctx); err != nil {
+			return err
+		}
+	}
 	e.cfg.Design = d
+	e.model.RestartKeepsLeases = keepsLeases(d)
 	return e.open(ctx)
 }

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"time"
 
 	"github.com/outboxlab/handoff/model"
 )
@@ -19,8 +18,7 @@ func (e *Env) requeue(ctx context.Context, s Step) (stepResult, error) {
 	if err != nil {
 		return stepResult{}, err
 	}
-	retention := time.Duration(e.model.Retention) * time.Millisecond
-	r := e.operated("requeue "+key, key, e.operator().Requeue(ctx, key, retention, operator.Actor, operator.Reason))
+	r := e.operated("requeue "+key, key, e.operator().Requeue(ctx, key, operator.Actor, operator.Reason))
 	var v model.OpVerdict
 	e.model, v = e.model.Requeue(operator, key)
 	r.want = Answer{Kind: opAnswers[v], Key: key}

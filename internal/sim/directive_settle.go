@@ -57,7 +57,8 @@ func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
 			r.line, r.got = "error: "+err.Error(), Answer{Kind: errorAnswer(err), Key: key}
 		} else {
 			r.got = Answer{Kind: workerAnswers[d.Result], Key: key}
-			if r.got.Kind == Sent || r.got.Kind == Blocked {
+			r.settling = true
+			if (r.got.Kind == Sent || r.got.Kind == Blocked) && e.cfg.Design.Supports.Fences {
 				r.settled = &fenced{key, fence}
 			}
 			r.line = fmt.Sprintf("%s settled %s: %s", name, key, d.Result)

@@ -178,6 +178,7 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 // the workers and what the harness observed.
 func (e *Env) begin() {
 	e.model = model.New(system.DefaultMaxAttempts)
+	e.model.RestartKeepsLeases = keepsLeases(e.cfg.Design)
 	e.sends, e.workers, e.actedFence = map[string]int{}, map[string]*worker{}, map[string]int64{}
 	e.applied, e.before, e.diverged, e.started = 0, model.Observation{}, Disagreement{}, false
 	e.now, e.jitter = e.model.Now, 0
@@ -276,9 +277,19 @@ func (e *Env) openDesignApp(ctx context.Context, opts system.Options) (designs.A
 	return app, nil
 }
 
-// recoverLeases has the worker of app release its leases, if the design has
-// leases: it starts, or starts again after its process died.
-func recoverLeases(ctx context.Context, app designs.App) error {
+// keepsLeases reports whether design d's workers keep their leases when
+// they start again: d has leases, and its restarts do not release them.
+func keepsLeases(d designs.Design) bool {
+	return d.Supports.Leases && !d.Supports.RestartReleases
+}
+
+// recoverLeases has the worker of app release its leases, if it can and
+// the design does not keep them (see keepsLeases): it starts, or starts
+// again after its process died.
+func (e *Env) recoverLeases(ctx context.Context, app designs.App) error {
+	if keepsLeases(e.cfg.Design) {
+		return nil
+	}
 	if l, ok := app.(designs.Leaser); ok {
 		_, err := l.Recover(ctx)
 		return err
@@ -337,7 +348,7 @@ func (e *Env) worker(ctx context.Context, s Step) (string, *worker, error) {
 			return "", nil, fmt.Errorf("handoff: opening the app database for worker %s: %w", name, err)
 		}
 	}
-	if err := recoverLeases(ctx, app); err != nil {
+	if err := e.recoverLeases(ctx, app); err != nil {
 		app.Close()
 		return "", nil, fmt.Errorf("handoff: worker %s starting: %w", name, err)
 	}
@@ -360,7 +371,7 @@ func (e *Env) restart(ctx context.Context) error {
 		return err
 	}
 	// The worker starts again: nothing it had in flight survived.
-	if err := recoverLeases(ctx, e.app); err != nil {
+	if err := e.recoverLeases(ctx, e.app); err != nil {
 		return fmt.Errorf("handoff: restart: %w", err)
 	}
 	return nil
@@ -426,8 +437,12 @@ type stepResult struct {
 	// whose transient failure the step's backoffs were drawn for
 	// (invariant 10); nil for any other step.
 	backoffAfter *attemptOf
+	// settling says the step is a named worker's settle that answered
+	// (invariant 8).
+	settling bool
 	// settled, for a settle that wrote a final state, is the row and the
-	// fence of the claim it settled (invariant 8).
+	// fence of the claim it settled (invariant 8), on a design that shows
+	// fences.
 	settled *fenced
 	// auditDiff, after an operator or stale step, is how the system's
 	// audit log or stale list differs from the model's (invariant 6); ""
@@ -493,7 +508,7 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	predicted := e.model
 	predicted.Observation = shown(e.cfg.Design, e.model.Observation)
 	v := checkInvariants(checkInput{obs: obs, model: predicted, sends: e.sends, got: r.got, want: r.want, converging: r.converging,
-		before: e.before, claimedForSend: r.claimedForSend, backoffAfter: r.backoffAfter, ceilings: e.ceilings, settled: r.settled, auditDiff: r.auditDiff})
+		before: e.before, claimedForSend: r.claimedForSend, backoffAfter: r.backoffAfter, ceilings: e.ceilings, settling: r.settling, settled: r.settled, auditDiff: r.auditDiff})
 	if e.diverged.Step == 0 && !sameObservation(predicted.Observation, obs) {
 		e.diverged = Disagreement{Step: e.applied, Diff: cmp.Diff(predicted.Observation, obs)}
 	}

@@ -51,8 +51,10 @@ type checkInput struct {
 	// during the step (10).
 	backoffAfter *attemptOf
 	ceilings     []time.Duration
-	// settled is the row and fence of a settle that wrote a final state (8).
-	settled *fenced
+	// settling says the step is a named worker's settle that answered,
+	// and settled is the row and fence of one that wrote a final state (8).
+	settling bool
+	settled  *fenced
 	// auditDiff is how the audit log differs from the model's.
 	auditDiff string
 }
@@ -83,11 +85,18 @@ var invariants = []invariant{
 	{11, "no claim that leads to a send is made at or after first_claimed_at + retention − send timeout", simulationOnly, noLateClaim},
 }
 
-// settledUnderFence is invariant 8: a settle that wrote a final state
-// (sent, blocked) wrote it under its claim's fence, which the row still
-// carries (nothing but a claim or an operator moves a fence, and neither
-// touches a final row).
+// settledUnderFence is invariant 8: a settle writes only while its claim
+// is the row's latest, which the harness knows from the claims and
+// operator actions it saw (the model predicts the settle stale when it is
+// not); and on a design that shows fences, a settle that wrote a final
+// state (sent, blocked) wrote it under its claim's fence, which the row
+// still carries (nothing but a claim, a release or an operator moves a
+// fence, and none touches a final row).
 func settledUnderFence(in checkInput) string {
+	if in.settling && in.want.Kind == Stale && (in.got.Kind == Sent || in.got.Kind == Pending || in.got.Kind == Blocked) {
+		return fmt.Sprintf("%s's settle wrote (%s), but its claim was no longer the row's: another worker claimed the row after the lease ran out, a person acted, or the worker started again",
+			in.got.Key, in.got.Kind)
+	}
 	if in.settled == nil {
 		return ""
 	}

@@ -140,3 +140,28 @@ func TestNoLateClaim(t *testing.T) {
 		}
 	}
 }
+
+// TestSettledUnderFence: invariant 8 breaks when a settle the model
+// predicts stale wrote, whatever fences the design shows, and when a
+// final state was written under another fence than the row's.
+func TestSettledUnderFence(t *testing.T) {
+	row := model.Observation{Outbox: []model.Row{{Key: "k", State: model.Sent, Fence: 3}}}
+	tests := []struct {
+		name   string
+		in     checkInput
+		broken bool
+	}{
+		{"a stale settle that wrote", checkInput{settling: true, got: Answer{Kind: Sent, Key: "k"}, want: Answer{Kind: Stale, Key: "k"}}, true},
+		{"a stale settle that wrote pending", checkInput{settling: true, got: Answer{Kind: Pending, Key: "k"}, want: Answer{Kind: Stale, Key: "k"}}, true},
+		{"a stale settle that wrote nothing", checkInput{settling: true, got: Answer{Kind: Stale, Key: "k"}, want: Answer{Kind: Stale, Key: "k"}}, false},
+		{"a settle refused by its database", checkInput{settling: true, got: Answer{Kind: DatabaseBusy, Key: "k"}, want: Answer{Kind: Stale, Key: "k"}}, false},
+		{"a settle under the row's fence", checkInput{obs: row, settling: true, got: Answer{Kind: Sent}, want: Answer{Kind: Sent}, settled: &fenced{"k", 3}}, false},
+		{"a settle under an older fence", checkInput{obs: row, settling: true, got: Answer{Kind: Sent}, want: Answer{Kind: Sent}, settled: &fenced{"k", 2}}, true},
+		{"not a settle", checkInput{got: Answer{Kind: Sent}, want: Answer{Kind: Stale}}, false},
+	}
+	for _, tt := range tests {
+		if got := settledUnderFence(tt.in); (got != "") != tt.broken {
+			t.Errorf("%s: %q, want broken %v", tt.name, got, tt.broken)
+		}
+	}
+}

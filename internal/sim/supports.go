@@ -104,20 +104,28 @@ func Supported(d designs.Design, s Step) error {
 }
 
 // shown is o as design d shows it: without the times of a design without
-// Time, and without the leases and fences of a design without Leases. The
-// model's predictions are compared the same way, so that a design is
-// held to what it declares.
+// Time, the first claims of one without Retention, the lease holders of
+// one without Holders and the fences of one without Fences (Leases is
+// needed for both). The model's predictions are compared the same way, so
+// that a design is held to what it declares.
 func shown(d designs.Design, o model.Observation) model.Observation {
-	if d.Supports.Time && d.Supports.Leases {
+	c := d.Supports
+	if c.Time && c.Retention && c.Leases && c.Holders && c.Fences {
 		return o
 	}
 	o.Outbox = slices.Clone(o.Outbox)
 	for i, r := range o.Outbox {
-		if !d.Supports.Time {
-			r.CreatedAt, r.NextAttemptAt, r.FirstClaimedAt = 0, 0, 0
+		if !c.Time {
+			r.CreatedAt, r.NextAttemptAt = 0, 0
 		}
-		if !d.Supports.Leases {
-			r.LeaseOwner, r.LeaseUntil, r.Fence = "", 0, 0
+		if !c.Time || !c.Retention {
+			r.FirstClaimedAt = 0
+		}
+		if !c.Leases || !c.Holders {
+			r.LeaseOwner, r.LeaseUntil = "", 0
+		}
+		if !c.Leases || !c.Fences {
+			r.Fence = 0
 		}
 		o.Outbox[i] = r
 	}

@@ -64,7 +64,12 @@ func TestShownHidesWhatADesignDoesNotKeep(t *testing.T) {
 		want     model.Row
 	}{
 		{designs.Everything, row},
-		{designs.Capabilities{Time: true}, model.Row{Key: "k", State: model.Pending, Attempts: 1, CreatedAt: 1, NextAttemptAt: 2, FirstClaimedAt: 3}},
+		{designs.Capabilities{Time: true}, model.Row{Key: "k", State: model.Pending, Attempts: 1, CreatedAt: 1, NextAttemptAt: 2}},
+		{designs.Capabilities{Time: true, Retention: true}, model.Row{Key: "k", State: model.Pending, Attempts: 1, CreatedAt: 1, NextAttemptAt: 2, FirstClaimedAt: 3}},
+		{designs.Capabilities{Time: true, Leases: true, Workers: true}, model.Row{Key: "k", State: model.Pending, Attempts: 1, CreatedAt: 1, NextAttemptAt: 2}},
+		{designs.Capabilities{Time: true, Leases: true, Holders: true}, model.Row{Key: "k", State: model.Pending, Attempts: 1, CreatedAt: 1, NextAttemptAt: 2,
+			LeaseOwner: "A", LeaseUntil: 4}},
+		{designs.Capabilities{Time: true, Leases: true, Fences: true}, model.Row{Key: "k", State: model.Pending, Attempts: 1, CreatedAt: 1, NextAttemptAt: 2, Fence: 5}},
 		{designs.Capabilities{}, model.Row{Key: "k", State: model.Pending, Attempts: 1}},
 	}
 	for _, tt := range tests {
