@@ -110,7 +110,7 @@ func (s *sqliteStore) query(ctx context.Context, tx *sql.Tx, query string, args 
 }
 
 func (s *sqliteStore) titleArg(title string) any { return title }
-func (s *sqliteStore) close() error             { return s.db.Close() }
+func (s *sqliteStore) close() error              { return s.db.Close() }
 
 // pgStore is the app database in a PostgreSQL schema, through a pgx pool
 // and River's riverpgxv5 driver; River's tables are in the same schema.
@@ -206,4 +206,4 @@ func (s *pgStore) query(ctx context.Context, tx pgx.Tx, query string, args []any
 }
 
 func (s *pgStore) titleArg(title string) any { return []byte(title) }
-func (s *pgStore) close() error             { s.pool.Close(); return nil }
+func (s *pgStore) close() error              { s.pool.Close(); return nil }
