@@ -1,13 +1,13 @@
 // Package outbox is a transactional outbox built on goqite
 // (maragu.dev/goqite), a message queue in a SQLite or PostgreSQL table,
 // as an app outside the handoff module would write it, through goqite's
-// public API: the approval and its goqite message are sent in one
-// transaction (SendTx), a worker receives the message (ReceiveTx), whose
-// visibility timeout is its lease, sends the action's stable key to the
-// receiver, and records the answer in the app's own table while it
-// deletes the message (DeleteTx) or hides it for the backoff (ExtendTx)
-// in the same transaction. Its tests verify it with the handoff harness
-// (handoff.Verify).
+// public API: the approval and its goqite message are written in one
+// transaction (SendAndGetIDTx), a worker receives the message
+// (ReceiveTx), whose visibility timeout is its lease, sends the action's
+// stable key to the receiver, and records the answer in the app's own
+// table while it deletes the message (DeleteTx) or hides it for the
+// backoff (ExtendTx) in the same transaction. Its tests verify it with
+// the handoff harness (handoff.Verify).
 package outbox
 
 import (
