@@ -32,7 +32,7 @@ func TestPostgresReceivesTwice(t *testing.T) {
 	for _, c := range []struct {
 		isolation sql.IsolationLevel
 		twice     bool
-	}{{sql.LevelDefault, true}, {sql.LevelSerializable, false}} {
+	}{{sql.LevelDefault, true}, {postgresFlavor.txOptions.Isolation, false}} { // the second: the adapter's own
 		t.Run(c.isolation.String(), func(t *testing.T) {
 			first, second, secondErr, received := receiveConcurrently(t, server, c.isolation)
 			switch {
