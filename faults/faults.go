@@ -62,6 +62,14 @@ const (
 	// database in PostgreSQL while its COMMIT is due: the writer cannot
 	// know whether the write committed (system.ErrCommitUnknown).
 	CommitLost Kind = "commit-lost"
+	// Answered has a hop in front of the receiver answer a status of its
+	// own (a redirect, a 4xx, a 409, a 5xx), forwarding nothing: the
+	// sender's reading of every answer the contract names. Over HTTP only.
+	Answered Kind = "answered"
+	// Mangled lets the receiver act and spoils its answer on the way back
+	// (a body cut short, a gateway's 502, a 201 that is not the task):
+	// the sender must not take it for a task. Over HTTP only.
+	Mangled Kind = "mangled"
 	// CommitReplyLost lets the COMMIT of the step's write to an app
 	// database in PostgreSQL reach the server, which commits it, and
 	// loses the reply with the connection: the writer cannot know that
@@ -73,7 +81,7 @@ const (
 // belongs here (TestAllKinds fails until it is), and then needs a row in
 // the harness's fault table (see docs/extending.md).
 var All = []Kind{CrashBetweenInserts, Offline, LostReply, CrashBeforeSend, CrashAfterReply, DuplicateRequest, ForeignTask,
-	Throttled, Refused, Restart, AppBusy, CRMBusy, AppFull, CRMFull, CommitLost, CommitReplyLost}
+	Throttled, Refused, Restart, AppBusy, CRMBusy, AppFull, CRMFull, CommitLost, Answered, Mangled, CommitReplyLost}
 
 // DeliveryKinds are the faults a delivery step can carry.
 // Their order is the order in which a shrinking rapid run prefers them.

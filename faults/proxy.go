@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +60,29 @@ const (
 	// Respond answers Action.Status itself, with Action.RetryAfter, and
 	// forwards nothing: a gateway that throttles or refuses.
 	Respond
+	// Spoil forwards, then answers the client with the upstream's answer
+	// spoiled as Action.Spoil says: the receiver acted, and what the
+	// client hears is not what it answered.
+	Spoil
+)
+
+// A Spoiling is how Spoil spoils an answer.
+type Spoiling string
+
+// The spoilings of Spoil.
+const (
+	// CutBody passes the answer's status line, its headers and half its
+	// body, and closes: the body ends before its length says.
+	CutBody Spoiling = "cut-body"
+	// GatewayError answers 502 Bad Gateway, as a gateway whose upstream
+	// failed after it acted.
+	GatewayError Spoiling = "gateway-error"
+	// NotJSON answers 201 with an HTML body.
+	NotJSON Spoiling = "not-json"
+	// NoTaskID answers 201 with the task's key and payload but no id.
+	NoTaskID Spoiling = "no-task-id"
+	// OtherKey answers 201 with a task of another key.
+	OtherKey Spoiling = "other-key"
 )
 
 // Action is what a Proxy does with the next request: a Verb and what it
@@ -73,17 +98,21 @@ type Action struct {
 	// Retry-After header ("" for none).
 	Status     int
 	RetryAfter string
+	// Spoil is how Spoil spoils the answer.
+	Spoil Spoiling
 }
 
 // check returns an ErrProxyAction error if a cannot be taken.
 func (a Action) check() error {
 	switch {
-	case a.Verb < Forward || a.Verb > Respond:
+	case a.Verb < Forward || a.Verb > Spoil:
 		return fmt.Errorf("%w: unknown verb %d", ErrProxyAction, a.Verb)
 	case a.Delay < 0 || a.Keep < 0:
 		return fmt.Errorf("%w: delay %v and keep %d must not be negative", ErrProxyAction, a.Delay, a.Keep)
 	case a.Verb == Respond && (a.Status < 100 || a.Status > 599):
 		return fmt.Errorf("%w: status %d is not an HTTP status", ErrProxyAction, a.Status)
+	case a.Verb == Spoil && !slices.Contains([]Spoiling{CutBody, GatewayError, NotJSON, NoTaskID, OtherKey}, a.Spoil):
+		return fmt.Errorf("%w: unknown spoiling %q", ErrProxyAction, a.Spoil)
 	}
 	return nil
 }
@@ -260,11 +289,45 @@ func (p *Proxy) handle(client net.Conn, req *http.Request, body []byte, up *upst
 	case Truncate:
 		_, _ = client.Write(answer[:min(a.Keep, len(answer)-1)])
 		return false
+	case Spoil:
+		spoil(client, req, body, answer, a.Spoil)
+		return false
 	}
 	if _, err := client.Write(answer); err != nil {
 		return false
 	}
 	return keepAlive && !req.Close
+}
+
+// spoil answers the client with answer, the upstream's answer to req
+// (whose body was body), spoiled as s says, and closes the exchange.
+func spoil(client net.Conn, req *http.Request, body, answer []byte, s Spoiling) {
+	key := strings.Trim(req.Header.Get("Idempotency-Key"), ` "`)
+	var status int
+	var contentType string
+	var spoiled []byte
+	switch s {
+	case CutBody:
+		head, rest, _ := bytes.Cut(answer, []byte("\r\n\r\n"))
+		_, _ = client.Write(append(append(head, "\r\n\r\n"...), rest[:len(rest)/2]...))
+		return
+	case GatewayError:
+		writeAnswer(client, req, http.StatusBadGateway, "", true)
+		return
+	case NotJSON:
+		status, contentType, spoiled = http.StatusCreated, "text/html", []byte("<html><body>Created</body></html>")
+	case NoTaskID:
+		status, contentType = http.StatusCreated, "application/json"
+		spoiled, _ = json.Marshal(map[string]any{"key": key, "payload": json.RawMessage(body)})
+	case OtherKey:
+		status, contentType = http.StatusCreated, "application/json"
+		spoiled, _ = json.Marshal(map[string]any{"id": 1, "key": key + ":other", "payload": json.RawMessage(body)})
+	}
+	resp := &http.Response{StatusCode: status, ProtoMajor: 1, ProtoMinor: 1, Request: req, Close: true,
+		Header: http.Header{"Content-Type": {contentType}}, Body: io.NopCloser(bytes.NewReader(spoiled)), ContentLength: int64(len(spoiled))}
+	var b bytes.Buffer
+	_ = resp.Write(&b) // into a buffer: no error
+	_, _ = client.Write(b.Bytes())
 }
 
 // writeAnswer answers req with status and a problem+json body of the

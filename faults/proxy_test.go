@@ -123,6 +123,15 @@ func TestProxyActions(t *testing.T) {
 		{"truncate all but the last byte", faults.Action{Verb: faults.Truncate, Keep: 1 << 20}, 0, system.ErrTransient, 0, 1, 1},
 		{"throttle", faults.Action{Verb: faults.Respond, Status: http.StatusTooManyRequests, RetryAfter: "3"}, 0, system.ErrTransient, 3 * time.Second, 0, 0},
 		{"refuse for good", faults.Action{Verb: faults.Respond, Status: http.StatusForbidden}, 0, system.ErrRejected, 0, 0, 0},
+		{"in flight elsewhere", faults.Action{Verb: faults.Respond, Status: http.StatusConflict}, 0, system.ErrTransient, 0, 0, 0},
+		{"a redirect", faults.Action{Verb: faults.Respond, Status: http.StatusTemporaryRedirect}, 0, system.ErrRejected, 0, 0, 0},
+		{"a gateway's own 504", faults.Action{Verb: faults.Respond, Status: http.StatusGatewayTimeout}, 0, system.ErrTransient, 0, 0, 0},
+		{"a conflict said by a hop", faults.Action{Verb: faults.Respond, Status: http.StatusUnprocessableEntity}, 0, system.ErrKeyConflict, 0, 0, 0},
+		{"a body cut short", faults.Action{Verb: faults.Spoil, Spoil: faults.CutBody}, 0, system.ErrTransient, 0, 1, 1},
+		{"a 502 after the receiver acted", faults.Action{Verb: faults.Spoil, Spoil: faults.GatewayError}, 0, system.ErrTransient, 0, 1, 1},
+		{"a 201 that is not JSON", faults.Action{Verb: faults.Spoil, Spoil: faults.NotJSON}, 0, system.ErrRejected, 0, 1, 1},
+		{"a 201 without a task id", faults.Action{Verb: faults.Spoil, Spoil: faults.NoTaskID}, 0, system.ErrRejected, 0, 1, 1},
+		{"a 201 task of another key", faults.Action{Verb: faults.Spoil, Spoil: faults.OtherKey}, 0, system.ErrRejected, 0, 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,7 +290,7 @@ func TestProxyBadGatewayAndTooLarge(t *testing.T) {
 func TestProxyRefusesBadActions(t *testing.T) {
 	w := newWire(t)
 	for _, a := range []faults.Action{
-		{Verb: faults.Respond + 1}, {Verb: -1}, {Verb: faults.Delay, Delay: -time.Second}, {Verb: faults.Truncate, Keep: -1},
+		{Verb: faults.Spoil + 1}, {Verb: faults.Spoil, Spoil: "mangled"}, {Verb: -1}, {Verb: faults.Delay, Delay: -time.Second}, {Verb: faults.Truncate, Keep: -1},
 		{Verb: faults.Respond}, {Verb: faults.Respond, Status: 600},
 	} {
 		if err := w.proxy.Next(a); !errors.Is(err, faults.ErrProxyAction) {

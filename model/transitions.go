@@ -105,7 +105,43 @@ const (
 	Refused                         // the receiver refuses the request for good, without acting (rejected)
 	ReceiverBusy                    // the receiver's database is busy: it stores nothing and the worker hears it (ResultBusy)
 	ReceiverFull                    // the receiver's database has no room for the task: it stores nothing and the worker hears it (ResultFull)
+	Answered                        // a hop answers Request.Status itself, forwarding nothing: the worker hears what a sender makes of the status (StatusHeard)
+	Mangled                         // the receiver acts, and its answer reaches the worker spoiled as Request.Mangle says
 )
+
+// Mangle is how the receiver's answer reaches the worker spoiled.
+type Mangle string
+
+// The ways an answer is spoiled, and what the worker hears of each: a
+// transient failure when the answer is cut or replaced by a gateway's
+// error, a refusal for good when a 2xx answer is not the contract's task
+// (a breach a person must look at).
+const (
+	CutBody      Mangle = "cut-body"      // the body ends before its length says: transient
+	GatewayError Mangle = "gateway-error" // a hop answers 502 after the receiver acted: transient
+	NotJSON      Mangle = "not-json"      // a 201 whose body is not JSON: rejected
+	NoTaskID     Mangle = "no-task-id"    // a 201 task without its id: rejected
+	OtherKey     Mangle = "other-key"     // a 201 task of another key: rejected
+)
+
+// Mangles are the ways an answer is spoiled, in the order a shrinking
+// run prefers them.
+var Mangles = []Mangle{CutBody, GatewayError, NotJSON, NoTaskID, OtherKey}
+
+// StatusHeard is what a sender hears of an answer with HTTP status code
+// that carries no task, as the spec's sender table says: 409 (in flight
+// elsewhere), 429, 503 and every other 5xx are transient, 422 is a key
+// conflict, anything else (a 3xx, which is not followed, a 4xx, a 2xx
+// without a task) is refused for good.
+func StatusHeard(code int) Result {
+	switch {
+	case code == 409 || code == 429 || code >= 500:
+		return ResultTransient
+	case code == 422:
+		return ResultConflict
+	}
+	return ResultRejected
+}
 
 // Crash is where, if anywhere, the worker dies during a delivery.
 type Crash int
@@ -154,6 +190,8 @@ type Delivery struct {
 	Crash      Crash
 	Foreign    string
 	RetryAfter int64
+	Status     int    // with Answered
+	Mangle     Mangle // with Mangled
 	Jitter     int64
 	App        Refusal
 }
@@ -186,7 +224,7 @@ func (s State) Deliver(in Delivery) (State, Result, string) {
 		next, _ = next.Restart(DefaultWorker)
 		return next, ResultCrashed, c.Key
 	}
-	next, _ = next.Send(DefaultWorker, Request{Network: in.Network, Foreign: in.Foreign, RetryAfter: in.RetryAfter})
+	next, _ = next.Send(DefaultWorker, Request{Network: in.Network, Foreign: in.Foreign, RetryAfter: in.RetryAfter, Status: in.Status, Mangle: in.Mangle})
 	if in.Crash == CrashAfterReply {
 		next, _ = next.Restart(DefaultWorker)
 		return next, ResultCrashed, c.Key

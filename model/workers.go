@@ -106,6 +106,8 @@ type Request struct {
 	Network    Network
 	Foreign    string
 	RetryAfter int64
+	Status     int    // with Answered: the status the hop answers
+	Mangle     Mangle // with Mangled: how the answer is spoiled
 }
 
 // Send predicts worker sending its claimed row's key and payload at s.Now
@@ -140,10 +142,16 @@ func (s State) Send(worker string, in Request) (State, Result) {
 	case DuplicateRequest:
 		s, id, conflict = s.receive(a.Key, a.Payload)
 		s, _, _ = s.receive(a.Key, a.Payload)
-	case Delivered, LostReply:
+	case Delivered, LostReply, Mangled:
 		s, id, conflict = s.receive(a.Key, a.Payload)
 	}
 	switch {
+	case in.Network == Answered:
+		c.Heard = StatusHeard(in.Status)
+	case in.Network == Mangled && (in.Mangle == CutBody || in.Mangle == GatewayError):
+		c.Heard = ResultTransient
+	case in.Network == Mangled:
+		c.Heard = ResultRejected
 	case in.Network == ReceiverBusy:
 		c.Heard = ResultBusy
 	case in.Network == ReceiverFull:

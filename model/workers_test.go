@@ -469,3 +469,37 @@ func TestLostCommitReplies(t *testing.T) {
 		t.Errorf("settle without a claim: got %v, want out-of-turn", r)
 	}
 }
+
+// TestAnswersOverHTTP: what a worker hears of a status a hop answers
+// itself (the receiver never acted), and of an answer spoiled after the
+// receiver acted (its task exists all the same), as the spec's sender
+// table says.
+func TestAnswersOverHTTP(t *testing.T) {
+	tests := []struct {
+		in    model.Request
+		heard model.Result
+		tasks int
+	}{
+		{model.Request{Network: model.Answered, Status: 409}, model.ResultTransient, 0},
+		{model.Request{Network: model.Answered, Status: 422}, model.ResultConflict, 0},
+		{model.Request{Network: model.Answered, Status: 503}, model.ResultTransient, 0},
+		{model.Request{Network: model.Answered, Status: 500}, model.ResultTransient, 0},
+		{model.Request{Network: model.Answered, Status: 504}, model.ResultTransient, 0},
+		{model.Request{Network: model.Answered, Status: 400}, model.ResultRejected, 0},
+		{model.Request{Network: model.Answered, Status: 404}, model.ResultRejected, 0},
+		{model.Request{Network: model.Answered, Status: 307}, model.ResultRejected, 0},
+		{model.Request{Network: model.Answered, Status: 418}, model.ResultRejected, 0},
+		{model.Request{Network: model.Mangled, Mangle: model.CutBody}, model.ResultTransient, 1},
+		{model.Request{Network: model.Mangled, Mangle: model.GatewayError}, model.ResultTransient, 1},
+		{model.Request{Network: model.Mangled, Mangle: model.NotJSON}, model.ResultRejected, 1},
+		{model.Request{Network: model.Mangled, Mangle: model.NoTaskID}, model.ResultRejected, 1},
+		{model.Request{Network: model.Mangled, Mangle: model.OtherKey}, model.ResultRejected, 1},
+	}
+	for _, tt := range tests {
+		s := claim(t, opened(t, same), "A")
+		s, heard := s.Send("A", tt.in)
+		if heard != tt.heard || len(s.Tasks) != tt.tasks {
+			t.Errorf("%+v: heard %s with %d tasks, want %s with %d", tt.in, heard, len(s.Tasks), tt.heard, tt.tasks)
+		}
+	}
+}

@@ -47,6 +47,11 @@ var retryHints = map[sim.Transport][]string{
 	sim.HTTP:      {"0", "2000", "20000"},
 }
 
+// answeredStatuses are the statuses a hop answers itself over HTTP: one
+// of each class of the spec's sender table that the other faults do not
+// draw (409 in flight, 422, 5xx without a hint, a redirect, 4xx).
+var answeredStatuses = []string{"409", "500", "502", "504", "503", "422", "400", "401", "404", "413", "307", "301", "418"}
+
 // drawPhase draws a named worker and its next phase: a claim when it holds
 // none (on PostgreSQL, by default one time in sixteen with its commit
 // lost), then the send of what it claimed (with a fault, some of the
@@ -76,9 +81,14 @@ func (m mix) drawPhase(t *rapid.T, e *sim.Env) sim.Step {
 		}
 		k := sim.FaultsOf("send")[i-1]
 		s := sim.NewStep("send", "worker", name, "fault", k.String())
-		if k == faults.Throttled {
+		switch k {
+		case faults.Throttled:
 			hints := retryHints[e.Transport()]
 			s = s.With("retry-after", hints[pickOf(t, "retry after", len(hints))])
+		case faults.Answered:
+			s = s.With("status", answeredStatuses[pickOf(t, "status", len(answeredStatuses))])
+		case faults.Mangled:
+			s = s.With("spoil", string(model.Mangles[pickOf(t, "spoil", len(model.Mangles))]))
 		}
 		return s
 	}

@@ -192,7 +192,7 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 		if c := drawConfig(t); ok && c.Directive != "" && sim.Supported(cfg.Design, c) == nil {
 			ok = apply(c)
 		}
-		m := drawMix(t, !cfg.NoSwarm, cfg.Design, env.Backend())
+		m := drawMix(t, !cfg.NoSwarm, cfg.Design, env.Backend(), env.Transport())
 		steps := rapid.Custom(func(t *rapid.T) sim.Step { return m.drawStep(t, env) })
 		for i := 0; ok && i < cfg.MaxSteps; i++ {
 			s := steps.Draw(t, "step")

@@ -49,7 +49,7 @@ const (
 	faultBits   = 6 // 24 + 10·4 = 64 (on PostgreSQL; on SQLite commit-lost weighs nothing; deliveries draw no commit-reply-lost)
 	approveBits = 5 // 7 + 4·4 = 23 < 32 (app-full and the commit faults never both)
 	crashBits   = 4 // 7 + 4 = 11 < 16: an approval's crash alone, for a design without faults of the databases
-	sendBits    = 6 // 6 + 8·4 = 38 < 64: a named worker's send
+	sendBits    = 6 // 6 + 10·4 = 46 < 64: a named worker's send
 	phaseBits   = 5 // 15 + 3·4 = 27 < 32: a named worker's claim or settle
 )
 
@@ -74,7 +74,8 @@ type mix struct {
 // the databases.
 var swarmedFaults = append(append(slices.Clone(faults.DeliveryKinds), faults.CrashBetweenInserts), faults.DatabaseKinds...)
 
-// drawMix draws a mix for design d on backend b (without named workers,
+// drawMix draws a mix for design d on backend b over transport tr
+// (without named workers,
 // time or repairs unless d supports them; without faults of the databases
 // unless sim.TakesDatabaseFaults(d); without the faults that need the other
 // backend, which draw nothing, so that SQLite's sequences are what they
@@ -83,7 +84,7 @@ var swarmedFaults = append(append(slices.Clone(faults.DeliveryKinds), faults.Cra
 // whether to swarm or not, so that a shrinking run can turn the swarm off
 // (or any one level to the default) without moving a later draw. With
 // swarm false every level is the default.
-func drawMix(t *rapid.T, swarm bool, d designs.Design, b backend.Backend) mix {
+func drawMix(t *rapid.T, swarm bool, d designs.Design, b backend.Backend, tr sim.Transport) mix {
 	on := pick(t, "swarm", 3, 1) == 1 && swarm
 	draw := func(label string) level {
 		l := []level{byDefault, often, seldom, seldom}[pickOf(t, label, 4)]
@@ -109,6 +110,14 @@ func drawMix(t *rapid.T, swarm bool, d designs.Design, b backend.Backend) mix {
 			continue
 		}
 		m.faults[k] = draw(k.String())
+	}
+	for _, k := range faults.All {
+		if sim.HTTPOnly(k) {
+			// Answers over HTTP come up often there (a status or a
+			// spoiling is drawn with each), and never in process, where
+			// they draw nothing.
+			m.faults[k] = map[bool]level{true: often, false: off}[tr == sim.HTTP]
+		}
 	}
 	return m
 }

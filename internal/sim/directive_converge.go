@@ -6,6 +6,7 @@ import (
 
 	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/internal/words"
+	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -25,7 +26,7 @@ func (e *Env) converge(ctx context.Context, s Step) (stepResult, error) {
 	// No correct worker needs more than one claim per attempt, one block
 	// and one idle answer per row.
 	limit := (len(e.before.Outbox)+1)*(e.model.MaxAttempts+2) + 1
-	network, err := e.network("", 0)
+	network, err := e.network("", model.Request{})
 	if err != nil {
 		return stepResult{}, err
 	}

@@ -41,7 +41,7 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 	if _, res, _ := e.model.Deliver(in); res == model.ResultInvalidJitter {
 		return stepResult{}, fmt.Errorf("%w: deliver jitter=%d is outside the backoff ceiling of the attempt it settles", ErrScenario, jitter)
 	}
-	network, err := e.network(fault, 0)
+	network, err := e.network(fault, req)
 	if err != nil {
 		return stepResult{}, err
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
-	"time"
 
 	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/model"
@@ -16,24 +16,24 @@ import (
 // transaction, over a network with an optional fault; the worker keeps
 // what it heard until it settles. A throttled answer carries the
 // receiver's retry hint. A busy receiver database refuses the task, and
-// a full one a task that needs another page.
+// a full one a task that needs another page. Over HTTP a hop may answer
+// a status of its own (answered status=N), or spoil the receiver's
+// answer (mangled spoil=KIND).
 //
-//	send worker=A [fault=offline|lost-reply|duplicate-request|foreign-task|refused|throttled retry-after=MS|crm-busy|crm-full]
+//	send worker=A [fault=offline|lost-reply|duplicate-request|foreign-task|refused|throttled retry-after=MS|crm-busy|crm-full|answered status=N|mangled spoil=cut-body|gateway-error|not-json|no-task-id|other-key]
 func (e *Env) send(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("worker", "fault", "retry-after"); err != nil {
+	if err := s.only("worker", "fault", "retry-after", "status", "spoil"); err != nil {
 		return stepResult{}, err
 	}
 	fault, err := e.faultArg(s)
 	if err != nil {
 		return stepResult{}, err
 	}
-	var hint int64
-	if v, ok := s.Arg("retry-after"); ok {
-		if hint, err = strconv.ParseInt(v, 10, 64); err != nil || hint < 0 || fault != faults.Throttled {
-			return stepResult{}, fmt.Errorf("%w: retry-after=%q goes with fault=throttled, a whole number of milliseconds", ErrScenario, v)
-		}
+	req, err := e.sendArgs(s, fault)
+	if err != nil {
+		return stepResult{}, err
 	}
-	network, err := e.network(fault, time.Duration(hint)*time.Millisecond)
+	network, err := e.network(fault, req)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -64,7 +64,6 @@ func (e *Env) send(ctx context.Context, s Step) (stepResult, error) {
 	}
 	c := e.model.Claims[name]
 	before := e.model
-	req := e.request(fault, hint)
 	e.model, r.want = predictSend(e.model, name, req)
 	r.key = c.Key
 	if faultTable[fault].refusal == model.RefusedFull {
@@ -74,6 +73,39 @@ func (e *Env) send(ctx context.Context, s Step) (stepResult, error) {
 		r.otherwise = &prediction{alt, want}
 	}
 	return r, nil
+}
+
+// sendArgs reads what a send's fault does from its arguments: a
+// throttled answer's retry-after, an answered status, a mangled answer's
+// spoiling; each goes with its fault alone.
+func (e *Env) sendArgs(s Step, fault faults.Kind) (model.Request, error) {
+	var hint int64
+	if v, ok := s.Arg("retry-after"); ok {
+		var err error
+		if hint, err = strconv.ParseInt(v, 10, 64); err != nil || hint < 0 || fault != faults.Throttled {
+			return model.Request{}, fmt.Errorf("%w: retry-after=%q goes with fault=throttled, a whole number of milliseconds", ErrScenario, v)
+		}
+	}
+	req := e.request(fault, hint)
+	status, hasStatus := s.Arg("status")
+	switch n, err := strconv.Atoi(status); {
+	case hasStatus != (fault == faults.Answered):
+		return model.Request{}, fmt.Errorf("%w: status= goes with fault=answered, and fault=answered with a status", ErrScenario)
+	case hasStatus && (err != nil || n < 100 || n > 599):
+		return model.Request{}, fmt.Errorf("%w: status=%q is not an HTTP status (100 to 599)", ErrScenario, status)
+	case hasStatus:
+		req.Status = n
+	}
+	spoil, hasSpoil := s.Arg("spoil")
+	switch {
+	case hasSpoil != (fault == faults.Mangled):
+		return model.Request{}, fmt.Errorf("%w: spoil= goes with fault=mangled, and fault=mangled with a spoiling", ErrScenario)
+	case hasSpoil && !slices.Contains(model.Mangles, model.Mangle(spoil)):
+		return model.Request{}, fmt.Errorf("%w: spoil=%q, want one of %v", ErrScenario, spoil, model.Mangles)
+	case hasSpoil:
+		req.Mangle = model.Mangle(spoil)
+	}
+	return req, nil
 }
 
 // predictSend is the model's state after worker's send of req from s,

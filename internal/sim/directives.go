@@ -40,7 +40,7 @@ func init() {
 		"tick":      {run: (*Env).tick, needs: needTime},
 		"claim":     {run: (*Env).claim, needs: needWorkers, faults: []faults.Kind{faults.CommitLost, faults.CommitReplyLost}},
 		"send": {run: (*Env).send, needs: needWorkers,
-			faults: append(slices.Clone(faults.SendKinds), faults.CRMBusy, faults.CRMFull)},
+			faults: append(slices.Clone(faults.SendKinds), faults.CRMBusy, faults.CRMFull, faults.Answered, faults.Mangled)},
 		"settle":    {run: (*Env).settle, needs: needWorkers, faults: []faults.Kind{faults.AppBusy, faults.CommitLost, faults.CommitReplyLost}},
 		"crash":     {run: (*Env).crash, needs: needWorkers},
 		"requeue":   {run: (*Env).requeue, needs: needOperator},

@@ -572,6 +572,9 @@ func (e *Env) faultArg(s Step) (faults.Kind, error) {
 		only := faultTable[k].only
 		return "", fmt.Errorf("%w: %s: fault %s runs on %s only; a scenario of it starts with backend name=%s", ErrScenario, s.Directive, k, only, only)
 	}
+	if HTTPOnly(k) && e.cfg.Transport != HTTP {
+		return "", fmt.Errorf("%w: %s: fault %s is an answer over HTTP; a scenario of it starts with transport name=http", ErrScenario, s.Directive, k)
+	}
 	return k, nil
 }
 

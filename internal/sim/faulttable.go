@@ -35,6 +35,10 @@ type faultEffect struct {
 	// (retryAfter, in milliseconds) when it is busy, 500 otherwise.
 	overHTTP   model.Network
 	retryAfter int64
+	// httpOnly says the fault is the fault proxy's or the HTTP server's
+	// alone, with nothing in process to be: a scenario of it runs over
+	// HTTP.
+	httpOnly bool
 	// only is the backend the fault needs, "" when it runs on both: a
 	// SQLite file's size can be pinned per connection, and a PostgreSQL
 	// transaction's connection ended from another one at its COMMIT.
@@ -63,7 +67,12 @@ var faultTable = map[faults.Kind]faultEffect{
 	faults.CRMFull:         {database: crmFile, refusal: model.RefusedFull, network: model.ReceiverFull, overHTTP: model.Offline},
 	faults.CommitLost:      {database: appFile, refusal: model.CommitLost, only: backend.Postgres},
 	faults.CommitReplyLost: {database: appFile, refusal: model.CommitReplyLost, only: backend.Postgres},
+	faults.Answered:        {network: model.Answered, proxy: faults.Action{Verb: faults.Respond}, httpOnly: true},
+	faults.Mangled:         {network: model.Mangled, proxy: faults.Action{Verb: faults.Spoil}, httpOnly: true},
 }
+
+// HTTPOnly reports whether fault k runs over HTTP only.
+func HTTPOnly(k faults.Kind) bool { return faultTable[k].httpOnly }
 
 // RunsOn reports whether fault k runs on backend b.
 func RunsOn(k faults.Kind, b backend.Backend) bool {

@@ -13,6 +13,7 @@ import (
 	"github.com/outboxlab/handoff/crm"
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -211,12 +212,13 @@ func carry(c designs.CRM, t Transport) (designs.CRM, error) {
 	return serveHTTP(c)
 }
 
-// network is the receiver one request of the worker goes to, with fault
-// k (and, when throttled, the receiver's hint): in process, package
-// faults' network in front of the CRM; over HTTP, the proxy doing with
-// the request what faultTable says.
-func (e *Env) network(k faults.Kind, hint time.Duration) (system.Receiver, error) {
+// network is the receiver as a request with fault k reaches it, as req
+// says what the fault does (a retry hint, a status, a spoiling): in
+// process, the receiver behind faults' network; over HTTP, the fault
+// proxy taking the fault's action.
+func (e *Env) network(k faults.Kind, req model.Request) (system.Receiver, error) {
 	h, ok := e.crm.(*httpCRM)
+	hint := time.Duration(req.RetryAfter) * time.Millisecond
 	switch {
 	case !ok && k == faults.Throttled:
 		return faults.Throttle(hint), nil
@@ -224,11 +226,16 @@ func (e *Env) network(k faults.Kind, hint time.Duration) (system.Receiver, error
 		return inProcess{faults.Network(k, e.crm)}, nil
 	}
 	a := faultTable[k].proxy
-	if k == faults.Throttled {
+	switch k {
+	case faults.Throttled:
 		if hint%time.Second != 0 {
 			return nil, fmt.Errorf("%w: retry-after=%d: over http a Retry-After is whole seconds", ErrScenario, hint.Milliseconds())
 		}
 		a.RetryAfter = strconv.FormatInt(int64(hint/time.Second), 10)
+	case faults.Answered:
+		a.Status = req.Status
+	case faults.Mangled:
+		a.Spoil = faults.Spoiling(req.Mangle)
 	}
 	r := h.through(a)
 	if k == faults.ForeignTask {

@@ -10,20 +10,22 @@ import (
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/model"
 )
 
 // TestTransportLineChangesNoOutput replays every corpus file that names
 // its transport without that line, in process: every other step gives the
 // output the file expects over HTTP. A file with a fault of the
-// receiver's database is left out: the worker hears that fault as the
+// receiver's database is left out (the worker hears that fault as the
 // receiver answers it, in process its error, over HTTP crm.Server's 503
-// or 500.
+// or 500), and so is one of an answer over HTTP, which has no in-process
+// form.
 func TestTransportLineChangesNoOutput(t *testing.T) {
 	t.Parallel()
 	scenarios := corpusScenarios(t)
 	receiverFault := func(c Case) bool {
 		k, _ := c.Step.Arg("fault")
-		return faultTable[faults.Kind(k)].database == crmFile
+		return faultTable[faults.Kind(k)].database == crmFile || HTTPOnly(faults.Kind(k))
 	}
 	found := 0
 	for _, sc := range scenarios {
@@ -112,7 +114,7 @@ func TestInProcessSendHasNoDeadline(t *testing.T) {
 	crm := &deadlineCRM{CRM: env.crm}
 	env.crm = crm
 	defer func() { env.crm = crm.CRM; env.Close() }()
-	r, err := env.network("", 0)
+	r, err := env.network("", model.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
