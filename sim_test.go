@@ -145,12 +145,12 @@ func TestSimulationOnPostgres(t *testing.T) {
 // TestSimulationOverHTTP explores the real design over HTTP: every
 // network fault takes effect as the fault proxy's action or the server's
 // answer, every answer of the spec's sender table among them, each read
-// as the model predicts. (300 sequences; 100 with -short.)
+// as the model predicts. (300 sequences; 150 with -short.)
 func TestSimulationOverHTTP(t *testing.T) {
 	t.Parallel()
 	checks := 300
 	if testing.Short() {
-		checks = 100
+		checks = 150
 	}
 	r := exploreOK(t, explore.ExploreConfig{Checks: checks, Steps: DefaultSteps, Seed: 1, Parallel: 2, Transport: sim.HTTP, Dir: t.TempDir()})
 	for _, k := range sim.NetworkFaults() {

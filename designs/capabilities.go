@@ -25,6 +25,11 @@ type Capabilities struct {
 	// once (Phases), and one may crash alone. The harness interleaves
 	// the phases of named workers.
 	Workers bool
+	// Pipeline (needs Workers): a worker can run pipelined, sending one
+	// row while it records the answer before and claims the row after
+	// (Pipeliner), as handoff work runs. The harness draws pipelined
+	// workers' calls, slow answers and crashes in their background.
+	Pipeline bool
 	// Operator (needs Time): a person requeues or reconciles a row, with
 	// an audit log, and asks what is stale (Operator).
 	Operator bool
@@ -51,7 +56,7 @@ type Capabilities struct {
 }
 
 // Everything is every capability: what the real design supports.
-var Everything = Capabilities{Time: true, Leases: true, Workers: true, Operator: true, Retention: true,
+var Everything = Capabilities{Time: true, Leases: true, Workers: true, Pipeline: true, Operator: true, Retention: true,
 	RestartReleases: true, Fences: true, Holders: true}
 
 // capability is one capability: its name, whether c has it, what it
@@ -72,6 +77,8 @@ var capabilities = []capability{
 		"leases and stale settles (invariant 8), and a short lease, a send timeout and time past a lease"},
 	{"Workers", func(c Capabilities) bool { return c.Workers }, "Leases",
 		"several workers at once: interleaved claims, sends and settles, a stale settle, a worker that crashes alone"},
+	{"Pipeline", func(c Capabilities) bool { return c.Pipeline }, "Workers",
+		"a pipelined worker: its claims ahead, its send window after a slow answer, and a crash while it records or claims ahead"},
 	{"Operator", func(c Capabilities) bool { return c.Operator }, "Time",
 		"a person's requeue and reconcile, the audit log, and what is stale"},
 	{"Retention", func(c Capabilities) bool { return c.Retention }, "Time",

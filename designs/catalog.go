@@ -33,6 +33,16 @@ func (o outbox) ClaimNext(ctx context.Context) (system.Claim, system.Delivery, e
 	return o.Outbox.ClaimNext(ctx, o.Options().Retention)
 }
 
+// Pipeline returns a pipelined worker that delivers to r (see
+// system.Outbox.Pipeline).
+func (o outbox) Pipeline(r system.Receiver) (Pipe, error) {
+	p, err := o.Outbox.Pipeline(r)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // Requeue makes a blocked row pending again (see system.Outbox.Requeue).
 func (o outbox) Requeue(ctx context.Context, key, actor, reason string) error {
 	return o.Outbox.Requeue(ctx, key, o.Options().Retention, actor, reason)
@@ -218,7 +228,7 @@ var Fragile = []Design{
 			"the row after it, and what that worker recorded, or is about to, is overwritten. Invariant 6 " +
 			"catches it in six steps: a worker's settle after its lease ran out and another delivery claimed " +
 			"the row writes where the spec says stale.",
-		Failure: LostWork, Invariant: 6, MinimalSteps: 6, MostSteps: 8, Supports: Everything,
+		Failure: LostWork, Invariant: 6, MinimalSteps: 6, MostSteps: 8, Supports: phased,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return noFencing{outbox{o}} }),
 		OpenCRM: openCRM,
 	},
@@ -228,7 +238,7 @@ var Fragile = []Design{
 		Doc: "The claim takes the oldest pending row whoever holds it: fine with one worker. With two, both " +
 			"claim the same row, both send it, and the attempt budget is spent twice as fast. Invariant 6 " +
 			"catches it in three steps: a delivery claims the row a worker holds a live lease on.",
-		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 3, Supports: Everything,
+		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 3, Supports: phased,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return leaseClaims{outbox{o}, noLease} }),
 		OpenCRM: openCRM,
 	},
@@ -239,8 +249,22 @@ var Fragile = []Design{
 			"dies holding a lease and never comes back leaves its row pending for good: lost work that no " +
 			"worker will ever pick up. Invariant 6 catches it in three steps: after a worker's claim, the " +
 			"worker that converges once the lease ran out goes idle with the row still pending.",
-		Failure: LostWork, Invariant: 6, MinimalSteps: 3, Supports: Everything,
+		Failure: LostWork, Invariant: 6, MinimalSteps: 3, Supports: phased,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return leaseClaims{outbox{o}, leaseForever} }),
+		OpenCRM: openCRM,
+	},
+	{
+		Name:    "eager-pipeline",
+		Summary: "a pipelined worker claims ahead on every send, whatever the receiver's speed",
+		Doc: "A worker pipelines its deliveries, as handoff work does, but claims the next row while it sends " +
+			"every row, so that it never waits for a claim. When the receiver turns slow, the row claimed ahead " +
+			"waits out the slow answer; a send that starts past its claim's window is refused with nothing sent, " +
+			"and the row's attempts run out without the receiver ever seeing it (lost work). Invariant 6 catches " +
+			"it in two steps: on its first send the worker claims ahead, where the spec's Pipeline waits for a " +
+			"fast answer first (a crash after that claim shows the row it holds); or, in three, it claims ahead " +
+			"after a slow answer.",
+		Failure: LostWork, Invariant: 6, MinimalSteps: 2, MostSteps: 3, Supports: Everything,
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return eagerOutbox{outbox{o}} }),
 		OpenCRM: openCRM,
 	},
 	{
@@ -252,7 +276,7 @@ var Fragile = []Design{
 			"claim past first_claimed_at + retention − send timeout sends where the spec blocks the row. When " +
 			"the receiver has already forgotten the key at that step, the second task breaks invariant 1 " +
 			"there too, and invariant 1 is reported.",
-		Failure: DuplicateTask, Invariant: 6, OrInvariant: 1, MinimalSteps: 5, Supports: Everything,
+		Failure: DuplicateTask, Invariant: 6, OrInvariant: 1, MinimalSteps: 5, Supports: phased,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return ignoreRetention{outbox{o}} }),
 		OpenCRM: openCRM,
 	},
@@ -263,7 +287,7 @@ var Fragile = []Design{
 			"holds can get in the way. If the first attempts did create a task, the requeued one creates a " +
 			"second (duplicate task), and no key links the two. Invariant 6 catches it in three steps: the " +
 			"requeue makes a second approval and outbox row where the spec starts the same row afresh.",
-		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Supports: Everything,
+		Failure: DuplicateTask, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Supports: phased,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return freshKeyRequeue{outbox{o}} }),
 		OpenCRM: openCRM,
 	},
@@ -274,16 +298,26 @@ var Fragile = []Design{
 			"person's decision still finds its fence and settles over it, blocking or marking sent a row the " +
 			"person just started afresh. Invariant 6 catches it in three steps: the requeued row keeps the " +
 			"fence the spec moves on.",
-		Failure: LostWork, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Supports: Everything,
+		Failure: LostWork, Invariant: 6, MinimalSteps: 3, MostSteps: 6, Supports: phased,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return unfencedOperator{outbox{o}} }),
 		OpenCRM: openCRM,
 	},
 }
+
+// phased is what the fragile designs of many workers support: every
+// capability but pipelined workers, whose Pipeline is the real one
+// (their shortcut is in the phases).
+var phased = func() Capabilities {
+	c := Everything
+	c.Pipeline = false
+	return c
+}()
 
 // The real outbox has every capability's interface.
 var _ interface {
 	App
 	Leaser
 	Phases
+	Pipeliner
 	Operator
 } = outbox{}

@@ -57,6 +57,22 @@ type Phases interface {
 	Settle(ctx context.Context, c system.Claim, taskID int64, sendErr error) (system.Delivery, error)
 }
 
+// Pipeliner is the App of a design whose workers run pipelined: Pipeline
+// returns a Pipe that delivers this handle's rows to r (see
+// system.Outbox.Pipeline), passing system.PointPipelineRecorded and
+// system.PointPipelineClaimedAhead through system.Options.Hook in its
+// background.
+type Pipeliner interface {
+	Pipeline(r system.Receiver) (Pipe, error)
+}
+
+// Pipe is a pipelined worker (see system.Pipeline): Next returns the next
+// delivery it made, Flush what is left.
+type Pipe interface {
+	Next(ctx context.Context) (system.Delivery, error)
+	Flush(ctx context.Context) (system.Delivery, bool, error)
+}
+
 // Operator is the App of a design that lets a person repair rows: the
 // operator actions, their audit log, and what needs a person.
 type Operator interface {
@@ -163,6 +179,7 @@ func (d Design) CheckApp(app App) error {
 	}{
 		{"Leaser", "Recover", d.Supports.RestartReleases, is[Leaser](app)},
 		{"Phases", "ClaimNext, Send, Settle", d.Supports.Workers, is[Phases](app)},
+		{"Pipeliner", "Pipeline", d.Supports.Pipeline, is[Pipeliner](app)},
 		{"Operator", "Requeue, Reconcile, ReconcileAbsent, Audit, Stale", d.Supports.Operator, is[Operator](app)},
 	} {
 		if i.needed && !i.has {

@@ -30,6 +30,13 @@ const (
 	CrashBeforeSend Kind = "crash-before-send"
 	// CrashAfterReply crashes the worker after the reply, before recording it.
 	CrashAfterReply Kind = "crash-after-reply"
+	// CrashAfterRecord crashes a pipelined worker after it recorded the
+	// answer of its last send, before it claims ahead (and before the row
+	// it is sending leaves).
+	CrashAfterRecord Kind = "crash-after-record"
+	// CrashAfterClaimAhead crashes a pipelined worker after it claimed
+	// the next row ahead, before the row it is sending leaves.
+	CrashAfterClaimAhead Kind = "crash-after-claim-ahead"
 	// DuplicateRequest delivers the same request twice, the second copy
 	// arriving while the first is being processed where the receiver allows
 	// it (see Window).
@@ -80,7 +87,7 @@ const (
 // All is every fault, in the order of their declaration: a new Kind
 // belongs here (TestAllKinds fails until it is), and then needs a row in
 // the harness's fault table (see docs/extending.md).
-var All = []Kind{CrashBetweenInserts, Offline, LostReply, CrashBeforeSend, CrashAfterReply, DuplicateRequest, ForeignTask,
+var All = []Kind{CrashBetweenInserts, Offline, LostReply, CrashBeforeSend, CrashAfterReply, CrashAfterRecord, CrashAfterClaimAhead, DuplicateRequest, ForeignTask,
 	Throttled, Refused, Restart, AppBusy, CRMBusy, AppFull, CRMFull, CommitLost, Answered, Mangled, CommitReplyLost}
 
 // DeliveryKinds are the faults a delivery step can carry.

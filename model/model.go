@@ -114,13 +114,15 @@ type AuditEntry struct {
 }
 
 // State is the model's state: what is observable, the options, the
-// virtual clock Now, each worker's claim in flight, the receiver's memory
-// of keys and the operators' audit log.
+// virtual clock Now, each worker's claim in flight, what each pipelined
+// worker keeps between its calls, the receiver's memory of keys and the
+// operators' audit log.
 type State struct {
 	Config
 	Observation
 	Now    int64
 	Claims map[string]Claim
+	Pipes  map[string]Pipe
 	Memory map[string]Memory
 	Audit  []AuditEntry
 }
@@ -148,6 +150,7 @@ func (s State) clone() State {
 	s.Outbox = slices.Clone(s.Outbox)
 	s.Tasks = slices.Clone(s.Tasks)
 	s.Claims = maps.Clone(s.Claims)
+	s.Pipes = maps.Clone(s.Pipes)
 	s.Memory = maps.Clone(s.Memory)
 	s.Audit = slices.Clone(s.Audit)
 	return s

@@ -36,7 +36,13 @@ func eligibleAt(r Row) int64 {
 // still has a claim in flight, or has no name, gets ResultOutOfTurn and
 // nothing changes.
 func (s State) Claim(worker string) (State, ClaimResult) {
-	if _, busy := s.Claims[worker]; busy || worker == "" {
+	return s.claimInto(worker, worker)
+}
+
+// claimInto is Claim for owner, keeping the claim in Claims[slot]: a
+// pipelined worker keeps two claims at once, under one name.
+func (s State) claimInto(slot, owner string) (State, ClaimResult) {
+	if _, busy := s.Claims[slot]; busy || owner == "" {
 		return s, ClaimResult{Result: ResultOutOfTurn}
 	}
 	i, wake := -1, int64(0)
@@ -65,12 +71,12 @@ func (s State) Claim(worker string) (State, ClaimResult) {
 		return s, ClaimResult{Result: ResultBlocked, Key: row.Key, LastError: reason}
 	}
 	row.Attempts++
-	row.LeaseOwner, row.LeaseUntil = worker, s.Now+s.Lease
+	row.LeaseOwner, row.LeaseUntil = owner, s.Now+s.Lease
 	if row.FirstClaimedAt == 0 {
 		row.FirstClaimedAt = s.Now
 	}
 	s.Claims = cloneOrMake(s.Claims)
-	s.Claims[worker] = Claim{Key: row.Key, Fence: row.Fence, Attempt: row.Attempts, At: s.Now}
+	s.Claims[slot] = Claim{Key: row.Key, Fence: row.Fence, Attempt: row.Attempts, At: s.Now}
 	return s, ClaimResult{Result: ResultClaimed, Key: row.Key}
 }
 
@@ -334,14 +340,20 @@ func (s State) SettleCommitLost(worker string) (State, Result, string) {
 	return s, ResultCommitUnknown, c.Key
 }
 
-// Crash predicts worker dying: its claim in flight is gone, and the lease
-// it holds stays until it runs out.
+// Crash predicts worker dying: its claims in flight are gone (a
+// pipelined worker's, and what it kept between calls, too), and the
+// leases it holds stay until they run out.
 func (s State) Crash(worker string) State {
-	if _, ok := s.Claims[worker]; !ok {
+	_, claimed := s.Claims[worker]
+	_, ahead := s.Claims[worker+pipeNext]
+	_, piped := s.Pipes[worker]
+	if !claimed && !ahead && !piped {
 		return s
 	}
-	s.Claims = maps.Clone(s.Claims)
+	s.Claims, s.Pipes = maps.Clone(s.Claims), maps.Clone(s.Pipes)
 	delete(s.Claims, worker)
+	delete(s.Claims, worker+pipeNext)
+	delete(s.Pipes, worker)
 	return s
 }
 

@@ -18,6 +18,15 @@ const (
 	// is recorded.
 	PointAfterReply FaultPoint = "after-reply"
 
+	// PointPipelineRecorded is in a Pipeline, while a row is sent: after
+	// the answer of the row before was recorded, and before the next row
+	// is claimed ahead.
+	PointPipelineRecorded FaultPoint = "pipeline-recorded"
+
+	// PointPipelineClaimedAhead is in a Pipeline, while a row is sent:
+	// after the next row was claimed ahead, and before it is sent.
+	PointPipelineClaimedAhead FaultPoint = "pipeline-claimed-ahead"
+
 	// PointBeforeCommit is in a write transaction on PostgreSQL, after
 	// its statements ran and before COMMIT leaves: where the connection
 	// can die and leave the caller not knowing whether the write

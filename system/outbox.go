@@ -126,6 +126,12 @@ type Options struct {
 	// or faults (the simulation's loses a COMMIT's reply). nil uses each
 	// connection as it is.
 	WrapConn func(net.Conn) net.Conn
+
+	// Background runs what a Pipeline does beside a send (recording the
+	// answer before, claiming the row after); nil runs it on a goroutine
+	// of its own, at once. A deterministic simulation runs it in line,
+	// before the send, so that its order is the model's.
+	Background func(func())
 }
 
 // WithDefaults returns opts with every zero field at its default, or an
@@ -169,6 +175,9 @@ func (opts Options) WithDefaults() (Options, error) {
 	}
 	if opts.Jitter == nil {
 		opts.Jitter = cryptoJitter()
+	}
+	if opts.Background == nil {
+		opts.Background = func(f func()) { go f() }
 	}
 	return opts, nil
 }

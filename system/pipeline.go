@@ -18,10 +18,11 @@ import (
 // within half the send timeout, and stops as soon as an answer takes
 // longer or a row's window runs out, so that a receiver that turns slow
 // costs at most the one row claimed ahead during its first slow answer an
-// attempt. Its claims and settles run on two goroutines at once, and so
-// may Options.Hook and Options.Now. The harness crashes DeliverOne, not a
-// Pipeline; real crashes (handoff trial) crash a Pipeline. It is not
-// safe for concurrent use; run one per worker.
+// attempt. While it sends, it records and claims through
+// Options.Background, on a goroutine of its own by default, and passes
+// PointPipelineRecorded and PointPipelineClaimedAhead there:
+// Options.Hook and Options.Now may run on both at once. It is not safe
+// for concurrent use; run one per worker.
 type Pipeline struct {
 	o         *Outbox
 	r         Receiver
@@ -93,6 +94,11 @@ func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 		// all the same, and nobody would release that lease.
 		var next claimed
 		switch {
+		case p.ahead != nil && p.ahead.err == nil && p.ahead.d.Result == Idle:
+			// Claimed while the last row was in flight, its NextEligible
+			// is out of date: claim afresh.
+			p.ahead = nil
+			continue
 		case p.ahead != nil:
 			next, p.ahead = *p.ahead, nil
 		case ctx.Err() != nil:
@@ -111,25 +117,58 @@ func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 			p.ready = &settled{d: next.d, err: next.err}
 			return p.record(ctx)
 		}
-		var recorded chan settled
-		if earlier := p.sent; earlier != nil {
-			recorded = make(chan settled, 1)
-			go func() { recorded <- p.settle(ctx, earlier) }()
-		}
-		var after chan claimed
-		if ctx.Err() == nil && p.fast {
-			after = make(chan claimed, 1)
-			go func() { after <- p.claim(ctx) }()
+		// While next is sent, the background records the answer of the
+		// last send, then claims the row after, one after the other, so
+		// that the claim sees the answer recorded.
+		earlier, ahead := p.sent, ctx.Err() == nil && p.fast
+		var done chan background
+		if earlier != nil || ahead {
+			done = make(chan background, 1)
+			p.o.opts.Background(func() { done <- p.background(ctx, earlier, ahead) })
 		}
 		p.sent = p.send(ctx, next.c)
-		if after != nil {
-			a := <-after
-			p.ahead = &a
+		if done == nil {
+			continue
 		}
-		if recorded != nil {
-			return p.deliver(<-recorded)
+		b := <-done
+		if b.died != nil {
+			return Delivery{}, b.died
+		}
+		if b.ahead != nil {
+			p.ahead = b.ahead
+		}
+		if b.recorded != nil {
+			return p.deliver(*b.recorded)
 		}
 	}
+}
+
+// background is what a Pipeline did while a row was sent: the answer of
+// the last send recorded, a row claimed ahead, or the error of the Hook
+// at a fault point it passed, where the process died.
+type background struct {
+	recorded *settled
+	ahead    *claimed
+	died     error
+}
+
+// background records the answer of earlier, if any, then, if ahead,
+// claims the next row, passing a fault point after each.
+func (p *Pipeline) background(ctx context.Context, earlier *answer, ahead bool) background {
+	var b background
+	if earlier != nil {
+		r := p.settle(ctx, earlier)
+		b.recorded = &r
+		if b.died = p.o.opts.Hook.pass(PointPipelineRecorded); b.died != nil {
+			return b
+		}
+	}
+	if ahead {
+		a := p.claim(ctx)
+		b.ahead = &a
+		b.died = p.o.opts.Hook.pass(PointPipelineClaimedAhead)
+	}
+	return b
 }
 
 // Flush records the answer of the last send, if any, and returns what its

@@ -10,8 +10,13 @@ import (
 )
 
 // namedWorkers are the workers a sequence interleaves, beside the default
-// one that deliver and converge use: two most of the time, a third seldom.
-var namedWorkers = []string{"A", "B", "C"}
+// one that deliver and converge use: two most of the time, a third
+// seldom, and, for a design whose workers run pipelined, P, pipelined
+// (see drawPipe).
+var namedWorkers = []string{"A", "B", "C", pipelined}
+
+// pipelined is the name of the pipelined worker.
+const pipelined = "P"
 
 // configs are the options a sequence may start with (one in two does):
 // the spec's defaults but for backoff, which scenarios turn off, then backoff
@@ -62,9 +67,16 @@ var answeredStatuses = []string{"409", "500", "502", "504", "503", "422", "400",
 // a swarm brings bursts of one fault to the workers' phases too (the
 // faults m does not tune, throttled and refused, weigh as by default).
 func (m mix) drawPhase(t *rapid.T, e *sim.Env) sim.Step {
-	name := namedWorkers[pick(t, "worker", 6, 6, 1)]
+	pipes := 0
+	if sim.Supported(e.Design(), sim.NewStep("pipe")) == nil {
+		pipes = 4
+	}
+	name := namedWorkers[pick(t, "worker", 6, 6, 1, pipes)]
 	if pick(t, "worker crash", 7, 1) == 1 {
 		return sim.NewStep("crash", "worker", name)
+	}
+	if name == pipelined {
+		return m.drawPipe(t, e)
 	}
 	c, holds := e.Model().Claims[name]
 	switch {
@@ -99,6 +111,46 @@ func (m mix) drawPhase(t *rapid.T, e *sim.Env) sim.Step {
 		}
 	}
 	return m.drawFault(t, e, s, "settle fault", sim.FaultsOf("settle"))
+}
+
+// drawPipe draws a call of the pipelined worker: Next, or Flush (as often
+// as Next when the worker holds something to flush, one time in four
+// otherwise); by default one time in sixteen with a fault (one of the
+// network's, or a crash in its background), each as m's level says; its
+// sends answered at once most of the time, else past half the send
+// timeout (a slow answer, which stops the claiming ahead), or past the
+// whole of it; and, when the answer it will record is a transient
+// failure, the jitter of its backoff.
+func (m mix) drawPipe(t *rapid.T, e *sim.Env) sim.Step {
+	state := e.Model()
+	flushWeight := 1
+	if _, held := state.Claims[pipelined]; held {
+		flushWeight = 3
+	}
+	directive := []string{"pipe", "flush"}[pick(t, "pipe or flush", 3, flushWeight)]
+	s := sim.NewStep(directive, "worker", pipelined)
+	switch pick(t, "slow", 6, 2, 1) {
+	case 1:
+		s = s.With("slow", itoa(state.SendTimeout/2+1))
+	case 2:
+		s = s.With("slow", itoa(state.SendTimeout+1))
+	}
+	if c, ok := state.Claims[pipelined]; ok && c.Heard == model.ResultTransient {
+		if ceiling := state.JitterCeiling(c.Attempt); ceiling > 0 {
+			if j := ceiling * int64(pickOf(t, "jitter", 5)) / 4; j > 0 {
+				s = s.With("jitter", itoa(j))
+			}
+		}
+	}
+	weights := []int{15}
+	kinds := sim.FaultsOf(directive)
+	for _, k := range kinds {
+		weights = append(weights, faultWeight[m.faults[k]])
+	}
+	if i := choose(t, "pipe fault", pipeBits, weights...); i > 0 {
+		s = s.With("fault", kinds[i-1].String())
+	}
+	return s
 }
 
 // drawFault adds to s, by default one time in sixteen, one of kinds, each

@@ -112,6 +112,9 @@ type worker struct {
 	heard   bool
 	taskID  int64
 	sendErr error
+	// pipe, for a pipelined worker, is its Pipe and net its receiver.
+	pipe designs.Pipe
+	net  *pipeNet
 }
 
 // clock is the systems' clock: the Env's virtual time.
@@ -135,6 +138,7 @@ func (e *Env) systemOptions(worker string, hook system.Hook) system.Options {
 		MaxAttempts: c.MaxAttempts, Lease: ms(c.Lease), SendTimeout: ms(c.SendTimeout),
 		BackoffBase: ms(c.BackoffBase), BackoffCap: ms(c.BackoffCap), NoBackoff: c.BackoffBase == 0,
 		MaxAge: ms(c.MaxAge), Retention: ms(c.Retention),
+		Background: func(f func()) { f() }, // a Pipeline's background, in line: the model's order
 	}
 }
 
@@ -344,7 +348,7 @@ func (e *Env) worker(ctx context.Context, s Step) (string, *worker, error) {
 	app, ok := e.idle.takeApp(e.handleKey(name))
 	if !ok {
 		var err error
-		if app, err = e.openDesignApp(ctx, e.systemOptions(name, e.hook(name, nil))); err != nil {
+		if app, err = e.openDesignApp(ctx, e.systemOptions(name, e.hook(name, e.namedHook(name)))); err != nil {
 			return "", nil, fmt.Errorf("handoff: opening the app database for worker %s: %w", name, err)
 		}
 	}

@@ -17,9 +17,10 @@ import (
 // the fault proxy does with the request over HTTP.
 type faultEffect struct {
 	point           system.FaultPoint
-	network         model.Network // what happens to a delivery's request and reply
-	crash           model.Crash   // where a delivery's worker dies
-	crashesApproval bool          // the approval dies between its two inserts
+	network         model.Network   // what happens to a delivery's request and reply
+	crash           model.Crash     // where a delivery's worker dies
+	crashesApproval bool            // the approval dies between its two inserts
+	pipeCrash       model.PipeCrash // where a pipelined worker dies
 	// proxy is the fault proxy's action on the request over HTTP; the
 	// zero Action forwards it. A throttled answer's Retry-After is the
 	// step's hint; a foreign task is another system's request, forwarded
@@ -50,18 +51,20 @@ type faultEffect struct {
 // TestReach then demands that explorations make it take effect. Over HTTP
 // every network fault is the proxy's: nothing is emulated in process.
 var faultTable = map[faults.Kind]faultEffect{
-	faults.CrashBetweenInserts: {point: system.PointBetweenApprovalInserts, crashesApproval: true},
-	faults.CrashBeforeSend:     {point: system.PointBeforeSend, crash: model.CrashBeforeSend},
-	faults.CrashAfterReply:     {point: system.PointAfterReply, crash: model.CrashAfterReply},
-	faults.Offline:             {network: model.Offline, proxy: faults.Action{Verb: faults.Refuse}},
-	faults.LostReply:           {network: model.LostReply, proxy: faults.Action{Verb: faults.CutReply}},
-	faults.DuplicateRequest:    {network: model.DuplicateRequest, proxy: faults.Action{Verb: faults.Duplicate}},
-	faults.ForeignTask:         {network: model.ForeignTask},
-	faults.Throttled:           {network: model.Throttled, proxy: faults.Action{Verb: faults.Respond, Status: http.StatusTooManyRequests}},
-	faults.Refused:             {network: model.Refused, proxy: faults.Action{Verb: faults.Respond, Status: http.StatusForbidden}},
-	faults.Restart:             {},
-	faults.AppBusy:             {database: appFile, refusal: model.RefusedBusy},
-	faults.AppFull:             {database: appFile, refusal: model.RefusedFull, only: backend.SQLite},
+	faults.CrashBetweenInserts:  {point: system.PointBetweenApprovalInserts, crashesApproval: true},
+	faults.CrashBeforeSend:      {point: system.PointBeforeSend, crash: model.CrashBeforeSend},
+	faults.CrashAfterReply:      {point: system.PointAfterReply, crash: model.CrashAfterReply},
+	faults.CrashAfterRecord:     {point: system.PointPipelineRecorded, pipeCrash: model.PipeRecorded},
+	faults.CrashAfterClaimAhead: {point: system.PointPipelineClaimedAhead, pipeCrash: model.PipeClaimedAhead},
+	faults.Offline:              {network: model.Offline, proxy: faults.Action{Verb: faults.Refuse}},
+	faults.LostReply:            {network: model.LostReply, proxy: faults.Action{Verb: faults.CutReply}},
+	faults.DuplicateRequest:     {network: model.DuplicateRequest, proxy: faults.Action{Verb: faults.Duplicate}},
+	faults.ForeignTask:          {network: model.ForeignTask},
+	faults.Throttled:            {network: model.Throttled, proxy: faults.Action{Verb: faults.Respond, Status: http.StatusTooManyRequests}},
+	faults.Refused:              {network: model.Refused, proxy: faults.Action{Verb: faults.Respond, Status: http.StatusForbidden}},
+	faults.Restart:              {},
+	faults.AppBusy:              {database: appFile, refusal: model.RefusedBusy},
+	faults.AppFull:              {database: appFile, refusal: model.RefusedFull, only: backend.SQLite},
 	faults.CRMBusy: {database: crmFile, refusal: model.RefusedBusy, network: model.ReceiverBusy,
 		overHTTP: model.Throttled, retryAfter: crm.BusyRetryAfter.Milliseconds()},
 	faults.CRMFull:         {database: crmFile, refusal: model.RefusedFull, network: model.ReceiverFull, overHTTP: model.Offline},

@@ -28,7 +28,7 @@ func TestFaultTable(t *testing.T) {
 		if !taken {
 			t.Errorf("fault %s: no directive takes it (see directives)", k)
 		}
-		crashes := f.crash != model.NoCrash || f.crashesApproval
+		crashes := f.crash != model.NoCrash || f.crashesApproval || f.pipeCrash != model.NoPipeCrash
 		if (f.point != "") != crashes || crashes && crashAt(f.point) != f {
 			t.Errorf("fault %s: point %q, model crash %v, approval crash %t: want a point exactly for a crash, and the crash found at its point", k, f.point, f.crash, f.crashesApproval)
 		}

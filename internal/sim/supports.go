@@ -45,6 +45,7 @@ var (
 	needTime      = need{"Time", func(c designs.Capabilities) bool { return c.Time }}
 	needLeases    = need{"Leases", func(c designs.Capabilities) bool { return c.Leases }}
 	needWorkers   = need{"Workers", func(c designs.Capabilities) bool { return c.Workers }}
+	needPipeline  = need{"Pipeline", func(c designs.Capabilities) bool { return c.Pipeline }}
 	needOperator  = need{"Operator", func(c designs.Capabilities) bool { return c.Operator }}
 	needRetention = need{"Retention", func(c designs.Capabilities) bool { return c.Retention }}
 )

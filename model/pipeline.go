@@ -1,0 +1,215 @@
+package model
+
+// A pipelined worker (system.Pipeline) sends one row while it records the
+// answer of the row before and claims the row after, under one name: it
+// holds two claims at once. Its call Next returns one delivery, the
+// oldest it has not returned, and leaves the answer of its last send
+// unrecorded until the next call; Flush records what is left. The model
+// keeps the claim whose answer is unrecorded in Claims[worker], the claim
+// made and not yet sent in Claims[worker+pipeNext], and the rest in Pipes.
+//
+// A call's steps come in this order: a claim of the next row, unless one
+// was made ahead; then, while that row is sent, the answer of the last
+// send recorded (PipeRecorded) and, if the last send was answered fast,
+// the row after claimed ahead (PipeClaimedAhead); then the send reaches
+// the receiver and takes PipeStep.Slow of the clock. (The real Pipeline
+// records and claims while it sends; the harness runs that background in
+// line before the send, so that the order, and the time each reads, is
+// this.) A worker that dies in a call keeps its leases until it starts
+// again (see Restart).
+
+// pipeNext is the suffix of the slot of Claims that holds a pipelined
+// worker's claim not yet sent.
+const pipeNext = " next"
+
+// Pipe is what a pipelined worker keeps between its calls, beside its
+// claims.
+type Pipe struct {
+	// Ahead is a claim made ahead that took no row: Idle (with Wake), or
+	// a row blocked at its claim.
+	Ahead *ClaimResult
+	// Ready is a delivery made and not yet returned: a row blocked at its
+	// claim, returned after the answer recorded before it.
+	Ready *PipeResult
+	// Fast says the last send was answered within half the send timeout
+	// and before its claim's window ran out: the next call claims ahead
+	// while it sends.
+	Fast bool
+}
+
+// PipeResult is what a call of a pipelined worker returns: a delivery,
+// as DeliverOne would return it (Result, the row's Key; Wake when Idle),
+// or ResultCrashed when the worker died in the call. Flushed, for Flush,
+// is false when there was nothing left to return.
+type PipeResult struct {
+	Result  Result
+	Key     string
+	Wake    int64
+	Flushed bool
+}
+
+// PipeStep is what happens in one call: the request every send of the
+// call meets, how long each send takes in milliseconds, the backoff
+// jitter of a transient failure the call records, and where, if
+// anywhere, the worker dies.
+type PipeStep struct {
+	Request Request
+	Slow    int64
+	Jitter  int64
+	Crash   PipeCrash
+}
+
+// PipeCrash is where, if anywhere, a pipelined worker dies in a call.
+type PipeCrash int
+
+const (
+	NoPipeCrash PipeCrash = iota
+	// PipeRecorded: after the answer of the last send was recorded, before
+	// the row after is claimed ahead (and before the send reaches the
+	// receiver).
+	PipeRecorded
+	// PipeClaimedAhead: after the row after was claimed ahead, before the
+	// send reaches the receiver.
+	PipeClaimedAhead
+)
+
+// PipeNext predicts one call of worker's Next: what it returns. A jitter
+// outside the ceiling of the attempt it records gives ResultInvalidJitter
+// and s unchanged.
+func (s State) PipeNext(worker string, step PipeStep) (State, PipeResult) {
+	start := s
+	s = s.clone()
+	s.Pipes = cloneOrMake(s.Pipes)
+	p := s.Pipes[worker]
+	for {
+		if r := p.Ready; r != nil {
+			p.Ready = nil
+			s.Pipes[worker] = p
+			return s, *r
+		}
+		next, pending := s.nextClaim(worker, &p)
+		_, sent := s.Claims[worker]
+		switch {
+		case !sent && !pending:
+			s.Pipes[worker] = p
+			return s, PipeResult{Result: next.Result, Key: next.Key, Wake: next.Wake}
+		case next.Result == Idle:
+			return s.pipeRecord(start, worker, p, step.Jitter)
+		case !pending:
+			p.Ready = &PipeResult{Result: next.Result, Key: next.Key}
+			return s.pipeRecord(start, worker, p, step.Jitter)
+		}
+		var recorded *PipeResult
+		if sent {
+			var r Result
+			var key string
+			if s, r, key = s.Settle(worker, step.Jitter); r == ResultInvalidJitter {
+				return start, PipeResult{Result: r, Key: key}
+			}
+			recorded = &PipeResult{Result: r, Key: key}
+			if step.Crash == PipeRecorded {
+				return s.Crash(worker), PipeResult{Result: ResultCrashed, Key: key}
+			}
+		}
+		c := s.Claims[worker+pipeNext]
+		delete(s.Claims, worker+pipeNext)
+		s.Claims[worker] = c
+		if p.Fast {
+			var ahead ClaimResult
+			if s, ahead = s.claimInto(worker+pipeNext, worker); ahead.Result != ResultClaimed {
+				p.Ahead = &ahead
+			}
+			if step.Crash == PipeClaimedAhead {
+				return s.Crash(worker), PipeResult{Result: ResultCrashed, Key: c.Key}
+			}
+		}
+		s, p.Fast = s.pipeSend(worker, step)
+		if recorded != nil {
+			s.Pipes[worker] = p
+			return s, *recorded
+		}
+	}
+}
+
+// PipeFlush predicts one call of worker's Flush: the answer of the last
+// send recorded; or the row claimed ahead sent (meeting step's request,
+// taking step's time) and its answer recorded; or a delivery made and not
+// yet returned. A claim ahead that found nothing is dropped, as out of
+// date. Flushed is false when nothing is left.
+func (s State) PipeFlush(worker string, step PipeStep) (State, PipeResult) {
+	start := s
+	s = s.clone()
+	s.Pipes = cloneOrMake(s.Pipes)
+	p := s.Pipes[worker]
+	_, sent := s.Claims[worker]
+	_, ahead := s.Claims[worker+pipeNext]
+	switch {
+	case sent:
+	case ahead:
+		c := s.Claims[worker+pipeNext]
+		delete(s.Claims, worker+pipeNext)
+		s.Claims[worker] = c
+		s, p.Fast = s.pipeSend(worker, step)
+	case p.Ahead != nil && p.Ahead.Result == Idle:
+		p.Ahead = nil
+		s.Pipes[worker] = p
+		return s.PipeFlush(worker, step)
+	case p.Ahead != nil:
+		r := PipeResult{Result: p.Ahead.Result, Key: p.Ahead.Key, Flushed: true}
+		p.Ahead = nil
+		s.Pipes[worker] = p
+		return s, r
+	case p.Ready != nil:
+		r := *p.Ready
+		r.Flushed = true
+		p.Ready = nil
+		s.Pipes[worker] = p
+		return s, r
+	default:
+		return start, PipeResult{}
+	}
+	next, r := s.pipeRecord(start, worker, p, step.Jitter)
+	r.Flushed = r.Result != ResultInvalidJitter
+	return next, r
+}
+
+// nextClaim is the claim a call of worker sends next: the one made
+// ahead, or a new one (into Claims[worker+pipeNext]); pending says it
+// took a row to send.
+func (s *State) nextClaim(worker string, p *Pipe) (ClaimResult, bool) {
+	if c, ok := s.Claims[worker+pipeNext]; ok {
+		return ClaimResult{Result: ResultClaimed, Key: c.Key}, true
+	}
+	if a := p.Ahead; a != nil {
+		p.Ahead = nil
+		if a.Result != Idle { // an idle claim ahead is out of date: claim afresh
+			return *a, false
+		}
+	}
+	var c ClaimResult
+	*s, c = s.claimInto(worker+pipeNext, worker)
+	return c, c.Result == ResultClaimed
+}
+
+// pipeRecord records the answer of worker's last send, with jitter, and
+// returns what its delivery came to; start is the state before the call,
+// returned with ResultInvalidJitter.
+func (s State) pipeRecord(start State, worker string, p Pipe, jitter int64) (State, PipeResult) {
+	next, r, key := s.Settle(worker, jitter)
+	if r == ResultInvalidJitter {
+		return start, PipeResult{Result: r, Key: key}
+	}
+	next.Pipes[worker] = p
+	return next, PipeResult{Result: r, Key: key}
+}
+
+// pipeSend sends worker's claim in Claims[worker] meeting step's request,
+// the clock moving step.Slow while it does, and reports whether it was
+// answered fast: within half the send timeout, and before the claim's
+// window ran out.
+func (s State) pipeSend(worker string, step PipeStep) (State, bool) {
+	c := s.Claims[worker]
+	s, _ = s.Send(worker, step.Request)
+	s.Now += step.Slow
+	return s, step.Slow <= s.SendTimeout/2 && s.Now < c.At+s.SendTimeout
+}
