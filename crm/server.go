@@ -56,6 +56,98 @@ type Server struct {
 
 	mu       sync.Mutex
 	inFlight map[string]bool
+
+	// observe, when set, hears every answer (see Observe).
+	observe func(r Result, create bool, took time.Duration)
+}
+
+// Result names how the server answered a request, for a count of its
+// answers (see Observe).
+type Result string
+
+// The results of the server's answers.
+const (
+	ResultCreated          Result = "created"                // 201: a new task
+	ResultReplayed         Result = "replayed"               // 201 with Idempotent-Replayed: the key's task again
+	ResultConflict         Result = "conflict"               // 422: the key is held with another payload
+	ResultInFlight         Result = "in_flight"              // 409: the key's first request is still being processed
+	ResultInvalid          Result = "invalid"                // 400: a bad key, body or query
+	ResultTooLarge         Result = "too_large"              // 413: the body is over MaxBodyBytes
+	ResultUnsupportedMedia Result = "unsupported_media_type" // 415
+	ResultBusy             Result = "busy"                   // 503: the CRM database is busy
+	ResultFailed           Result = "failed"                 // 500: the CRM database failed
+	ResultRead             Result = "read"                   // 200: a task, the tasks of a key, the contract
+	ResultNotFound         Result = "not_found"              // 404
+	ResultMethodNotAllowed Result = "method_not_allowed"     // 405
+)
+
+// Results lists every Result.
+var Results = []Result{ResultCreated, ResultReplayed, ResultConflict, ResultInFlight, ResultInvalid, ResultTooLarge,
+	ResultUnsupportedMedia, ResultBusy, ResultFailed, ResultRead, ResultNotFound, ResultMethodNotAllowed}
+
+// resultOf is the Result of an answer with status; replayed says the
+// answer carried Idempotent-Replayed.
+func resultOf(status int, replayed bool) Result {
+	switch status {
+	case http.StatusCreated:
+		if replayed {
+			return ResultReplayed
+		}
+		return ResultCreated
+	case http.StatusOK:
+		return ResultRead
+	case http.StatusUnprocessableEntity:
+		return ResultConflict
+	case http.StatusConflict:
+		return ResultInFlight
+	case http.StatusRequestEntityTooLarge:
+		return ResultTooLarge
+	case http.StatusUnsupportedMediaType:
+		return ResultUnsupportedMedia
+	case http.StatusServiceUnavailable:
+		return ResultBusy
+	case http.StatusNotFound:
+		return ResultNotFound
+	case http.StatusMethodNotAllowed:
+		return ResultMethodNotAllowed
+	case http.StatusBadRequest:
+		return ResultInvalid
+	}
+	return ResultFailed
+}
+
+// Observe has fn hear every answer the server gives from now on: its
+// Result, whether it answered a create (POST /tasks), and how long it
+// took from the request's headers to the answer. Call it before serving.
+func (s *Server) Observe(fn func(r Result, create bool, took time.Duration)) { s.observe = fn }
+
+// observed is a ResponseWriter that notes the status it answers.
+type observed struct {
+	http.ResponseWriter
+	status int
+}
+
+func (o *observed) WriteHeader(status int) {
+	if o.status == 0 {
+		o.status = status
+	}
+	o.ResponseWriter.WriteHeader(status)
+}
+
+func (o *observed) Write(b []byte) (int, error) {
+	if o.status == 0 {
+		o.status = http.StatusOK
+	}
+	return o.ResponseWriter.Write(b)
+}
+
+// unwrapped is the ResponseWriter the server was given for w: a
+// MaxBytesReader asks it to close the connection after a body too large.
+func unwrapped(w http.ResponseWriter) http.ResponseWriter {
+	if o, ok := w.(*observed); ok {
+		return o.ResponseWriter
+	}
+	return w
 }
 
 // NewServer returns the server of c. retention is what it states in
@@ -86,6 +178,19 @@ func NewServer(c *system.CRM, retention time.Duration) (*Server, error) {
 // ServeHTTP routes: POST /tasks, GET /tasks?key=KEY, GET /tasks/{id},
 // GET /contract. Every response carries Idempotency-Retention.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.observe != nil {
+		start := time.Now()
+		o := &observed{ResponseWriter: w}
+		defer func() {
+			s.observe(resultOf(o.status, o.Header().Get("Idempotent-Replayed") == "true"), r.Method == http.MethodPost && r.URL.Path == "/tasks", time.Since(start))
+		}()
+		w = o
+	}
+	s.serve(w, r)
+}
+
+// serve is ServeHTTP without the observer.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Idempotency-Retention", s.header)
 	switch p := r.URL.Path; {
 	case p == "/tasks":
@@ -144,7 +249,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(unwrapped(w), r.Body, MaxBodyBytes))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):

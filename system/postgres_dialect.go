@@ -41,10 +41,11 @@ var postgresQueries = map[string]string{
 	// statistics on the outbox (a new schema, a sudden backlog), it may
 	// plan to sort every pending row, and must not join each of them.
 	sqlEligible: `WITH o AS (
-			SELECT seq, key, attempts, last_error, created_at, first_claimed_at, fence FROM outbox
+			SELECT seq, key, attempts, last_error, created_at, first_claimed_at, fence, lease_owner FROM outbox
 			WHERE state = 'pending' AND next_attempt_at <= $1 AND (lease_owner IS NULL OR lease_until <= $1)
 			ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-		SELECT o.seq, o.key, a.payload, o.attempts, coalesce(o.last_error, ''), o.created_at, o.first_claimed_at, o.fence
+		SELECT o.seq, o.key, a.payload, o.attempts, coalesce(o.last_error, ''), o.created_at, o.first_claimed_at, o.fence,
+			coalesce(o.lease_owner, '')
 		FROM o JOIN approvals a ON a.key = o.key`,
 	sqlEarliest: `SELECT coalesce(min(greatest(next_attempt_at, CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_until END)), 0)
 		FROM outbox WHERE state = 'pending'`,

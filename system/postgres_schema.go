@@ -13,9 +13,10 @@ import (
 // handoff_version, with the kind "app".
 
 // postgresVersion is the schema version of a PostgreSQL app database.
-// Version 2 made approvals.title BYTEA; an app database of version 1 is
-// migrated when it is opened for writing (see migrations).
-const postgresVersion = 2
+// Version 2 made approvals.title BYTEA, version 3 indexed the blocked
+// rows; an app database of an older version is migrated when it is
+// opened for writing (see migrations).
+const postgresVersion = 3
 
 // postgresSchema creates the tables of an app database at postgresVersion
 // in the schema on the search path.
@@ -27,6 +28,7 @@ var postgresSchema = schemaFile("postgres/app/create.sql")
 // app database's schema in SCHEMA's place.
 var migrations = map[int]string{
 	1: schemaFile("postgres/app/002_title_bytea.sql"),
+	2: schemaFile("postgres/app/003_blocked.sql"),
 }
 
 // preparePostgres checks what schema t.schema holds and, unless

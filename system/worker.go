@@ -44,6 +44,14 @@ type Delivery struct {
 	// NextEligible, for Idle, is the earliest time a pending row becomes
 	// eligible; zero when no row is pending.
 	NextEligible time.Time
+	// TookOver names the other worker whose lease on the row had run out
+	// when this delivery's claim took it (a worker that died, or stalled
+	// past its lease); empty when the row was free.
+	TookOver string
+	// Backoff, for a transient failure that keeps the row pending, is how
+	// long the row waits before it is eligible again: the jitter drawn,
+	// or the receiver's retry hint when longer.
+	Backoff time.Duration
 }
 
 // Receiver is the remote system that creates a task for an action key. It
@@ -80,7 +88,8 @@ func (h *RetryHint) Unwrap() error { return h.Err }
 // The queries of a delivery. Every time is a parameter: SQL never reads a
 // clock.
 const (
-	sqlEligible = `SELECT o.seq, o.key, a.payload, o.attempts, coalesce(o.last_error, ''), o.created_at, o.first_claimed_at, o.fence
+	sqlEligible = `SELECT o.seq, o.key, a.payload, o.attempts, coalesce(o.last_error, ''), o.created_at, o.first_claimed_at, o.fence,
+		coalesce(o.lease_owner, '')
 		FROM outbox o JOIN approvals a ON a.key = o.key
 		WHERE o.state = 'pending' AND o.next_attempt_at <= ?1 AND (o.lease_owner IS NULL OR o.lease_until <= ?1)
 		ORDER BY o.seq LIMIT 1`
@@ -88,7 +97,8 @@ const (
 		FROM outbox WHERE state = 'pending'`
 	sqlRelease = `UPDATE outbox SET lease_owner = NULL, lease_until = 0, fence = fence + 1
 		WHERE lease_owner = ? AND state = 'pending'`
-	sqlClaimRow = `UPDATE outbox SET attempts = attempts + 1, fence = fence + 1, lease_owner = ?, lease_until = ?,
+	sqlLeaseOwners = `SELECT DISTINCT lease_owner FROM outbox WHERE lease_owner IS NOT NULL`
+	sqlClaimRow    = `UPDATE outbox SET attempts = attempts + 1, fence = fence + 1, lease_owner = ?, lease_until = ?,
 		first_claimed_at = CASE WHEN first_claimed_at = 0 THEN ?3 ELSE first_claimed_at END, last_attempt_at = ?3
 		WHERE seq = ?`
 	sqlBlockRow = `UPDATE outbox SET state = 'blocked', last_error = ?, lease_owner = NULL, lease_until = 0, fence = fence + 1
@@ -114,6 +124,9 @@ type Claim struct {
 	Attempt int       // the attempt this claim counted
 	Fence   int64     // the row's fence after the claim
 	SendBy  time.Time // the claim's time plus the send timeout: no send starts later
+	// TookOver names the other worker whose lease on the row had run out
+	// when this claim took it; empty when the row was free.
+	TookOver string
 	// Handle is an outbox's own token for the claim (a message id, a
 	// receipt), carried from ClaimNext to Send and Settle; this package's
 	// outbox needs none.
@@ -142,6 +155,57 @@ func (o *Outbox) Recover(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// ReleaseGone releases, as Recover does for this worker's own name,
+// every lease held by a worker that gone says is gone for good: a worker
+// of a process that died, whose name no worker will start under again,
+// and whose leases would otherwise keep its rows from every other worker
+// until they run out. gone is asked once for each worker that holds a
+// lease; it must say true only of a worker that can no longer send, so
+// that no live worker's lease is released (its settle would go stale and
+// its attempt be spent). It returns how many leases it released, by
+// worker.
+func (o *Outbox) ReleaseGone(ctx context.Context, gone func(worker string) bool) (map[string]int, error) {
+	var released map[string]int
+	err := o.q.write(ctx, "releasing the leases of workers gone", []string{sqlLeaseOwners, sqlRelease}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
+		released = map[string]int{}
+		rows, err := q.query(ctx, tx, sqlLeaseOwners)
+		if err != nil {
+			return driverError("reading the lease holders", err)
+		}
+		var owners []string
+		for rows.Next() {
+			var owner string
+			if err := rows.Scan(&owner); err != nil {
+				rows.Close()
+				return driverError("reading the lease holders", err)
+			}
+			owners = append(owners, owner)
+		}
+		if err := rows.Close(); err != nil {
+			return driverError("reading the lease holders", err)
+		}
+		for _, owner := range owners {
+			if owner == o.opts.Worker || !gone(owner) {
+				continue
+			}
+			res, err := q.execResult(ctx, tx, sqlRelease, owner)
+			if err != nil {
+				return driverError("releasing leases", err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return driverError("releasing leases", err)
+			}
+			released[owner] = int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return released, nil
+}
+
 // ClaimNext takes the oldest eligible row in one transaction, as the spec
 // says: eligible is pending, due (next_attempt_at ≤ now) and not leased
 // by a live lease. A row whose budget is spent, whose time budget
@@ -158,7 +222,8 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 		now := millis(o.opts.Now())
 		var lastError string
 		var created, firstClaimed int64
-		err := q.queryRow(ctx, tx, sqlEligible, []any{now}, &c.Seq, &c.Key, &c.Payload, &c.Attempt, &lastError, &created, &firstClaimed, &c.Fence)
+		var holder string
+		err := q.queryRow(ctx, tx, sqlEligible, []any{now}, &c.Seq, &c.Key, &c.Payload, &c.Attempt, &lastError, &created, &firstClaimed, &c.Fence, &holder)
 		if errors.Is(err, sql.ErrNoRows) {
 			var earliest int64
 			if err := q.queryRow(ctx, tx, sqlEarliest, nil, &earliest); err != nil {
@@ -170,7 +235,10 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 		if err != nil {
 			return driverError("finding the oldest eligible row", err)
 		}
-		d = Delivery{Result: ResultPending, Key: c.Key, Attempts: c.Attempt, LastError: lastError}
+		if holder != o.opts.Worker {
+			c.TookOver = holder
+		}
+		d = Delivery{Result: ResultPending, Key: c.Key, Attempts: c.Attempt, LastError: lastError, TookOver: c.TookOver}
 		block := ""
 		switch {
 		case c.Attempt >= o.opts.MaxAttempts:
@@ -229,7 +297,7 @@ func (o *Outbox) Send(ctx context.Context, c Claim, r Receiver) (int64, error) {
 // Any other error is returned as an *AttemptError, with the cause as the
 // row's last error and the lease left to run out.
 func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr error) (Delivery, error) {
-	d := Delivery{Result: ResultPending, Key: c.Key, Attempts: c.Attempt}
+	d := Delivery{Result: ResultPending, Key: c.Key, Attempts: c.Attempt, TookOver: c.TookOver}
 	nextAttempt := int64(0)
 	now := o.opts.Now()
 	switch {
@@ -241,7 +309,9 @@ func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr erro
 			d.Result = ResultBlocked
 			break
 		}
-		nextAttempt = millis(now.Add(o.opts.RetryWait(c.Attempt, sendErr)))
+		wait := o.opts.RetryWait(c.Attempt, sendErr)
+		nextAttempt = millis(now.Add(wait))
+		d.Backoff = wait
 	case errors.Is(sendErr, ErrKeyConflict):
 		d.Result, d.LastError = ResultBlocked, LastErrorConflict
 	case errors.Is(sendErr, ErrRejected):
@@ -271,7 +341,7 @@ func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr erro
 		return d, o.attemptFailed(ctx, c, err)
 	}
 	if stale {
-		return Delivery{Result: ResultStale, Key: c.Key, Attempts: c.Attempt}, nil
+		return Delivery{Result: ResultStale, Key: c.Key, Attempts: c.Attempt, TookOver: c.TookOver}, nil
 	}
 	return d, nil
 }

@@ -22,8 +22,12 @@ type command struct {
 	// operands says what the arguments that are not flags are, for the
 	// command's help; empty when the usage line says enough.
 	operands string
-	done     string // what exit status 0 means
-	failed   string // what exit status 1 means; empty: it never exits 1
+	// details is what else a person must know before running the
+	// command (what its defaults add up to, what it exposes to the
+	// network), for its help; empty when there is nothing.
+	details string
+	done    string // what exit status 0 means
+	failed  string // what exit status 1 means; empty: it never exits 1
 	// attention is what exit status 3 means; empty: it never exits 3.
 	// Only a command whose answer can be "a person must look" (for
 	// alerting) has it.
@@ -106,8 +110,9 @@ func init() {
 		},
 		{
 			name:       "work",
-			args:       "--app PATH (--crm PATH | --crm-url URL) [--workers N] [--worker NAME] [--lease D] [--send-timeout D] [--max-attempts N] [--max-age D] [--backoff-base D] [--backoff-cap D] [--until-idle] [--log-format FORMAT]",
+			args:       "--app PATH (--crm PATH | --crm-url URL) [--workers N] [--worker NAME] [--lease D] [--send-timeout D] [--max-attempts N] [--max-age D] [--backoff-base D] [--backoff-cap D] [--until-idle] [--log-format FORMAT] [--metrics-addr HOST:PORT]",
 			summary:    "run a pool of workers that deliver from an app database to its CRM (a file or an HTTP receiver) until interrupted (or idle)",
+			details:    workDefaultsHelp(),
 			done:       "interrupted by SIGINT or SIGTERM (every delivery under way finished and was recorded), or with --until-idle nothing is pending",
 			failed:     "a missing database, another CRM than the app delivers to, a CRM URL that does not answer GET /contract, a file of the wrong kind, or a database error a worker cannot go on after",
 			atLeastOne: []string{"workers", "max-attempts"},
@@ -151,6 +156,17 @@ func init() {
 			run:         stale,
 		},
 		{
+			name:        "ui",
+			args:        "--app PATH [--crm PATH | --crm-url URL] [--addr HOST:PORT] [--token-file FILE] [--retention D] [--rows N]",
+			summary:     "serve a page for the person on call: the outbox by state, each row's history, what needs a person, and (with a token) requeue and reconcile",
+			details:     uiHelp(),
+			done:        "served until SIGINT or SIGTERM, then shut down",
+			failed:      "a missing database, another CRM than the app delivers to, a CRM URL that does not answer GET /contract, a file of the wrong kind, or the address cannot be listened on",
+			atLeastOne:  []string{"rows"},
+			nonNegative: []string{"retention"},
+			run:         uiCmd,
+		},
+		{
 			name:    "check",
 			args:    "--app PATH [--crm PATH] [--json]",
 			summary: "check real database files, read only: integrity, schema, the CRM's identity, invariants 1 to 5",
@@ -160,8 +176,9 @@ func init() {
 		},
 		{
 			name:        "crm",
-			args:        "(init --crm PATH | serve --crm PATH [--addr HOST:PORT] [--retention D])",
+			args:        "(init --crm PATH | serve --crm PATH [--addr HOST:PORT] [--retention D] [--metrics-addr HOST:PORT])",
 			summary:     "create a CRM database (deliver creates none unless told to), or serve one over HTTP with the Idempotency-Key contract",
+			details:     crmServeHelp(),
 			done:        "created; or served until SIGINT or SIGTERM, then shut down",
 			failed:      "the file exists (init) or does not (serve), cannot be created or opened, or the address cannot be listened on",
 			nonNegative: []string{"retention"},
@@ -253,6 +270,9 @@ func (c command) printHelp(w io.Writer, fs *flag.FlagSet) error {
 	if c.operands != "" {
 		fmt.Fprintf(w, "\n%s\n", c.operands)
 	}
+	if c.details != "" {
+		fmt.Fprintf(w, "\n%s\n", wrap(c.details, helpWidth))
+	}
 	words := map[string]string{}
 	for _, m := range placeholder.FindAllStringSubmatch(c.args, -1) {
 		words[m[1]] = m[2]
@@ -329,4 +349,27 @@ exit status: 0 done; 1 refused or failed, with one line on stderr; 2 usage
 error; 3 (stale only) something needs a person. handoff help COMMAND (or
 handoff COMMAND --help) shows a command's flags and what each exit status
 means for it.`)
+}
+
+// helpWidth is the width help wraps its paragraphs to.
+const helpWidth = 100
+
+// wrap breaks text into lines of at most width characters, between words.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	line := 0
+	for i, word := range strings.Fields(text) {
+		switch {
+		case i == 0:
+		case line+1+len(word) > width:
+			b.WriteByte('\n')
+			line = 0
+		default:
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(word)
+		line += len(word)
+	}
+	return b.String()
 }

@@ -76,10 +76,8 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var injector faults.Injector
 	// deliver is one attempt by hand: it retries at once, with no backoff,
-	// and as the worker "deliver" it first releases what an earlier
-	// deliver left leased when it died. A deliver running at the same time
-	// then loses its fence and writes nothing (stale).
-	app, err := system.Open(ctx, *appPath, system.Options{Hook: injector.Hook(), Worker: deliverWorker, NoBackoff: true})
+	// as a worker named after its process (see deliverWorker).
+	app, err := system.Open(ctx, *appPath, system.Options{Hook: injector.Hook(), Worker: deliverWorker(), NoBackoff: true})
 	if err != nil {
 		return err
 	}
@@ -117,7 +115,13 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		target = faults.Network(kind, crm)
 	}
+	// What a deliver (or a work process) that died left leased is
+	// released at once; a deliver that still runs beside this one keeps
+	// its lease, and its settle its fence.
 	if _, err := app.Recover(ctx); err != nil {
+		return err
+	}
+	if _, err := app.ReleaseGone(ctx, workerGone); err != nil {
 		return err
 	}
 
@@ -156,5 +160,7 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// deliverWorker is the worker name of the deliver command.
-const deliverWorker = "deliver"
+// deliverWorker is the worker name of the deliver command: HOST:PID:deliver,
+// so that two runs that overlap (a scheduler's, every minute) never share
+// a name, and a run that starts can tell that an earlier one is gone.
+func deliverWorker() string { return processPrefix() + ":deliver" }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -124,9 +125,16 @@ var jsonOutputs = []struct {
 		mustRun(t, "approve", "--app", app, "--case", "case-104", "--title", "Call back")
 		mustRun(t, "approve", "--app", other, "--case", "case-105", "--title", "Call back")
 		mustRun(t, "crm", "init", "--crm", crm)
+		// A worker of a process that ended holds case-104's lease.
+		ended := exec.Command(os.Args[0], "-test.run=^$")
+		if err := ended.Run(); err != nil {
+			t.Fatal(err)
+		}
+		host, _ := os.Hostname()
+		lease(t, app, fmt.Sprintf("%s:%d:1", host, ended.Process.Pid))
 		var lines []string
 		for _, args := range [][]string{
-			{"--app", app, "--crm", crm},
+			{"--app", app, "--crm", crm, "--metrics-addr", "127.0.0.1:0"},
 			{"--app", other, "--crm-url", failingReceiver(t), "--max-attempts", "2", "--backoff-base", "0"},
 		} {
 			code, _, stderr := runCLI(t, append(append([]string{"work"}, args...), "--workers", "1", "--worker", "w", "--until-idle", "--log-format", "json")...)

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
+	"time"
 )
 
 // parse parses args with fs, the flag set of the command of the same name,
@@ -22,6 +24,9 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer, positional bool) e
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return helpRequest{fs}
+		}
+		if msg, ok := durationError(fs, err); ok {
+			return fmt.Errorf("%w: %s", errUsage, msg)
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -96,4 +101,27 @@ func operands(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, erro
 		found = append(found, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// badValue matches the flag package's error for a value it cannot parse.
+var badValue = regexp.MustCompile(`^invalid value "(.*)" for flag -([a-z][a-z-]*): `)
+
+// durationError says what a duration looks like, when err is the flag
+// package's error for a duration flag of fs given something else ("1d"):
+// its own says only "parse error".
+func durationError(fs *flag.FlagSet, err error) (string, bool) {
+	m := badValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return "", false
+	}
+	f := fs.Lookup(m[2])
+	if f == nil {
+		return "", false
+	}
+	if g, ok := f.Value.(flag.Getter); !ok {
+		return "", false
+	} else if _, ok := g.Get().(time.Duration); !ok {
+		return "", false
+	}
+	return fmt.Sprintf("--%s is %q, not a duration: write a number and a unit, h, m, s or ms, such as 30s, 90m, or 24h for a day", m[2], m[1]), true
 }

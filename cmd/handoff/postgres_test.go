@@ -91,8 +91,9 @@ func TestUnreachableServer(t *testing.T) {
 }
 
 // TestUpgradeMigratesAPostgresSchema: upgrade brings a schema an older
-// handoff made (version 1: the title TEXT) to this one's, as a writing
-// command would, and its rows keep their titles.
+// handoff made (version 1: the title TEXT, no index of the blocked rows)
+// to this one's, as a writing command would, and its rows keep their
+// titles.
 func TestUpgradeMigratesAPostgresSchema(t *testing.T) {
 	app := pgtest.URL(t)
 	if code, _, stderr := runCLI(t, "approve", "--app", app, "--case", "case-104", "--title", `Call "back" \ now`); code != 0 {
@@ -102,6 +103,7 @@ func TestUpgradeMigratesAPostgresSchema(t *testing.T) {
 	schema := pgtest.Schema(t, app)
 	for _, stmt := range []string{ // back to version 1, as an older handoff left it
 		"ALTER TABLE " + schema + ".approvals ALTER COLUMN title TYPE TEXT USING convert_from(title, 'UTF8')",
+		"DROP INDEX " + schema + ".outbox_blocked",
 		"UPDATE " + schema + ".handoff_version SET version = 1",
 	} {
 		if _, err := conn.Exec(t.Context(), stmt); err != nil {
@@ -119,8 +121,12 @@ func TestUpgradeMigratesAPostgresSchema(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), "SELECT data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'approvals' AND column_name = 'title'", schema).Scan(&column); err != nil {
 		t.Fatal(err)
 	}
-	if version != 2 || column != "bytea" {
-		t.Errorf("after upgrade: version %d, title %s; want 2, bytea", version, column)
+	var indexed bool
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) = 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = 'outbox_blocked'", schema).Scan(&indexed); err != nil {
+		t.Fatal(err)
+	}
+	if version != 3 || column != "bytea" || !indexed {
+		t.Errorf("after upgrade: version %d, title %s, blocked rows indexed %v; want 3, bytea, indexed", version, column, indexed)
 	}
 	o, err := system.OpenReadOnly(t.Context(), app)
 	if err != nil {

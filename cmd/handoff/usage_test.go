@@ -159,7 +159,10 @@ func TestOperatorAndWorkUsageErrors(t *testing.T) {
 		{op("reconcile", "case-1", "--reason", "r", "--remote-id", "0"), "--remote-id is 0, want a task id of 1 or more"},
 		{op("stale"), "missing --older-than"},
 		{op("stale", "--older-than", "-1h"), "--older-than is -1h0m0s, want 0 or more"},
-		{op("stale", "--older-than", "soon"), `invalid value "soon" for flag -older-than`},
+		{op("stale", "--older-than", "soon"), `--older-than is "soon", not a duration: write a number and a unit, h, m, s or ms, such as 30s, 90m, or 24h for a day`},
+		{op("stale", "--older-than", "1d"), `--older-than is "1d", not a duration: write a number and a unit, h, m, s or ms, such as 30s, 90m, or 24h for a day`},
+		{append(work, "--lease", "5"), `--lease is "5", not a duration`},
+		{append(work, "--workers", "four"), `invalid value "four" for flag -workers: parse error`},
 		{[]string{"crm", "serve", "--crm", "crm.db", "--retention", "-1s"}, "--retention is -1s, want 0 or more"},
 	} {
 		code, _, stderr := runCLI(t, tt.args...)

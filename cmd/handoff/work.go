@@ -7,18 +7,21 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/outboxlab/handoff/internal/metrics"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
 
 // work runs a pool of workers that deliver from an app database to its
 // CRM, a database file or an HTTP receiver, until it is interrupted, or
-// with --until-idle until nothing is pending.
+// with --until-idle until nothing is pending. With --metrics-addr it
+// serves its metrics and health checks (see opsserver.go).
 func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("work", flag.ContinueOnError)
 	appPath := fs.String("app", "", "app database (must exist)")
@@ -28,12 +31,13 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	name := fs.String("worker", "", "name the workers NAME:1 to NAME:N (default HOST:PID); a stable name lets a restarted process release its leases at once")
 	lease := fs.Duration("lease", system.DefaultLease, "how long a claim keeps other workers off a row")
 	sendTimeout := fs.Duration("send-timeout", system.DefaultSendTimeout, "the longest one send may take; shorter than --lease")
-	maxAttempts := fs.Int("max-attempts", system.DefaultMaxAttempts, "attempts before a row blocks")
+	maxAttempts := fs.Int("max-attempts", defaultWorkAttempts, "attempts before a row blocks")
 	maxAge := fs.Duration("max-age", 0, "time budget: a row approved longer ago than this blocks instead of being sent; 0 means none")
 	backoffBase := fs.Duration("backoff-base", system.DefaultBackoffBase, "the backoff ceiling after the first transient failure, doubled after each next one; 0 retries at once")
 	backoffCap := fs.Duration("backoff-cap", system.DefaultBackoffCap, "the longest backoff ceiling")
 	untilIdle := fs.Bool("until-idle", false, "exit once nothing is pending, instead of waiting for new approvals until SIGINT or SIGTERM")
 	logFormat := fs.String("log-format", "text", "the log lines on stderr: text or json")
+	metricsAddr := fs.String("metrics-addr", "", metricsHelp)
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
@@ -68,6 +72,9 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	} else {
 		if err := mustExist("CRM", *crmPath); err != nil {
+			if errors.Is(err, errMissing) {
+				return fmt.Errorf("%w; create it with handoff crm init --crm %s (or give the receiver's URL with --crm-url)", err, *crmPath)
+			}
 			return err
 		}
 		if info, err := os.Stat(*crmPath); err == nil && info.Size() == 0 {
@@ -76,11 +83,7 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	prefix := *name
 	if prefix == "" {
-		host, err := os.Hostname()
-		if err != nil || host == "" {
-			host = "localhost"
-		}
-		prefix = fmt.Sprintf("%s:%d", host, os.Getpid())
+		prefix = processPrefix()
 	}
 	// On a terminal the log lines scroll above a status line; anywhere
 	// else they are all there is, clean for a machine to read.
@@ -91,6 +94,7 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logTo = status
 	}
 	p := &pool{untilIdle: *untilIdle, results: map[string]int{}, changed: make(chan struct{}), log: newLogger(logTo, *logFormat)}
+	var ready []readiness
 	for i := range *workers {
 		o := opts
 		o.Worker = fmt.Sprintf("%s:%d", prefix, i+1)
@@ -106,6 +110,13 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := bindCRM(ctx, p.outboxes[0], remote.contract.Identity, remote.url, remote.taskKey); err != nil {
 			return err
 		}
+		ready = append(ready, readiness{"receiver", func(ctx context.Context) error {
+			_, status, err := remote.get(ctx, "contract")
+			if err == nil && status != http.StatusOK {
+				err = fmt.Errorf("GET /contract answered %d %s", status, http.StatusText(status))
+			}
+			return err
+		}})
 	} else {
 		crm, err := system.OpenCRMWith(ctx, *crmPath, system.CRMOptions{Durability: system.Durable})
 		if err != nil {
@@ -120,9 +131,51 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := bindCRM(ctx, p.outboxes[0], identity, *crmPath, fileTaskKey(crm)); err != nil {
 			return err
 		}
+		ready = append(ready, readiness{"receiver", func(ctx context.Context) error {
+			_, err := crm.Identity(ctx)
+			return err
+		}})
+	}
+	// The counts of a scrape, and the readiness check, read the app
+	// database through a handle of their own, so that they never wait
+	// behind a worker's transaction, nor a worker behind them.
+	watched := p.outboxes[0]
+	if *metricsAddr != "" {
+		o := opts
+		o.Worker = prefix + ":metrics"
+		w, err := system.Open(ctx, *appPath, o)
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		watched = w
+	}
+	p.metrics = metrics.NewWorker(watched)
+	p.crm = p.metrics.Timed(p.crm)
+	if *metricsAddr != "" {
+		ready = append([]readiness{{"app database", watched.Ping}}, ready...)
+		// The operations address closes when work returns.
+		ops, stopOps := context.WithCancel(ctx)
+		defer stopOps()
+		addr, err := serveOps(ops, *metricsAddr, opsHandler(p.metrics.Handler(p.log), ready), p.log)
+		if err != nil {
+			return err
+		}
+		p.log.Info("serving metrics", "url", "http://"+addr.String()+"/metrics")
+	}
+	// A worker of another process that died on this host holds leases
+	// no worker will release under its name: release them now, before
+	// any worker claims (a live one's are kept, see workerGone).
+	released, err := p.outboxes[0].ReleaseGone(ctx, workerGone)
+	if err != nil {
+		return stopped(ctx, err)
+	}
+	for worker, n := range released {
+		p.log.Info("released the leases of a worker gone", "worker", worker, "released_leases", n)
+		p.metrics.Released(n)
 	}
 	start := time.Now()
-	err := p.runShowing(ctx, status)
+	err = p.runShowing(ctx, status)
 	elapsed := time.Since(start)
 	// The summary is read after an interrupt too.
 	counts, cerr := countStates(context.WithoutCancel(ctx), p.outboxes[0])
@@ -183,6 +236,7 @@ type pool struct {
 	crm       system.Receiver
 	log       *slog.Logger
 	untilIdle bool
+	metrics   *metrics.Worker // nil: nothing counted
 
 	mu      sync.Mutex
 	results map[string]int // deliveries by result, "error" for an *system.AttemptError
@@ -243,6 +297,9 @@ func (p *pool) worker(ctx context.Context, o *system.Outbox) error {
 	if err != nil {
 		return stopped(ctx, err)
 	}
+	if p.metrics != nil {
+		p.metrics.Released(released)
+	}
 	p.log.Info("worker started", "worker", o.Worker(), "released_leases", released)
 	defer p.log.Info("worker stopped", "worker", o.Worker())
 	deliveries, err := o.Pipeline(p.crm)
@@ -284,6 +341,9 @@ func (p *pool) worker(ctx context.Context, o *system.Outbox) error {
 // whether it was one: an attempt that failed after it was counted, or a
 // row sent, retried, blocked or stale.
 func (p *pool) report(ctx context.Context, o *system.Outbox, deliveries *system.Pipeline, d system.Delivery, err error) bool {
+	if p.metrics != nil {
+		p.metrics.Delivery(d, err)
+	}
 	var attempt *system.AttemptError
 	switch {
 	case errors.As(err, &attempt):
@@ -384,4 +444,48 @@ func (p *pool) summary(w io.Writer, elapsed time.Duration, states map[system.Sta
 	fmt.Fprintf(w, "work: %s by %s in %v (%.1f/s)%s: %s\n", words.HowMany(n, "delivery"), words.HowMany(len(p.outboxes), "worker"), elapsed.Round(time.Millisecond),
 		float64(n)/max(elapsed.Seconds(), 1e-9), how, counts(p.results))
 	fmt.Fprintf(w, "outbox: %d pending, %d sent, %d blocked\n", states[system.Pending], states[system.Sent], states[system.Blocked])
+}
+
+// defaultWorkAttempts is work's attempt budget: more than the contract's
+// default of 3, so that with the default backoff a receiver down for a
+// minute or two blocks no row (see workDefaultsHelp).
+const defaultWorkAttempts = 20
+
+// retryBound is what a row's attempts add up to under opts when every
+// one fails: the longest the backoffs between them can be (each jitter
+// at its ceiling), and that plus every send taking its whole send
+// timeout, the longest from a row's first attempt to its block.
+func retryBound(opts system.Options) (backoff, total time.Duration) {
+	if !opts.NoBackoff {
+		for n := 1; n < opts.MaxAttempts; n++ {
+			backoff += system.BackoffCeiling(opts.BackoffBase, opts.BackoffCap, n)
+		}
+	}
+	return backoff, backoff + time.Duration(opts.MaxAttempts)*opts.SendTimeout
+}
+
+// workDefaultsHelp says what work's defaults add up to, for its help.
+func workDefaultsHelp() string {
+	opts := system.Options{MaxAttempts: defaultWorkAttempts, BackoffBase: system.DefaultBackoffBase, BackoffCap: system.DefaultBackoffCap,
+		SendTimeout: system.DefaultSendTimeout}
+	backoff, total := retryBound(opts)
+	return fmt.Sprintf("Defaults that ride out a restart of the receiver: --max-attempts %d with --backoff-base %s and --backoff-cap %s "+
+		"spread a failing row's attempts over up to %s of backoff (full jitter: about half that on average). "+
+		"A receiver down for a minute or two (a restart, a deploy) blocks no row: the chance that a row spends its %d attempts within two minutes is below one in a trillion. "+
+		"One gone for good blocks each row within %s of its first attempt (the backoff, and %d sends of at most --send-timeout %s); --max-age adds a time budget. "+
+		"deliver, one attempt by hand, keeps the contract's %d attempts.",
+		defaultWorkAttempts, shortDuration(system.DefaultBackoffBase), shortDuration(system.DefaultBackoffCap), shortDuration(backoff),
+		defaultWorkAttempts, shortDuration(total), defaultWorkAttempts, shortDuration(system.DefaultSendTimeout), system.DefaultMaxAttempts)
+}
+
+// shortDuration is d as Go writes it, without the zero units it ends
+// with: 5m, not 5m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	for _, zero := range []string{"m0s", "h0m"} {
+		if strings.HasSuffix(s, zero) {
+			s = strings.TrimSuffix(s, zero[1:])
+		}
+	}
+	return s
 }

@@ -150,7 +150,7 @@ func TestWorkRefusesWrongFiles(t *testing.T) {
 	mustRun(t, "deliver", "--app", "app.db", "--crm", "crm.db")
 	before := folder(t, dir)
 	refused(t, "the app database missing.db does not exist", "work", "--app", "missing.db", "--crm", "crm.db", "--until-idle")
-	refused(t, "the CRM database typo.db does not exist", "work", "--app", "app.db", "--crm", "typo.db", "--until-idle")
+	refused(t, "the CRM database typo.db does not exist; create it with handoff crm init --crm typo.db", "work", "--app", "app.db", "--crm", "typo.db", "--until-idle")
 	refused(t, "delivers to CRM", "work", "--app", "app.db", "--crm", "other.db", "--until-idle")
 	if diff := cmp.Diff(before, folder(t, dir)); diff != "" {
 		t.Errorf("refused work changed the folder (-before +after):\n%s", diff)

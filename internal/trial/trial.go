@@ -42,10 +42,11 @@ const (
 
 // workFlags are the options of the trial's work processes: a short
 // lease, and backoffs that mostly outlast a killed server's restart. The
-// attempt budget is the default, the one handoff check holds files to: a
-// row whose three attempts all find the server down blocks, as it should.
+// attempt budget is the contract's 3, not work's larger default: a row
+// whose three attempts all find the server down blocks, as it should,
+// so that a short trial reaches blocked rows too.
 var workFlags = []string{"--workers", "2", "--lease", "2s", "--send-timeout", "1s",
-	"--backoff-base", "250ms", "--backoff-cap", "1s"}
+	"--backoff-base", "250ms", "--backoff-cap", "1s", "--max-attempts", "3"}
 
 // Receiver is a CRM's HTTP receiver as a trial reads it, once it has
 // stated its contract: its identity, and the tasks it holds for a key (at

@@ -1,4 +1,4 @@
--- A new PostgreSQL app database, at version 2, in the schema on the
+-- A new PostgreSQL app database, at version 3, in the schema on the
 -- search path: SQLite's latest schema in PostgreSQL's types, but for
 -- approvals.title, which holds the title's UTF-8 bytes: a title may hold
 -- NUL, which PostgreSQL's TEXT cannot (see statements.titleArg). The
@@ -33,6 +33,7 @@
 	);
 	CREATE INDEX outbox_pending ON outbox (seq) WHERE state = 'pending';
 	CREATE INDEX outbox_lease ON outbox (lease_owner) WHERE lease_owner IS NOT NULL;
+	CREATE INDEX outbox_blocked ON outbox (seq, last_error) WHERE state = 'blocked';
 	CREATE TABLE meta (
 		name  TEXT PRIMARY KEY,
 		value TEXT NOT NULL
@@ -45,4 +46,4 @@
 		key    TEXT NOT NULL,
 		reason TEXT NOT NULL
 	);
-	INSERT INTO handoff_version (kind, version) VALUES ('app', 2);
+	INSERT INTO handoff_version (kind, version) VALUES ('app', 3);

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/outboxlab/handoff/internal/ui"
+	"github.com/outboxlab/handoff/system"
+)
+
+// tokenEnv names the variable that may hold the page's token.
+const tokenEnv = "HANDOFF_UI_TOKEN"
+
+// minTokenLength is the shortest token the page takes.
+const minTokenLength = 16
+
+// uiCmd serves the page for the person on call (package ui) until it is
+// interrupted: the outbox by state, each row's history, what needs a
+// person, and, for a person who gives the token it was started with,
+// requeue and reconcile.
+func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ui", flag.ContinueOnError)
+	appPath := fs.String("app", "", "app database (must exist)")
+	crmPath := fs.String("crm", "", "CRM database (must exist; optional): the page shows the tasks it holds for a row's key; or --crm-url")
+	crmURL := fs.String("crm-url", "", "the CRM's HTTP receiver, instead of --crm: the page shows its tasks for a row's key, and requeue asks it its retention")
+	addr := fs.String("addr", "127.0.0.1:8081", "the address to listen on (port 0: any free port, printed); on loopback the page answers to localhost names only")
+	tokenFile := fs.String("token-file", "", "a file whose first line is the token that lets a person repair rows, at least 16 characters (or set "+tokenEnv+"); without one the page is read-only")
+	retention := fs.Duration("retention", 0, "how long the CRM remembers a key, for requeue, when --crm-url does not say; 0 means forever")
+	rows := fs.Int("rows", 100, "rows a page lists")
+	if err := parse(fs, args, stderr, false); err != nil {
+		return err
+	}
+	if err := required(fs, "app"); err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	switch {
+	case given["crm"] && given["crm-url"]:
+		return fmt.Errorf("%w: give one of --crm PATH and --crm-url URL, not both", errUsage)
+	case given["crm-url"] && given["retention"]:
+		return fmt.Errorf("%w: --retention goes with --crm or no CRM; --crm-url states its own", errUsage)
+	case *rows > system.MaxPageRows:
+		return fmt.Errorf("%w: --rows is %d, want 1 to %d", errUsage, *rows, system.MaxPageRows)
+	}
+	token, err := readToken(*tokenFile, given["token-file"])
+	if err != nil {
+		return err
+	}
+	var remote *remoteCRM
+	if *crmURL != "" {
+		if remote, err = newRemoteCRM(*crmURL, 2); err != nil {
+			return err
+		}
+		defer remote.client.CloseIdleConnections()
+	}
+	if err := appMustExist(ctx, *appPath); err != nil {
+		return err
+	}
+	cfg := ui.Config{AppShown: shown(*appPath), Token: token, PageRows: *rows,
+		Log: slog.New(slog.NewTextHandler(stderr, nil))}
+	var identity string
+	switch {
+	case remote != nil:
+		if err := remote.readContract(ctx, system.DefaultSendTimeout); err != nil {
+			return err
+		}
+		identity, cfg.CRMShown = remote.contract.Identity, remote.url
+		cfg.TasksOf = remote.tasksFor
+		cfg.Retention = func(ctx context.Context) (time.Duration, error) {
+			ctx, cancel := context.WithTimeout(ctx, readTimeout)
+			defer cancel()
+			return remote.sender.Contract(ctx)
+		}
+	case *crmPath != "":
+		if err := mustExist("CRM", *crmPath); err != nil {
+			return err
+		}
+		crm, err := system.OpenCRM(ctx, *crmPath, system.Durable)
+		if err != nil {
+			return err
+		}
+		defer crm.Close()
+		if identity, err = crm.Identity(ctx); err != nil {
+			return err
+		}
+		cfg.CRMShown, cfg.TasksOf = *crmPath, crm.TasksOfKey
+	}
+	if cfg.Retention == nil {
+		r := *retention
+		cfg.Retention = func(context.Context) (time.Duration, error) { return r, nil }
+	}
+	app, err := system.Open(ctx, *appPath, system.Options{Worker: processPrefix() + ":ui"})
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	if identity != "" {
+		bound, err := app.Receiver(ctx)
+		if err != nil {
+			return err
+		}
+		if bound != "" && bound != identity {
+			return fmt.Errorf("%w: %s delivers to CRM %s, this CRM is %s; is it the right CRM (file or URL)?", system.ErrWrongReceiver, shown(*appPath), bound, identity)
+		}
+	}
+	cfg.App = app
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	cfg.LoopbackOnly = isLoopback(ln.Addr())
+	handler, err := ui.New(cfg)
+	if err != nil {
+		return err
+	}
+	mode := "read-only: started without a token"
+	if token != "" {
+		mode = "repairs need the token"
+	}
+	fmt.Fprintf(stdout, "serving the page for %s on http://%s/ (%s)\n", shown(*appPath), ln.Addr(), mode)
+	return serveUntil(ctx, newHTTPServer(handler, defaultLimits), ln)
+}
+
+// readToken returns the page's token: the first line of path when given,
+// else the environment's tokenEnv, else "" (read-only). It refuses an
+// empty or short one: a token guessed lets anyone who reaches the page
+// repair rows.
+func readToken(path string, given bool) (string, error) {
+	token, from := os.Getenv(tokenEnv), tokenEnv
+	if given {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		token, _, _ = strings.Cut(string(b), "\n")
+		from = "--token-file " + path
+	}
+	token = strings.TrimSpace(token)
+	switch {
+	case token == "" && given:
+		return "", fmt.Errorf("%w: %s holds no token", errUsage, from)
+	case token != "" && len(token) < minTokenLength:
+		return "", fmt.Errorf("%w: the token of %s has %d characters, want at least %d (for one: head -c 24 /dev/urandom | base64)", errUsage, from, len(token), minTokenLength)
+	}
+	return token, nil
+}
+
+// isLoopback reports whether a is an address on this machine's loopback.
+func isLoopback(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
+}
+
+// uiHelp says what the page exposes, for its help.
+func uiHelp() string {
+	return "ui serves, without authentication, to whoever reaches --addr (loopback by default, where it answers to localhost names only): " +
+		"every row's key, title, payload, times, lease holder and audit entries, and the CRM's tasks for a key. " +
+		"It is read-only unless given a token (--token-file, or " + tokenEnv + "; never on the command line, where other users see it): " +
+		"then a person who logs in with the token may requeue and reconcile, with the rules, fences and audit log of handoff requeue and handoff reconcile. " +
+		"Every repair must come from the page itself: a session cookie (HttpOnly, SameSite=Strict), the session's form token, and the browser's Origin. " +
+		"A form over " + fmt.Sprint(ui.MaxFormBytes>>10) + " KiB is refused (413). " + limitsHelp() +
+		" The page loads nothing from elsewhere and runs no script. Bind another address only behind a proxy that serves HTTPS."
+}

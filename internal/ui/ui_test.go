@@ -1,0 +1,267 @@
+package ui_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/handoff/internal/bulk"
+	"github.com/outboxlab/handoff/internal/ui"
+	"github.com/outboxlab/handoff/system"
+)
+
+const token = "a-token-of-some-length"
+
+// server serves the page of a new outbox of 250 rows (every third
+// pending, every seventh blocked), with cfg's token and rows a page.
+func server(t *testing.T, cfg ui.Config) (*httptest.Server, *system.Outbox) {
+	t.Helper()
+	app, err := system.Open(t.Context(), filepath.Join(t.TempDir(), "app.db"), system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	if err := bulk.Fill(t.Context(), app, 250, bulk.Mix{Pending: 3, Blocked: 7}, time.Now().Add(-2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.RecordApproval(t.Context(), "case-x", `<script>alert("x")</script>`); err != nil {
+		t.Fatal(err)
+	}
+	cfg.App, cfg.AppShown = app, "app.db"
+	h, err := ui.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, app
+}
+
+// client is a browser's: it keeps cookies and follows no redirect.
+func client(t *testing.T) *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// get answers GET path: the status and the body.
+func get(t *testing.T, c *http.Client, srv *httptest.Server, path string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// post answers POST path with form, from the page's own origin unless
+// origin says another: the status and the body.
+func post(t *testing.T, c *http.Client, srv *httptest.Server, path string, form url.Values, origin string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if origin == "" {
+		origin = srv.URL
+	}
+	req.Header.Set("Origin", origin)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+var formToken = regexp.MustCompile(`name="form" value="([^"]+)"`)
+
+// login logs c in and returns the session's form token.
+func login(t *testing.T, c *http.Client, srv *httptest.Server) string {
+	t.Helper()
+	if code, body := post(t, c, srv, "/login", url.Values{"token": {token}, "next": {"/"}}, ""); code != http.StatusSeeOther {
+		t.Fatalf("login: %d %s", code, body)
+	}
+	_, body := get(t, c, srv, "/")
+	m := formToken.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no form token on the page after logging in:\n%s", body)
+	}
+	return m[1]
+}
+
+func TestReadOnly(t *testing.T) {
+	srv, app := server(t, ui.Config{})
+	c := client(t)
+	code, body := get(t, c, srv, "/")
+	if code != http.StatusOK || !strings.Contains(body, "read-only") || strings.Contains(body, "<form") {
+		t.Errorf("GET /: %d, read-only said %v, forms %v", code, strings.Contains(body, "read-only"), strings.Contains(body, "<form"))
+	}
+	key := system.KeyPrefix + "bulk-7"
+	before, _ := app.Row(t.Context(), key)
+	for _, path := range []string{"/requeue", "/reconcile", "/login"} {
+		if code, _ := post(t, c, srv, path, url.Values{"key": {key}, "actor": {"a"}, "reason": {"r"}, "absent": {"yes"}, "token": {token}}, ""); code != http.StatusForbidden {
+			t.Errorf("POST %s to a read-only page: %d, want 403", path, code)
+		}
+	}
+	if after, _ := app.Row(t.Context(), key); after != before {
+		t.Errorf("the row changed: %+v -> %+v", before, after)
+	}
+}
+
+func TestRepairs(t *testing.T) {
+	srv, app := server(t, ui.Config{Token: token})
+	c := client(t)
+	key := system.KeyPrefix + "bulk-7" // blocked
+	repair := url.Values{"key": {key}, "actor": {"ana"}, "reason": {"checked"}}
+	with := func(form string) url.Values {
+		v := url.Values{}
+		for k, vs := range repair {
+			v[k] = vs
+		}
+		v.Set("form", form)
+		return v
+	}
+	before, _ := app.Row(t.Context(), key)
+	if code, _ := post(t, c, srv, "/requeue", repair, ""); code != http.StatusUnauthorized {
+		t.Errorf("requeue before logging in: %d, want 401", code)
+	}
+	if code, body := post(t, c, srv, "/login", url.Values{"token": {"wrong-token-of-length"}}, ""); code != http.StatusForbidden || !strings.Contains(body, "wrong token") {
+		t.Errorf("a wrong token: %d, want 403 and wrong token", code)
+	}
+	if code, _ := post(t, c, srv, "/login", url.Values{"token": {token}}, "https://evil.example"); code != http.StatusForbidden {
+		t.Errorf("a login from another origin: %d, want 403", code)
+	}
+	form := login(t, c, srv)
+	for _, tt := range []struct {
+		name   string
+		form   url.Values
+		origin string
+		want   int
+	}{
+		{"no form token", repair, "", http.StatusForbidden},
+		{"a wrong form token", with("x" + form), "", http.StatusForbidden},
+		{"another origin", with(form), "https://evil.example", http.StatusForbidden},
+		{"the null origin", with(form), "null", http.StatusForbidden},
+	} {
+		if code, _ := post(t, c, srv, "/requeue", tt.form, tt.origin); code != tt.want {
+			t.Errorf("requeue with %s: %d, want %d", tt.name, code, tt.want)
+		}
+	}
+	if after, _ := app.Row(t.Context(), key); after != before {
+		t.Errorf("refused requeues changed the row: %+v -> %+v", before, after)
+	}
+	if code, body := post(t, c, srv, "/requeue", with(form), ""); code != http.StatusSeeOther {
+		t.Fatalf("requeue: %d %s", code, body)
+	}
+	if r, _ := app.Row(t.Context(), key); r.State != system.Pending || r.Attempts != 0 {
+		t.Errorf("after requeue: %+v, want pending, 0 attempts", r)
+	}
+	code, body := post(t, c, srv, "/requeue", with(form), "")
+	if code != http.StatusConflict || !strings.Contains(body, "refused, nothing changed") {
+		t.Errorf("requeue of a pending row: %d, want 409 and refused", code)
+	}
+	reconcile := with(form)
+	reconcile.Set("remote_id", "12")
+	if code, _ := post(t, c, srv, "/reconcile", reconcile, ""); code != http.StatusSeeOther {
+		t.Errorf("reconcile: %d", code)
+	}
+	audit, _ := app.AuditOf(t.Context(), key)
+	if len(audit) != 2 || audit[0].Action != system.ActionRequeue || audit[1].Action != system.ActionReconcile || audit[1].Actor != "ana" {
+		t.Errorf("the audit log of %s: %+v, want the requeue and the reconcile by ana", key, audit)
+	}
+	_, page := get(t, c, srv, "/row?key="+url.QueryEscape(key))
+	if !strings.Contains(page, "reconcile by ana: checked") || !strings.Contains(page, "CRM task") {
+		t.Errorf("the row's page does not show its audit entries:\n%s", page)
+	}
+	if code, _ := post(t, c, srv, "/logout", url.Values{"form": {form}}, ""); code != http.StatusSeeOther {
+		t.Errorf("logout: %d", code)
+	}
+	if code, _ := post(t, c, srv, "/requeue", with(form), ""); code != http.StatusUnauthorized {
+		t.Errorf("requeue after logging out: %d, want 401", code)
+	}
+}
+
+func TestLimitsAndHeaders(t *testing.T) {
+	srv, _ := server(t, ui.Config{Token: token, LoopbackOnly: true})
+	c := client(t)
+	big := url.Values{"token": {strings.Repeat("x", ui.MaxFormBytes)}}
+	if code, _ := post(t, c, srv, "/login", big, ""); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a form over the limit: %d, want 413", code)
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
+	req.Host = "rebound.example:80"
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("a request for another host name: %d, want 421", resp.StatusCode)
+	}
+	resp, err = c.Get(srv.URL + "/?state=blocked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	csp := resp.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") || strings.Contains(string(b), "<script") {
+		t.Errorf("CSP %q, a script on the page %v", csp, strings.Contains(string(b), "<script"))
+	}
+	if code, body := post(t, c, srv, "/login", url.Values{"token": {token}, "next": {"//evil.example/"}}, ""); code != http.StatusSeeOther || strings.Contains(body, "evil") {
+		t.Errorf("a login sent on to another site: %d %s", code, body)
+	}
+}
+
+func TestPages(t *testing.T) {
+	srv, _ := server(t, ui.Config{PageRows: 100})
+	c := client(t)
+	seen := map[string]bool{}
+	keyLink := regexp.MustCompile(`href="/row\?key=([^"]+)"`)
+	for path, pages := "/", 0; path != ""; pages++ {
+		code, body := get(t, c, srv, path)
+		if code != http.StatusOK || pages > 5 {
+			t.Fatalf("GET %s: %d after %d pages", path, code, pages)
+		}
+		for _, m := range keyLink.FindAllStringSubmatch(body, -1) {
+			seen[m[1]] = true
+		}
+		path = ""
+		if m := regexp.MustCompile(`href="(/\?[^"]*after=[^"]+)" id="next"`).FindStringSubmatch(body); m != nil {
+			path = strings.ReplaceAll(m[1], "&amp;", "&")
+		}
+	}
+	if len(seen) != 251 {
+		t.Errorf("the pages listed %d rows, want 251", len(seen))
+	}
+	_, body := get(t, c, srv, "/row?key="+url.QueryEscape(system.KeyPrefix+"case-x"))
+	if strings.Contains(body, `<script>alert`) || !strings.Contains(body, "&lt;script&gt;") {
+		t.Errorf("the title is not escaped on the row's page")
+	}
+	code, stale := get(t, c, srv, "/stale?older-than=1h")
+	if code != http.StatusOK || !strings.Contains(stale, "bulk-7<") || !strings.Contains(stale, "bulk-3<") || strings.Contains(stale, "case-x<") {
+		t.Errorf("GET /stale: %d; want the blocked and the old pending rows, not the new one", code)
+	}
+	for _, path := range []string{"/?state=done", "/?after=x", "/stale?older-than=1d"} {
+		if code, body := get(t, c, srv, path); code != http.StatusBadRequest || !strings.Contains(body, `class="error"`) {
+			t.Errorf("GET %s: %d, want 400 with the error", path, code)
+		}
+	}
+	if code, _ := get(t, c, srv, "/row?key=nope"); code != http.StatusNotFound {
+		t.Errorf("GET /row of an unknown key: %d, want 404", code)
+	}
+}
