@@ -58,12 +58,27 @@ func TestHarnessFindsTheSupersededSettle(t *testing.T) {
 	}
 }
 
-// TestFindingsReplay replays every saved finding on river-workers and
-// passes only if a step breaks the invariants its name gives.
+// onBackends runs f on SQLite, then on PostgreSQL in a subtest that
+// skips when no server answers (see postgresURL).
+func onBackends(t *testing.T, f func(t *testing.T, opts handoff.ReplayOptions)) {
+	t.Run("sqlite", func(t *testing.T) { f(t, handoff.ReplayOptions{Design: Workers.Design(), Dir: t.TempDir()}) })
+	t.Run("postgres", func(t *testing.T) {
+		f(t, handoff.ReplayOptions{Design: Workers.Design(), Dir: t.TempDir(), Backend: handoff.Postgres, PostgresURL: postgresURL(t)})
+	})
+}
+
+// TestFindingsReplay replays every saved finding on river-workers, on
+// both backends, and passes only if a step breaks the invariants
+// README.md gives for it.
 func TestFindingsReplay(t *testing.T) {
+	onBackends(t, func(t *testing.T, opts handoff.ReplayOptions) { replayFindings(t, opts) })
+}
+
+// replayFindings is TestFindingsReplay on one backend.
+func replayFindings(t *testing.T, opts handoff.ReplayOptions) {
 	for name, want := range map[string][]int{"superseded-settle.txt": {6, 8}, "due-order.txt": {6}} {
 		t.Run(name, func(t *testing.T) {
-			r, err := handoff.Replay(t.Context(), filepath.Join(findingsDir, name), handoff.ReplayOptions{Design: Workers.Design(), Dir: t.TempDir()})
+			r, err := handoff.Replay(t.Context(), filepath.Join(findingsDir, name), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,15 +97,20 @@ func TestFindingsReplay(t *testing.T) {
 // differed from the model before it declared that its restarts release
 // nothing and that it shows no fences: a worker that dies after the
 // reply, whose job then waits for River's rescuer; a lease that runs out
-// and is rescued. They pass now, outputs and all.
+// and is rescued. They pass now, outputs and all, on both backends.
 func TestEarlierFindingsHold(t *testing.T) {
+	onBackends(t, func(t *testing.T, opts handoff.ReplayOptions) { replayHolds(t, opts) })
+}
+
+// replayHolds is TestEarlierFindingsHold on one backend.
+func replayHolds(t *testing.T, opts handoff.ReplayOptions) {
 	paths, err := filepath.Glob(filepath.Join(holdsDir, "*.txt"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no scenario in %s: %v", holdsDir, err)
 	}
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			r, err := handoff.Replay(t.Context(), path, handoff.ReplayOptions{Design: Workers.Design(), Dir: t.TempDir()})
+			r, err := handoff.Replay(t.Context(), path, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
