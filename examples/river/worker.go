@@ -39,10 +39,6 @@ type FollowupArgs struct {
 // Kind is the River job kind.
 func (FollowupArgs) Kind() string { return "harbor_create_followup" }
 
-// errTooOld is the worker's refusal of a job older than the time budget
-// (system.Options.MaxAge), which cancels it.
-var errTooOld = errors.New("riveroutbox: older than the time budget")
-
 // Sender is the River worker: it sends a job's key and payload to the
 // receiver and, on success, records the receiver's task id in the app's
 // approvals table and completes the job in one transaction
