@@ -2,15 +2,13 @@ package riveroutbox
 
 import (
 	"context"
-	"database/sql"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/system"
 )
 
-// Variant is one way of running the River outbox under the harness:
-// what it declares, and what a worker does when it starts again.
+// Variant is one way of running the River outbox under the harness: what
+// it declares.
 type Variant struct {
 	Name, Summary string
 	// Supports is what the variant declares to the harness. Without
@@ -18,24 +16,18 @@ type Variant struct {
 	// horizon is the claim's now): one worker has nothing running at its
 	// claim, so a running job is one a crashed process left.
 	Supports designs.Capabilities
-	// ReleaseOnRecover has a worker that starts again rescue at once the
-	// jobs still running under its name; River itself leaves them to the
-	// rescuer, after RescueStuckJobsAfter (the lease).
-	ReleaseOnRecover bool
 }
 
 // The variants.
 var (
 	// OneWorker is one River worker, no clock: what holds.
 	OneWorker = Variant{Name: "river", Summary: "River: approval and job in one transaction, one worker"}
-	// Workers is River with its rescuer as the lease and several workers,
-	// on the virtual clock, as River runs by itself.
+	// Workers is River as it runs by itself: several workers on the
+	// virtual clock, River's rescuer as the lease, which a dead worker's
+	// jobs wait out; River shows who last fetched a job and when, and has
+	// no fence.
 	Workers = Variant{Name: "river-workers", Summary: "River with several workers, the rescuer as the lease",
-		Supports: designs.Capabilities{Time: true, Leases: true, Workers: true}}
-	// WorkersRelease is Workers with a restarted worker rescuing its own
-	// jobs at once.
-	WorkersRelease = Variant{Name: "river-workers-release", Summary: "River with several workers; a restarted worker rescues its own jobs",
-		Supports: designs.Capabilities{Time: true, Leases: true, Workers: true}, ReleaseOnRecover: true}
+		Supports: designs.Capabilities{Time: true, Leases: true, Workers: true, Holders: true}}
 )
 
 // Design is the variant as the harness runs it, in front of the handoff's
@@ -50,25 +42,13 @@ func (v Variant) Design() designs.Design {
 }
 
 // OpenApp opens the outbox at path: a SQLite file, or a postgres:// URL
-// with schema=.
+// whose schema exists.
 func (v Variant) OpenApp(ctx context.Context, path string, opts system.Options) (designs.App, error) {
-	if system.IsPostgres(path) {
-		s, err := openPostgres(ctx, path)
-		if err != nil {
-			return nil, err
-		}
-		return open[pgx.Tx](ctx, s, opts, v)
-	}
-	s, err := openSQLite(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	return open[*sql.Tx](ctx, s, opts, v)
+	return open(ctx, path, opts, v)
 }
 
-// The outbox is an App with leases and phases.
+// The outbox is an App with phases.
 var (
-	_ designs.App    = (*Outbox[*sql.Tx])(nil)
-	_ designs.Leaser = (*Outbox[*sql.Tx])(nil)
-	_ designs.Phases = (*Outbox[pgx.Tx])(nil)
+	_ designs.App    = (*Outbox)(nil)
+	_ designs.Phases = (*Outbox)(nil)
 )

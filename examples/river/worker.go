@@ -16,13 +16,16 @@ package riveroutbox
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/outboxlab/handoff/system"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // FollowupArgs are the arguments of the River job that delivers one
@@ -36,84 +39,85 @@ type FollowupArgs struct {
 // Kind is the River job kind.
 func (FollowupArgs) Kind() string { return "harbor_create_followup" }
 
-// errDied is returned by a worker whose process died at a fault point:
-// nothing more is written, as after a real crash.
-type errDied struct{ err error }
-
-func (e *errDied) Error() string { return "died: " + e.err.Error() }
-func (e *errDied) Unwrap() error { return e.err }
-
 // Sender is the River worker: it sends a job's key and payload to the
 // receiver and, on success, records the receiver's task id in the app's
 // approvals table and completes the job in one transaction
 // (river.JobCompleteTx). A transient failure is returned as an error, so
 // that River retries the job with the same key until its attempts run
 // out; a key conflict or a refusal cancels the job (river.JobCancel).
-type Sender[TTx any] struct {
+type Sender struct {
 	river.WorkerDefaults[FollowupArgs]
-	o *Outbox[TTx]
+	o *Outbox
 	// receiver is the receiver of the delivery in progress.
 	receiver system.Receiver
-	// hints are the receivers' retry hints by job id, heard by a send and
-	// read by the retry policy when River asks it for the next retry.
+	// heard is what the sends of this process heard, by the job row
+	// River gave the worker, until River's retry policy asks for it (see
+	// retryPolicy): River's executor gives the policy the same row, not
+	// the worker's error.
 	mu    sync.Mutex
-	hints map[int64]time.Duration
+	heard map[*rivertype.JobRow]error
 }
 
 // Work is the worker as River calls it: the send, then the record of
-// its answer.
-func (w *Sender[TTx]) Work(ctx context.Context, job *river.Job[FollowupArgs]) error {
-	id, err := w.send(ctx, job)
-	if died := (*errDied)(nil); errors.As(err, &died) {
-		return err
+// its answer. A process that dies at a fault point returns the hook's
+// error and records nothing.
+func (w *Sender) Work(ctx context.Context, job *river.Job[FollowupArgs]) error {
+	id, sendErr, died := w.send(ctx, job)
+	if died != nil {
+		return died
 	}
-	return w.finish(ctx, job, id, err)
+	return w.finish(ctx, job, id, sendErr)
 }
 
 // send passes the fault point before the send, sends the job's key and
-// payload, and passes the one after the reply. A context already done (a
-// job timeout run out while the worker was paused) sends nothing, as an
-// HTTP client would not.
-func (w *Sender[TTx]) send(ctx context.Context, job *river.Job[FollowupArgs]) (int64, error) {
+// payload, and passes the one after the reply; died is the hook's error
+// where the process died. A context already done (a job timeout run out
+// while the worker was paused) sends nothing, as an HTTP client would
+// not.
+func (w *Sender) send(ctx context.Context, job *river.Job[FollowupArgs]) (taskID int64, sendErr, died error) {
 	if err := w.o.pass(system.PointBeforeSend); err != nil {
-		return 0, &errDied{err}
+		return 0, nil, err
 	}
-	var id int64
-	var err error
 	if cerr := ctx.Err(); cerr != nil {
-		err = fmt.Errorf("%w: %v", system.ErrTransient, cerr)
+		sendErr = fmt.Errorf("%w: %v", system.ErrTransient, cerr)
 	} else {
-		id, err = w.receiver.CreateTask(ctx, job.Args.Key, job.Args.Payload)
+		taskID, sendErr = w.receiver.CreateTask(ctx, job.Args.Key, job.Args.Payload)
 	}
-	if herr := w.o.pass(system.PointAfterReply); herr != nil {
-		return 0, &errDied{herr}
+	if err := w.o.pass(system.PointAfterReply); err != nil {
+		return 0, nil, err
 	}
-	var hint *system.RetryHint
-	if errors.As(err, &hint) {
+	if sendErr != nil {
 		w.mu.Lock()
-		w.hints[job.ID] = hint.After
+		w.heard[job.JobRow] = sendErr
 		w.mu.Unlock()
 	}
-	return id, err
+	return taskID, sendErr, nil
 }
 
 // finish records what the send heard: the task id with the job's
 // completion in one transaction, or the error River acts on.
-func (w *Sender[TTx]) finish(ctx context.Context, job *river.Job[FollowupArgs], taskID int64, sendErr error) error {
+func (w *Sender) finish(ctx context.Context, job *river.Job[FollowupArgs], taskID int64, sendErr error) error {
 	switch {
 	case sendErr == nil:
-		return w.o.completeWithTask(ctx, job, taskID)
+		return w.o.s.inTx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `UPDATE followup_approvals SET task_id = $1 WHERE key = $2`, taskID, job.Args.Key); err != nil {
+				return err
+			}
+			_, err := river.JobCompleteTx[riverdriver.Driver[*sql.Tx]](rivertest.WorkContext(ctx, w.o.client), tx, job)
+			return err
+		})
 	case errors.Is(sendErr, system.ErrKeyConflict), errors.Is(sendErr, system.ErrRejected):
 		return river.JobCancel(sendErr)
 	}
 	return sendErr
 }
 
-// hint returns, and forgets, the retry hint a send heard for job id.
-func (w *Sender[TTx]) hint(id int64) time.Duration {
+// heardFor returns, and forgets, what a send of this process heard for
+// job; ok is false when none did.
+func (w *Sender) heardFor(job *rivertype.JobRow) (err error, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	h := w.hints[id]
-	delete(w.hints, id)
-	return h
+	err, ok = w.heard[job]
+	delete(w.heard, job)
+	return err, ok
 }
