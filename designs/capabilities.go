@@ -11,10 +11,12 @@ import (
 // model only what it shows; Unchecked names the rest.
 type Capabilities struct {
 	// Time: rows carry times from system.Options.Now (created,
-	// next attempt, first claim); a transient failure backs off; MaxAge
-	// blocks an old row. The harness moves the clock (tick) and draws
-	// options of backoff and time budget.
+	// next attempt, first claim); a transient failure backs off. The
+	// harness moves the clock (tick) and draws options of backoff.
 	Time bool
+	// TimeBudget (needs Time): MaxAge blocks a row too old to send (last
+	// error deadline). The harness draws options of time budget.
+	TimeBudget bool
 	// Leases (needs Time): a claim leases its row until now + Lease; other
 	// workers skip a leased row until the lease runs out, and a settle
 	// after another claim of the row writes nothing (ResultStale). The
@@ -53,11 +55,15 @@ type Capabilities struct {
 	// until when (system.Row.LeaseOwner, LeaseUntil), compared with the
 	// model's, and a sent or blocked row holds none (invariant 9).
 	Holders bool
+	// DueFirst (needs Time): a claim takes the row due first (the
+	// earliest next attempt, then the oldest), as a queue ordered by its
+	// scheduled time does, where the spec's take the oldest eligible row.
+	DueFirst bool
 }
 
 // Everything is every capability: what the real design supports.
-var Everything = Capabilities{Time: true, Leases: true, Workers: true, Pipeline: true, Operator: true, Retention: true,
-	RestartReleases: true, Fences: true, Holders: true}
+var Everything = Capabilities{Time: true, TimeBudget: true, Leases: true, Workers: true, Pipeline: true, Operator: true,
+	Retention: true, RestartReleases: true, Fences: true, Holders: true}
 
 // capability is one capability: its name, whether c has it, what it
 // needs, and the guarantees left unchecked without it.
@@ -72,7 +78,9 @@ type capability struct {
 // speak of them.
 var capabilities = []capability{
 	{"Time", func(c Capabilities) bool { return c.Time }, "",
-		"backoff and the time budget (invariant 10), the times rows carry, and convergence once time passes (invariant 12)"},
+		"backoff (invariant 10), the times rows carry, and convergence once time passes (invariant 12)"},
+	{"TimeBudget", func(c Capabilities) bool { return c.TimeBudget }, "Time",
+		"the time budget: a row too old to send blocks (deadline)"},
 	{"Leases", func(c Capabilities) bool { return c.Leases }, "Time",
 		"leases and stale settles (invariant 8), and a short lease, a send timeout and time past a lease"},
 	{"Workers", func(c Capabilities) bool { return c.Workers }, "Leases",
@@ -89,6 +97,7 @@ var capabilities = []capability{
 		"the rows' fences (stale settles are still judged by their answers)"},
 	{"Holders", func(c Capabilities) bool { return c.Holders }, "Leases",
 		"who holds each lease and until when, and that sent and blocked rows hold none (invariant 9)"},
+	{"DueFirst", func(c Capabilities) bool { return c.DueFirst }, "Time", ""}, // how it orders claims: nothing unchecked
 }
 
 // problems says, in one line, which capabilities of c need others that
@@ -121,7 +130,7 @@ func (c Capabilities) problems() string {
 func (c Capabilities) Unchecked() []string {
 	var lines []string
 	for _, k := range capabilities {
-		if !k.has(c) {
+		if !k.has(c) && k.unchecked != "" {
 			lines = append(lines, fmt.Sprintf("without %s: %s", k.name, k.unchecked))
 		}
 	}

@@ -45,9 +45,9 @@ func TestUncheckedNamesWhatIsMissing(t *testing.T) {
 		want []string // the capabilities named, in order
 	}{
 		{designs.Everything, nil},
-		{designs.Capabilities{}, []string{"Time", "Leases", "Workers", "Pipeline", "Operator", "Retention", "RestartReleases", "Fences", "Holders"}},
-		{designs.Capabilities{Time: true, Leases: true}, []string{"Workers", "Pipeline", "Operator", "Retention", "RestartReleases", "Fences", "Holders"}},
-		{designs.Capabilities{Time: true, Leases: true, Holders: true}, []string{"Workers", "Pipeline", "Operator", "Retention", "RestartReleases", "Fences"}},
+		{designs.Capabilities{}, []string{"Time", "TimeBudget", "Leases", "Workers", "Pipeline", "Operator", "Retention", "RestartReleases", "Fences", "Holders"}},
+		{designs.Capabilities{Time: true, Leases: true}, []string{"TimeBudget", "Workers", "Pipeline", "Operator", "Retention", "RestartReleases", "Fences", "Holders"}},
+		{designs.Capabilities{Time: true, Leases: true, Holders: true, DueFirst: true}, []string{"TimeBudget", "Workers", "Pipeline", "Operator", "Retention", "RestartReleases", "Fences"}},
 	}
 	for _, tt := range tests {
 		var got []string
@@ -129,7 +129,7 @@ func TestDesignCheck(t *testing.T) {
 		{"workers alone", func(d *designs.Design) { d.Supports = designs.Capabilities{Workers: true} },
 			"capability Workers needs Leases and Time"},
 		{"operator and workers without time", func(d *designs.Design) { d.Supports.Time = false },
-			"capability Leases needs Time; capability Workers needs Time; capability Pipeline needs Time; capability Operator needs Time; capability Retention needs Time; capability RestartReleases needs Time; capability Fences needs Time; capability Holders needs Time"},
+			"capability TimeBudget needs Time; capability Leases needs Time; capability Workers needs Time; capability Pipeline needs Time; capability Operator needs Time; capability Retention needs Time; capability RestartReleases needs Time; capability Fences needs Time; capability Holders needs Time"},
 	}
 	for _, tt := range tests {
 		d := ok

@@ -31,6 +31,10 @@ type Config struct {
 	// spec's workers release theirs at once; a queue without a release by
 	// owner (a visibility timeout, a rescue after a while) keeps them.
 	RestartKeepsLeases bool
+	// ClaimsDueFirst says that a claim takes the eligible row due first
+	// (the earliest next attempt, then the oldest), as a queue ordered by
+	// its scheduled time does, where the spec's take the oldest.
+	ClaimsDueFirst bool
 }
 
 // Defaults returns the spec's default options, starting at ScenarioStart.

@@ -56,8 +56,12 @@ func (s State) claimInto(slot, owner string) (State, ClaimResult) {
 			}
 			continue
 		}
-		i = j
-		break
+		if i < 0 || s.ClaimsDueFirst && r.NextAttemptAt < s.Outbox[i].NextAttemptAt {
+			i = j
+		}
+		if !s.ClaimsDueFirst {
+			break
+		}
 	}
 	if i < 0 {
 		return s, ClaimResult{Result: Idle, Wake: wake}

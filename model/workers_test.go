@@ -503,3 +503,25 @@ func TestAnswersOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimsDueFirst: with ClaimsDueFirst a claim takes the eligible row
+// whose next attempt is earliest (the oldest among equals); without it,
+// the oldest eligible row.
+func TestClaimsDueFirst(t *testing.T) {
+	for _, dueFirst := range []bool{false, true} {
+		s := opened(t, func(c *model.Config) { c.ClaimsDueFirst = dueFirst; c.BackoffBase, c.BackoffCap = 1_000, 8_000 })
+		s = send(t, claim(t, s, "A"), "A", model.Request{Network: model.Offline}, model.ResultTransient)
+		s, _, _ = s.Settle("A", 500) // case-1 due again at start+500
+		s = tick(t, s, 1)
+		s, _, _ = s.Approve("case-2", "t", false) // due at start+1
+		s = tick(t, s, 600)
+		s, c := s.Claim("B")
+		want := key
+		if dueFirst {
+			want = key2
+		}
+		if c.Key != want {
+			t.Errorf("due first %v: claimed %s, want %s", dueFirst, c.Key, want)
+		}
+	}
+}

@@ -183,6 +183,7 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 func (e *Env) begin() {
 	e.model = model.New(system.DefaultMaxAttempts)
 	e.model.RestartKeepsLeases = keepsLeases(e.cfg.Design)
+	e.model.ClaimsDueFirst = e.cfg.Design.Supports.DueFirst
 	e.sends, e.workers, e.actedFence = map[string]int{}, map[string]*worker{}, map[string]int64{}
 	e.applied, e.before, e.diverged, e.started = 0, model.Observation{}, Disagreement{}, false
 	e.now, e.jitter = e.model.Now, 0

@@ -43,6 +43,7 @@ type need struct {
 // The capabilities steps need.
 var (
 	needTime      = need{"Time", func(c designs.Capabilities) bool { return c.Time }}
+	needBudget    = need{"TimeBudget", func(c designs.Capabilities) bool { return c.TimeBudget }}
 	needLeases    = need{"Leases", func(c designs.Capabilities) bool { return c.Leases }}
 	needWorkers   = need{"Workers", func(c designs.Capabilities) bool { return c.Workers }}
 	needPipeline  = need{"Pipeline", func(c designs.Capabilities) bool { return c.Pipeline }}
@@ -54,7 +55,7 @@ var (
 // where it needs one.
 var configNeeds = map[string]need{
 	"lease": needLeases, "send-timeout": needLeases, "backoff-base": needTime, "backoff-cap": needTime,
-	"max-age": needTime, "retention": needRetention,
+	"max-age": needBudget, "retention": needRetention,
 }
 
 // needed is a capability a step needs, and what of the step needs it: its
