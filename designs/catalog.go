@@ -225,10 +225,10 @@ var Fragile = []Design{
 		Summary: "a settle writes whatever happened since its claim",
 		Doc: "The settle checks that the row is still pending, not that it still carries the claim's fence: " +
 			"a worker paused past its lease (a long GC, a stopped process) settles over the worker that claimed " +
-			"the row after it, and what that worker recorded, or is about to, is overwritten. Invariant 6 " +
+			"the row after it, and what that worker recorded, or is about to, is overwritten. Invariant 8 " +
 			"catches it in six steps: a worker's settle after its lease ran out and another delivery claimed " +
 			"the row writes where the spec says stale.",
-		Failure: LostWork, Invariant: 6, MinimalSteps: 6, MostSteps: 8, Supports: phased,
+		Failure: LostWork, Invariant: 8, MinimalSteps: 6, MostSteps: 9, Supports: phased,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return noFencing{outbox{o}} }),
 		OpenCRM: openCRM,
 	},
@@ -247,9 +247,9 @@ var Fragile = []Design{
 		Summary: "a lease holds until its worker settles, however long",
 		Doc: "The claim skips every leased row, expired or not, to be safe from double sends. A worker that " +
 			"dies holding a lease and never comes back leaves its row pending for good: lost work that no " +
-			"worker will ever pick up. Invariant 6 catches it in three steps: after a worker's claim, the " +
+			"worker will ever pick up. Invariant 7 catches it in three steps: after a worker's claim, the " +
 			"worker that converges once the lease ran out goes idle with the row still pending.",
-		Failure: LostWork, Invariant: 6, MinimalSteps: 3, Supports: phased,
+		Failure: LostWork, Invariant: 7, MinimalSteps: 3, Supports: phased,
 		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return leaseClaims{outbox{o}, leaseForever} }),
 		OpenCRM: openCRM,
 	},
