@@ -88,7 +88,7 @@ func TestFailureNamesTheSentinel(t *testing.T) {
 		{Answer{Kind: Error, Key: "k"}, Answer{Kind: Transient, Key: "k"}, ": the error must wrap system.ErrTransient"},
 		{Answer{Kind: Error}, Answer{Kind: DatabaseBusy}, ": the error must wrap system.ErrBusy"},
 		{Answer{Kind: Approved, Key: "k"}, Answer{Kind: Conflict}, ""}, // no error: nothing to wrap
-		{Answer{Kind: Error}, Answer{Kind: Approved, Key: "k"}, ""},   // the model predicts no error
+		{Answer{Kind: Error}, Answer{Kind: Approved, Key: "k"}, ""},    // the model predicts no error
 	}
 	for _, tt := range tests {
 		detail := matchesModel(checkInput{got: tt.got, want: tt.want})
