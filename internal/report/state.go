@@ -22,7 +22,7 @@ func scenarioText(sc sim.Scenario, st story) string {
 		}
 		m.open("span", attrs...)
 		m.elText("span", itoa(n), "class", "ln")
-		m.text(text + "\n")
+		m.text(oneLine(text) + "\n")
 		m.end("span")
 	}
 	for i, c := range sc.Cases {
@@ -38,7 +38,7 @@ func scenarioText(sc sim.Scenario, st story) string {
 		if id != "" {
 			m.open("a", "class", "line directive", "href", "#"+id, "data-step", id)
 			m.elText("span", itoa(c.Line), "class", "ln")
-			m.text(c.Text + "\n")
+			m.text(oneLine(c.Text) + "\n")
 			m.end("a")
 		} else {
 			line(c.Line, "directive "+class, c.Text, "")

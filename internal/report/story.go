@@ -249,26 +249,42 @@ func (t *teller) reply(w int, label string, lost bool) event {
 	return e
 }
 
-// databaseFault is the mark a database fault leaves where it took
-// effect: on the app's lane or the receiver's.
+// faultShown says, for every fault, how the diagram shows where it took
+// effect: a mark with its label on a lane (marked), or a shape the
+// directive's events draw (how). A new fault needs a row (TestFaultsShown).
+var faultShown = map[faults.Kind]struct {
+	marked bool
+	lane   laneKind
+	label  string
+	how    string
+}{
+	faults.CrashBetweenInserts: {how: "a crash mark on the app's lane, and a restart's break"},
+	faults.CrashBeforeSend:     {how: "a crash mark on the worker's lane before any request"},
+	faults.CrashAfterReply:     {how: "a crash mark on the worker's lane after the reply"},
+	faults.Offline:             {how: "the request crossed out at the network"},
+	faults.LostReply:           {how: "the reply crossed out at the network"},
+	faults.DuplicateRequest:    {how: "a second request"},
+	faults.Throttled:           {how: "the request stopped at the network, which answers with the retry hint"},
+	faults.Refused:             {how: "the receiver's reply: refused"},
+	faults.Restart:             {how: "a break across the lanes"},
+	faults.ForeignTask:         {marked: true, lane: receiverLane, label: "another system's task under the key"},
+	faults.AppBusy:             {marked: true, lane: appLane, label: "app database busy"},
+	faults.AppFull:             {marked: true, lane: appLane, label: "app database full"},
+	faults.CommitLost:          {marked: true, lane: appLane, label: "COMMIT lost"},
+	faults.CommitReplyLost:     {marked: true, lane: appLane, label: "COMMIT's reply lost"},
+	faults.CRMBusy:             {marked: true, lane: receiverLane, label: "CRM database busy"},
+	faults.CRMFull:             {marked: true, lane: receiverLane, label: "CRM database full"},
+}
+
+// databaseFault is the mark fault k leaves where it took effect, for a
+// fault drawn as a mark (of a database, or of another system at the
+// receiver).
 func (t *teller) databaseFault(k faults.Kind) (event, bool) {
-	switch k {
-	case faults.AppBusy:
-		return t.mark(t.lane(appLane), "app database busy", "fault"), true
-	case faults.AppFull:
-		return t.mark(t.lane(appLane), "app database full", "fault"), true
-	case faults.CommitLost:
-		return t.mark(t.lane(appLane), "COMMIT lost", "fault"), true
-	case faults.CommitReplyLost:
-		return t.mark(t.lane(appLane), "COMMIT's reply lost", "fault"), true
-	case faults.CRMBusy:
-		return t.mark(t.lane(receiverLane), "CRM database busy", "fault"), true
-	case faults.CRMFull:
-		return t.mark(t.lane(receiverLane), "CRM database full", "fault"), true
-	case faults.ForeignTask:
-		return t.mark(t.lane(receiverLane), "another system's task under the key", "fault"), true
+	f, ok := faultShown[k]
+	if !ok || !f.marked {
+		return event{}, false
 	}
-	return event{}, false
+	return t.mark(t.lane(f.lane), f.label, "fault"), true
 }
 
 // tell fills sv's events from step s and what it did.
@@ -416,8 +432,14 @@ func (t *teller) deliver(sv *step, out sim.Outcome) {
 		switch {
 		case r.RemoteID != 0:
 			reply = fmt.Sprintf("task %d", r.RemoteID)
-		case r.LastError != "":
+		case r.LastError != "" && got.Kind != sim.Crashed:
 			reply = r.LastError
+		default:
+			for _, task := range out.Observed.Tasks {
+				if task.Key == got.Key {
+					reply = fmt.Sprintf("task %d", task.ID)
+				}
+			}
 		}
 		add(t.reply(w, reply, p.Fired == faults.LostReply))
 	}
