@@ -15,12 +15,8 @@ import (
 func scenarioText(sc sim.Scenario, st story) string {
 	var m markup
 	m.open("pre", "class", "scenario-text")
-	line := func(n int, class, text, step string) {
-		attrs := []string{"class", "line " + class}
-		if step != "" {
-			attrs = append(attrs, "data-step", step)
-		}
-		m.open("span", attrs...)
+	line := func(n int, class, text string) {
+		m.open("span", "class", "line "+class)
 		m.elText("span", itoa(n), "class", "ln")
 		m.text(oneLine(text) + "\n")
 		m.end("span")
@@ -28,28 +24,29 @@ func scenarioText(sc sim.Scenario, st story) string {
 	for i, c := range sc.Cases {
 		n := c.Line - len(c.Comments)
 		for _, l := range c.Comments {
-			line(n, "comment", l, "")
+			line(n, "comment", l)
 			n++
 		}
-		id, class := "", "not-run"
+		// A step's lines are one block, its directive line a link to it.
 		if i < len(st.steps) {
-			id, class = st.steps[i].id(), ""
-		}
-		if id != "" {
-			m.open("a", "class", "line directive", "href", "#"+id, "data-step", id)
+			id := st.steps[i].id()
+			m.open("span", "class", "case", "data-step", id)
+			m.open("a", "class", "line directive", "href", "#"+id)
 			m.elText("span", itoa(c.Line), "class", "ln")
 			m.text(oneLine(c.Text) + "\n")
 			m.end("a")
 		} else {
-			line(c.Line, "directive "+class, c.Text, "")
+			m.open("span", "class", "case not-run")
+			line(c.Line, "directive", c.Text)
 		}
-		line(c.Line+1, "rule "+class, "----", id)
+		line(c.Line+1, "rule", "----")
 		wants := strings.Split(c.Want, "\n")
 		for j, w := range wants {
-			line(c.Line+2+j, "want "+class, w, id)
+			line(c.Line+2+j, "want", w)
 		}
+		m.end("span")
 		if i+1 < len(sc.Cases) || len(sc.Trailer) > 0 {
-			line(c.Line+2+len(wants), "blank", "", "")
+			line(c.Line+2+len(wants), "blank", "")
 		}
 	}
 	n := 0
@@ -58,10 +55,10 @@ func scenarioText(sc sim.Scenario, st story) string {
 		n = last.Line + 3 + strings.Count(last.Want, "\n")
 	}
 	for j, l := range sc.Trailer {
-		line(n+j, "comment", l, "")
+		line(n+j, "comment", l)
 	}
 	if len(sc.Cases) > len(st.steps) {
-		m.elText("span", fmt.Sprintf("(the run stopped at the step that broke the invariant: %s did not run)", plural(len(sc.Cases)-len(st.steps), "line"))+"\n", "class", "line stopped")
+		m.elText("span", fmt.Sprintf("(the run stopped at the step that broke the invariant: %s did not run)", plural(len(sc.Cases)-len(st.steps), "step"))+"\n", "class", "line stopped")
 	}
 	m.end("pre")
 	return m.String()
@@ -156,7 +153,10 @@ func stepStates(st story) string {
 			m.text(" · " + plural(n, "request") + " to the receiver")
 		}
 		m.end("p")
-		m.elText("pre", s.output, "class", "output")
+		// The step's line in words; the rest of its output is the state
+		// below, and the scenario's text beside the diagram.
+		said, _, _ := strings.Cut(s.output, "\n")
+		m.elText("p", said, "class", "said")
 		if s.mismatch {
 			m.elText("p", "The file expects another output (-want +got):", "class", "hint")
 			m.elText("pre", textdiff.Lines(s.want, s.output), "class", "diff")
@@ -189,7 +189,7 @@ func rowsTable(m *markup, o, other model.Observation, showOther bool) {
 		} else {
 			m.open("tr")
 		}
-		m.elText("td", short(r.Key), "class", "key", "title", oneLine(r.Key))
+		m.elText("td", short(r.Key), "class", "key")
 		mine, theirs := rowFields(r), rowFields(t)
 		for i, f := range mine {
 			cell(m, f, theirs[i], ok, showOther)
@@ -264,7 +264,7 @@ func tasksTable(m *markup, o, other model.Observation) {
 			m.open("tr", "class", "only")
 		}
 		m.elText("td", fmt.Sprint(t.ID))
-		m.elText("td", short(t.Key), "class", "key", "title", oneLine(t.Key))
+		m.elText("td", short(t.Key), "class", "key")
 		m.elText("td", oneLine(t.Payload), "class", "payload")
 		m.end("tr")
 	}

@@ -414,6 +414,7 @@ func (t *teller) deliver(sv *step, out sim.Outcome) {
 	add(t.arrow(app, w, fmt.Sprintf("claim %s · attempt %d", short(got.Key), r.Attempts), "claim"))
 	if p.Fired == faults.CrashBeforeSend {
 		add(t.mark(w, "crash before the send; restarted", "crash"))
+		sv.restart = true
 		return
 	}
 	if e, ok := t.databaseFault(p.Fired); ok && (p.Fired == faults.ForeignTask || p.Fired == faults.CRMBusy || p.Fired == faults.CRMFull) {
@@ -446,6 +447,7 @@ func (t *teller) deliver(sv *step, out sim.Outcome) {
 	switch got.Kind {
 	case sim.Crashed:
 		add(t.mark(w, "crash after the reply; restarted", "crash"))
+		sv.restart = true
 	case sim.Sent, sim.Pending, sim.Blocked:
 		what := string(got.Kind)
 		if r.LastError != "" {

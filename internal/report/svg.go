@@ -42,8 +42,11 @@ func (m *markup) el(name string, attrs ...string) { m.tag(name, true, attrs...) 
 func (m *markup) open(name string, attrs ...string) { m.tag(name, false, attrs...) }
 func (m *markup) end(name string)                   { m.WriteString("</" + name + ">") }
 
+// textEscaper escapes text between tags: quotes need no escape there.
+var textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
 // text writes s escaped.
-func (m *markup) text(s string) { m.WriteString(html.EscapeString(s)) }
+func (m *markup) text(s string) { textEscaper.WriteString(m, s) }
 
 // elText writes <name attrs>s</name>.
 func (m *markup) elText(name, s string, attrs ...string) {
@@ -162,6 +165,7 @@ func drawStep(m *markup, st story, s step, b band, width int) {
 	}
 	m.open("a", "href", "#"+s.id(), "class", class, "data-step", s.id())
 	m.elText("title", s.name()+": "+s.text+"\n"+s.output)
+	m.el("rect", "class", "hit", "x", "0", "y", itoa(b.y), "width", itoa(width), "height", itoa(b.h))
 	label := "·"
 	if s.number > 0 {
 		label = itoa(s.number)
