@@ -63,6 +63,27 @@ func TestBrowser(t *testing.T) {
 	noFencing, nf := write("no-fencing", replayed(t, "corpus/fragile/no-fencing.txt"))
 	threeWorkers, tw := write("three-workers", replayed(t, "internal/report/testdata/three-workers.txt"))
 
+	// How long the report of forty steps with three workers takes to open:
+	// from the start of the navigation to the end of the load event, the
+	// fastest of three loads (the machine is shared), before the
+	// subtests run side by side.
+	t.Run("opens-in-a-second", func(t *testing.T) {
+		tab, done := chromedp.NewContext(browser)
+		defer done()
+		loaded := 0.0
+		for i := range 3 {
+			do(t, tab, chromedp.EmulateViewport(1400, 900), chromedp.Navigate(threeWorkers))
+			ms := eval[float64](t, tab, `(() => { const n = performance.getEntriesByType("navigation")[0]; return n.loadEventEnd - n.startTime })()`)
+			if i == 0 || ms < loaded {
+				loaded = ms
+			}
+		}
+		t.Logf("the report of forty steps with three workers (%d bytes) loaded in %.0f ms", fileSize(t, strings.TrimPrefix(threeWorkers, "file://")), loaded)
+		if loaded <= 0 || loaded >= 1000 {
+			t.Errorf("the report loaded in %.0f ms, want under a second", loaded)
+		}
+	})
+
 	t.Run("no-fencing", func(t *testing.T) {
 		t.Parallel()
 		tab, done := chromedp.NewContext(browser)
@@ -135,22 +156,6 @@ func TestBrowser(t *testing.T) {
 		defer done()
 		do(t, tab, chromedp.EmulateViewport(1400, 900), chromedp.Navigate(threeWorkers))
 		drawn(t, tab, tell(tw.Run, nil))
-		// From the start of the navigation to the end of the load event,
-		// the fastest of three loads: the machine is shared.
-		loaded := 0.0
-		for i := range 3 {
-			if i > 0 {
-				do(t, tab, chromedp.Reload())
-			}
-			ms := eval[float64](t, tab, `(() => { const n = performance.getEntriesByType("navigation")[0]; return n.loadEventEnd - n.startTime })()`)
-			if i == 0 || ms < loaded {
-				loaded = ms
-			}
-		}
-		t.Logf("the report of forty steps with three workers (%d bytes) loaded in %.0f ms", fileSize(t, strings.TrimPrefix(threeWorkers, "file://")), loaded)
-		if loaded <= 0 || loaded >= 1000 {
-			t.Errorf("the report loaded in %.0f ms, want under a second", loaded)
-		}
 		if n := eval[int](t, tab, `document.querySelectorAll("svg g.lease").length`); n != len(tell(tw.Run, nil).leases) || n == 0 {
 			t.Errorf("%d leases drawn, want %d", n, len(tell(tw.Run, nil).leases))
 		}

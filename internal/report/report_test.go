@@ -111,3 +111,41 @@ func TestGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestSize: the report of forty steps with three workers stays under
+// 300 KB.
+func TestSize(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, replayed(t, "internal/report/testdata/three-workers.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() >= 300_000 {
+		t.Errorf("the report of forty steps with three workers is %d bytes, want under 300 KB", b.Len())
+	}
+}
+
+// BenchmarkWrite writes the report of forty steps with three workers,
+// and that of a fragile design's counterexample with an exploration's
+// coverage, as explore --report writes it.
+func BenchmarkWrite(b *testing.B) {
+	withCoverage := replayed(b, "corpus/fragile/no-fencing.txt")
+	withCoverage.Coverage = coverage()
+	for _, bb := range []struct {
+		name string
+		in   Input
+	}{
+		{"three-workers", replayed(b, "internal/report/testdata/three-workers.txt")},
+		{"explore-failure", withCoverage},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			var buf bytes.Buffer
+			for b.Loop() {
+				buf.Reset()
+				if err := Write(&buf, bb.in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(buf.Len()), "bytes/report")
+		})
+	}
+}
