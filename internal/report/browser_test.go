@@ -31,9 +31,9 @@ var docsPicture = flag.Bool("docs-picture", false, "TestBrowser: write the scree
 // shows its state, the page reads without JavaScript and prints, and
 // screenshots at a desktop's and a phone's width are taken (into a
 // temporary folder; -shots DIR keeps them, -docs-picture writes the
-// README's). A report of forty
-// steps with three workers opens in under a second. Where Chromium is
-// absent it says so and skips: CI fails a run in which it skipped.
+// README's). A report of forty steps with three workers opens in under a
+// second. Where Chromium is absent it says so and skips: CI fails a run
+// in which it skipped.
 func TestBrowser(t *testing.T) {
 	if _, err := os.Stat(chromium); err != nil {
 		t.Skipf("no Chromium at %s, the browser test did not run (apt-get install chromium)", chromium)
