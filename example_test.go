@@ -71,6 +71,21 @@ func ExampleReplay() {
 	// Output: 0 mismatches, violation: <nil>
 }
 
+// Mismatch.Diff shows only the lines of a step's output that differ from
+// the scenario file's.
+func ExampleMismatch_Diff() {
+	m := handoff.Mismatch{Line: 7, Step: "deliver fault=lost-reply",
+		Want: "sent harbor:create-followup:v1:case-1: task 1\noutbox harbor:create-followup:v1:case-1 sent attempts=1 remote=1\ncrm task 1 harbor:create-followup:v1:case-1",
+		Got:  "pending harbor:create-followup:v1:case-1: transient failure, the retry sends the same key\noutbox harbor:create-followup:v1:case-1 pending attempts=1 last-error=transient\ncrm task 1 harbor:create-followup:v1:case-1"}
+	fmt.Print(m.Diff())
+	// Output:
+	// -sent harbor:create-followup:v1:case-1: task 1
+	// -outbox harbor:create-followup:v1:case-1 sent attempts=1 remote=1
+	// +pending harbor:create-followup:v1:case-1: transient failure, the retry sends the same key
+	// +outbox harbor:create-followup:v1:case-1 pending attempts=1 last-error=transient
+	//  crm task 1 harbor:create-followup:v1:case-1
+}
+
 // Failure.Save keeps a counterexample as a scenario file that Replay, and
 // Verify's Corpus, replay.
 func ExampleFailure_Save() {

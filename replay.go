@@ -8,6 +8,7 @@ import (
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/sim"
+	"github.com/outboxlab/handoff/internal/textdiff"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -50,6 +51,10 @@ type Mismatch struct {
 	Step      string // the directive line
 	Got, Want string
 }
+
+// Diff shows the lines of Want and Got that differ, marked - and +, with
+// the lines both have between them.
+func (m Mismatch) Diff() string { return textdiff.Lines(m.Want, m.Got) }
 
 // Replay runs the scenario file at path on new databases, every step
 // against the model with every invariant checked, and compares each

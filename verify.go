@@ -2,14 +2,17 @@ package handoff
 
 import (
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/explore"
+	"github.com/outboxlab/handoff/internal/report"
 	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
@@ -102,8 +105,12 @@ func Verify(t *testing.T, d designs.Design, opts VerifyOptions) {
 	if opts.Corpus != "" && paths == nil {
 		t.Logf("no scenario of yours to replay: %s holds no *.txt file (%s=1 saves a failure's there)", opts.Corpus, SaveEnv)
 	}
+	if opts.Enumerate {
+		t.Logf("Enumerate: every scenario replayed is crashed at every fault point it passes, once each, then restarted and converged")
+	}
 	for _, path := range paths {
 		t.Run("replay/"+filepath.Base(path), func(t *testing.T) {
+			t.Helper()
 			sc, err := readOwnScenario(path, d)
 			if err != nil {
 				t.Fatal(err)
@@ -118,10 +125,16 @@ func Verify(t *testing.T, d designs.Design, opts VerifyOptions) {
 		}
 		t.Logf("replaying %d of the handoff's corpus files: those of the real design on %s whose steps design %s supports", len(builtin), opts.Backend, d.Name)
 		for _, sc := range builtin {
-			t.Run("replay/handoff/"+filepath.Base(sc.Name), func(t *testing.T) { verifyReplay(t, d, sc, opts) })
+			t.Run("replay/handoff/"+filepath.Base(sc.Name), func(t *testing.T) {
+				t.Helper()
+				verifyReplay(t, d, sc, opts)
+			})
 		}
 	}
-	t.Run("property", func(t *testing.T) { verifyProperty(t, d, opts) })
+	t.Run("property", func(t *testing.T) {
+		t.Helper()
+		verifyProperty(t, d, opts)
+	})
 }
 
 // nameClash reports a design that takes the name of one of the catalog
@@ -196,8 +209,10 @@ func builtinScenarios(d designs.Design, b Backend) ([]sim.Scenario, error) {
 
 // verifyReplay replays sc on d, checking every invariant after every
 // step, then, with opts.Enumerate, crashes it at every fault point it
-// passes.
+// passes and says where. A broken invariant fails t with the scenario up
+// to there and the path of its report.
 func verifyReplay(t *testing.T, d designs.Design, sc sim.Scenario, opts VerifyOptions) {
+	t.Helper()
 	if err := sim.ScenarioSupported(d, sc); err != nil {
 		t.Fatal(err)
 	}
@@ -218,8 +233,10 @@ func verifyReplay(t *testing.T, d designs.Design, sc sim.Scenario, opts VerifyOp
 		run.Steps, run.Outcomes = append(run.Steps, c.Step), append(run.Outcomes, out)
 		if out.Violation != nil {
 			f := sim.Failure{Run: run, Violation: *out.Violation, Disagreement: env.Disagreement()}
-			t.Fatalf("%s:%d: design %s broke invariant %d (%s):\n  %s\n\nthe scenario up to there:\n\n%s%s",
-				sc.Name, c.Line, d.Name, f.Violation.Invariant, f.Violation.Name(), f.Violation.Detail, run.Scenario(), f.Diverged())
+			v := *out.Violation
+			picture := writeReport(t, "", report.Input{Run: run, Violation: &v, Scenario: sc, Reproduce: fmt.Sprintf("go test -run '^%s$'", t.Name())})
+			t.Fatalf("%s:%d: design %s broke invariant %d (%s):\n  %s\n\nthe scenario up to there:\n\n%s%s%s",
+				sc.Name, c.Line, d.Name, f.Violation.Invariant, f.Violation.Name(), f.Violation.Detail, run.Scenario(), f.Diverged(), picture)
 		}
 	}
 	if !opts.Enumerate {
@@ -235,35 +252,99 @@ func verifyReplay(t *testing.T, d designs.Design, sc sim.Scenario, opts VerifyOp
 			broken = append(broken, p)
 		}
 	}
-	if len(broken) > 0 {
-		p := broken[0]
-		t.Errorf("%s:%d: %s crashed at %s (fault point %d of the %d the scenario passes), then restarted, faults off and delivering until idle: invariant %d (%s) broke:\n  %s\nthe step that broke it:\n%s\n(%s of %d broke an invariant)",
-			sc.Name, p.Case.Line, p.Case.Step.Directive, p.Point, p.Pass, len(points), p.Violation.Invariant, p.Violation.Name(), p.Violation.Detail,
-			p.Output, words.HowMany(len(broken), "crash"), len(points))
+	switch {
+	case len(points) == 0:
+		t.Logf("%s passes no fault point: Enumerate has nothing to crash", sc.Name)
+		return
+	case len(broken) == 0:
+		t.Logf("%s: %s, one at each fault point the scenario passes (%s), each then restarted and converged: every invariant held",
+			sc.Name, words.Agree(len(points), "run", "crashed", "crashed"), crashedWhere(points))
+		return
 	}
+	p := broken[0]
+	t.Errorf("%s:%d: %s crashed at %s (fault point %d of the %d the scenario passes), then restarted, faults off and delivering until idle: invariant %d (%s) broke:\n  %s\nthe step that broke it:\n%s\n(%s of %d broke an invariant)",
+		sc.Name, p.Case.Line, p.Case.Step.Directive, p.Point, p.Pass, len(points), p.Violation.Invariant, p.Violation.Name(), p.Violation.Detail,
+		p.Output, words.HowMany(len(broken), "crash"), len(points))
 }
 
-// verifyProperty runs the rapid property on d, and saves the minimal
-// failing scenario into opts.Corpus when the environment asks to.
+// verifyProperty runs the rapid property on d and fails t, once, with
+// the minimal failing scenario and the path of its report; it saves the
+// scenario into opts.Corpus when the environment asks to. rapid's own
+// account is printed only when the harness itself failed.
 func verifyProperty(t *testing.T, d designs.Design, opts VerifyOptions) {
+	t.Helper()
 	rec := &explore.Recorder{}
 	save := fmt.Sprintf("%s=1 go test -run '^%s$' in this package's folder (rapid replays its fail file, in testdata/rapid, first)", SaveEnv, t.Name())
 	if opts.Corpus == "" {
 		save = "set VerifyOptions.Corpus to a folder, then " + save
 	}
-	defer func() {
-		if rec.Failure == nil || os.Getenv(SaveEnv) == "" || opts.Corpus == "" {
-			return
-		}
-		path, err := sim.SaveCounterexample(opts.Corpus, rec.Failure)
-		if err != nil {
-			t.Errorf("saving the minimal scenario: %v", err)
-			return
-		}
-		t.Logf("saved the minimal scenario as %s", path)
-	}()
 	prop, done := explore.Property(t.Context(), explore.PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: opts.Steps, Fresh: opts.Fresh,
 		Backend: backend.Backend(opts.Backend), PostgresURL: opts.PostgresURL, Recorder: rec, Reproduce: save})
-	defer done()
-	explore.Check(t, prop)
+	failed, account := explore.CheckQuietly(t, prop)
+	done()
+	f := rec.Failure
+	switch {
+	case !failed:
+		return
+	case f == nil:
+		t.Fatalf("the harness itself failed:\n%s", account)
+	}
+	var saved string
+	if os.Getenv(SaveEnv) != "" && opts.Corpus != "" {
+		path, err := sim.SaveCounterexample(opts.Corpus, f)
+		if err != nil {
+			t.Errorf("saving the minimal scenario: %v", err)
+		} else {
+			saved = "\nsaved the minimal scenario as " + path
+		}
+	}
+	in, err := report.FromFailure(f, save)
+	picture := ""
+	if err != nil {
+		picture = fmt.Sprintf("\n(no report: %v)", err)
+	} else {
+		picture = writeReport(t, strings.TrimPrefix(saved, "\nsaved the minimal scenario as "), in)
+	}
+	t.Fatalf("%s%s%s", f.Report(save), picture, saved)
+}
+
+// writeReport writes in as a report and returns the line that gives its
+// path: beside the scenario at scenarioPath, or, for "", in a folder of
+// the system's temporary folder, named after the test and its package's
+// folder, so that the next run of the same test writes over it.
+func writeReport(t *testing.T, scenarioPath string, in report.Input) string {
+	t.Helper()
+	path := report.Beside(scenarioPath)
+	if scenarioPath == "" {
+		wd, _ := os.Getwd()
+		h := fnv.New32a()
+		h.Write([]byte(wd))
+		name := strings.Map(func(r rune) rune {
+			if r == '/' || r == '\\' || r == ' ' || r == ':' {
+				return '_'
+			}
+			return r
+		}, t.Name())
+		path = filepath.Join(os.TempDir(), "handoff-reports", fmt.Sprintf("%s-%08x.html", name, h.Sum32()))
+	}
+	written, err := report.WriteFile(path, in)
+	if err != nil {
+		return fmt.Sprintf("\n(no report: %v)", err)
+	}
+	return "\nthe failure as a picture: " + written
+}
+
+// crashedWhere says where Enumerate crashed a scenario: every step that
+// passed a fault point, by its line, with the points it passed.
+func crashedWhere(points []sim.CrashPoint) string {
+	var parts []string
+	for i := 0; i < len(points); {
+		c := points[i].Case
+		var at []string
+		for ; i < len(points) && points[i].Case.Line == c.Line; i++ {
+			at = append(at, string(points[i].Point))
+		}
+		parts = append(parts, fmt.Sprintf("line %d %s at %s", c.Line, c.Step.Directive, strings.Join(at, ", ")))
+	}
+	return strings.Join(parts, "; ")
 }

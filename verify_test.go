@@ -1,11 +1,13 @@
 package handoff
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/internal/pgtest"
+	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -33,6 +36,9 @@ func verifyDesign(t *testing.T) designs.Design {
 	if name == "" {
 		return designs.Handoff
 	}
+	if name == plainErrors.Name {
+		return plainErrors
+	}
 	receiver, own := strings.CutPrefix(name, "receiver:")
 	d, err := designs.Lookup(receiver)
 	if err != nil {
@@ -42,6 +48,28 @@ func verifyDesign(t *testing.T) designs.Design {
 		return designs.WithReceiver("my-receiver", "the real handoff in front of "+d.Name+"'s receiver", d.OpenCRM)
 	}
 	return d
+}
+
+// plainErrors is the real outbox, one worker without a clock, whose
+// approval refuses a key conflict with an error of its own that wraps no
+// sentinel, and whose message holds a line separator: what a user's
+// outbox may do.
+var plainErrors = designs.Design{Name: "plain-errors", Summary: "a key conflict refused with an error of its own",
+	OpenApp: func(ctx context.Context, path string, opts system.Options) (designs.App, error) {
+		app, err := designs.Handoff.OpenApp(ctx, path, opts)
+		return plainErrorsApp{app}, err
+	},
+	OpenCRM: designs.Handoff.OpenCRM}
+
+// plainErrorsApp is plainErrors' app.
+type plainErrorsApp struct{ designs.App }
+
+func (a plainErrorsApp) RecordApproval(ctx context.Context, caseID, title string) (string, error) {
+	key, err := a.App.RecordApproval(ctx, caseID, title)
+	if errors.Is(err, system.ErrKeyConflict) {
+		return key, errors.New("this case was approved with another title:\u2028ask its owner")
+	}
+	return key, err
 }
 
 // TestVerify verifies the real design as a user's go test would, with
@@ -92,18 +120,46 @@ func TestVerifyReportsWhatBroke(t *testing.T) {
 			}
 			out := child("1")
 			for _, want := range []string{"--- FAIL: TestVerify/property", tt.invariant, "minimal scenario (",
-				"reproduce and save: HANDOFF_SAVE=1 go test -run '^TestVerify/property$' in this package's folder", "saved the minimal scenario as " + corpus} {
+				"reproduce and save: HANDOFF_SAVE=1 go test -run '^TestVerify/property$' in this package's folder", "saved the minimal scenario as " + corpus,
+				"the failure as a picture: " + corpus} {
 				if !strings.Contains(out, want) {
 					t.Errorf("the output lacks %q:\n%s", want, out)
+				}
+			}
+			property := out[strings.Index(out, "=== RUN   TestVerify/property"):]
+			if n := strings.Count(property, "minimal scenario ("); n != 1 {
+				t.Errorf("the failure is printed %d times, want once:\n%s", n, property)
+			}
+			// Every line the test logs is the user's: attributed to the
+			// line that calls Verify, none to the harness's files, and no
+			// draw of rapid's.
+			if strings.Contains(out, "[rapid]") {
+				t.Errorf("the output shows rapid's own lines:\n%s", out)
+			}
+			for _, m := range regexp.MustCompile(`(?m)^\s+(\w+\.go):\d+: `).FindAllStringSubmatch(out, -1) {
+				if m[1] != "verify_test.go" {
+					t.Errorf("a line is attributed to %s, not to the test that calls Verify:\n%s", m[1], out)
+					break
 				}
 			}
 			saved, err := filepath.Glob(filepath.Join(corpus, "*.txt"))
 			if err != nil || len(saved) != 1 {
 				t.Fatalf("saved %v (%v), want one scenario", saved, err)
 			}
+			if picture, err := os.ReadFile(strings.TrimSuffix(saved[0], ".txt") + ".html"); err != nil || !bytes.Contains(picture, []byte("<svg")) {
+				t.Errorf("no report beside the saved scenario (%v)", err)
+			}
 			out = child("")
 			if want := "--- FAIL: TestVerify/replay/" + filepath.Base(saved[0]); !strings.Contains(out, want) || !strings.Contains(out, tt.invariant) {
 				t.Errorf("the next run does not fail on the saved scenario (want %q and %q):\n%s", want, tt.invariant, out)
+			}
+			if m := regexp.MustCompile(`the failure as a picture: (\S+)`).FindStringSubmatch(out); m == nil {
+				t.Errorf("the replay's failure gives no report:\n%s", out)
+			} else if _, err := os.Stat(m[1]); err != nil {
+				t.Errorf("the replay's report: %v", err)
+			}
+			if !testing.Short() && !strings.Contains(out, "Enumerate: every scenario replayed is crashed") {
+				t.Errorf("Enumerate ran without a word in the log:\n%s", out)
 			}
 		})
 	}
@@ -242,5 +298,48 @@ func TestFewerViews(t *testing.T) {
 	case !slices.Contains(append([]int{r.Failure.Violation.Invariant}, r.Failure.Violation.Also...), 8):
 		t.Errorf("no-fencing without fences shown: got invariant %d (also %v), want 8 among them:\n%s",
 			r.Failure.Violation.Invariant, r.Failure.Violation.Also, r.Failure.Report(""))
+	}
+}
+
+// TestVerifyNamesWhatWasExpected runs TestVerify in a child process on
+// an outbox that refuses a key conflict with an error of its own, and
+// checks that the failure names the sentinel the error must wrap, in the
+// user's terms, and prints the error's line separator escaped.
+func TestVerifyNamesWhatWasExpected(t *testing.T) {
+	t.Parallel()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestVerify$", "-test.count=1", "-test.v", "-test.short")
+	cmd.Env = append(os.Environ(), verifyDesignEnv+"="+plainErrors.Name)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) {
+		t.Fatalf("TestVerify on %s did not fail as a test fails (%v):\n%s", plainErrors.Name, err, out)
+	}
+	for _, want := range []string{
+		"--- FAIL: TestVerify/replay/handoff/approve-conflict.txt",
+		`the system answered "error", the model predicted "conflict": the error must wrap system.ErrKeyConflict`,
+		`refused: this case was approved with another title:\u2028ask its owner`,
+	} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+	if bytes.Contains(out, []byte("\u2028")) {
+		t.Errorf("the output prints a raw U+2028:\n%s", out)
+	}
+}
+
+// TestCrashedWhere: Enumerate's line in the log names every step that
+// passed a fault point, by its line, with the points it crashed at.
+func TestCrashedWhere(t *testing.T) {
+	deliver := sim.Case{Line: 9, Step: sim.NewStep("deliver")}
+	approve := sim.Case{Line: 2, Step: sim.NewStep("approve")}
+	points := []sim.CrashPoint{
+		{Pass: 1, Point: system.PointBetweenApprovalInserts, Case: approve},
+		{Pass: 2, Point: system.PointBeforeSend, Case: deliver},
+		{Pass: 3, Point: system.PointAfterReply, Case: deliver},
+	}
+	want := "line 2 approve at between-approval-inserts; line 9 deliver at before-send, after-reply"
+	if got := crashedWhere(points); got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

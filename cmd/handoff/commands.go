@@ -52,7 +52,7 @@ func init() {
 	commands = []command{
 		{
 			name:       "explore",
-			args:       "[--checks N] [--steps N] [--seed S] [--design NAME] [--transport NAME] [--backend NAME [--postgres-url URL]] [--parallel N] [--shard I/N] [--swarm=false] [--save DIR] [--dir DIR] [--json]",
+			args:       "[--checks N] [--steps N] [--seed S] [--design NAME] [--transport NAME] [--backend NAME [--postgres-url URL]] [--parallel N] [--shard I/N] [--swarm=false] [--save DIR] [--report PATH] [--dir DIR] [--json]",
 			summary:    "explore random fault sequences against the real handoff (the main job)",
 			done:       "the real design kept every invariant, or the fragile design given with --design was caught",
 			failed:     "an invariant of the real design broke (the minimal scenario is printed), the fragile design was not caught, the run was interrupted (the partial summary is printed), or the harness failed",
@@ -78,11 +78,20 @@ func init() {
 		},
 		{
 			name:    "replay",
-			args:    "[--quiet] [--transport NAME] [--backend NAME [--postgres-url URL]] [FILE...]",
+			args:    "[--quiet] [--report PATH] [--transport NAME] [--backend NAME [--postgres-url URL]] [FILE...]",
 			summary: "replay scenario files (default: the embedded corpus) and compare outputs",
 			done:    "every output matches (a file of the other backend is skipped, with its reason)",
 			failed:  "an output did not match, a file could not be read or parsed, or no file given can run over the transport or on the backend",
 			run:     replay,
+		},
+		{
+			name:     "report",
+			args:     "[--out PATH] [--transport NAME] [--backend NAME [--postgres-url URL]] FILE",
+			summary:  "replay a scenario file and write its report: an HTML page of the run as a sequence diagram, every step's state, and where the model and the system first disagreed",
+			operands: "FILE is a scenario file (corpus/fragile/no-fencing.txt, say); the report is written beside it, FILE.html for FILE.txt, unless --out names another file.",
+			done:     "the report is written, whatever the scenario did (the report and a line on stdout say whether it broke an invariant)",
+			failed:   "the file could not be read, parsed or run, or the report could not be written",
+			run:      reportCmd,
 		},
 		{
 			name:    "demo",

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/internal/lanes"
+	htmlreport "github.com/outboxlab/handoff/internal/report"
 	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 )
@@ -33,6 +35,7 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	seed := fs.Uint64("seed", 0, "seed of the first sequence (default: a fresh one, printed in the summary)")
 	designName := fs.String("design", designs.Handoff.Name, "design to explore (handoff designs lists them)")
 	save := fs.String("save", "", "save the minimal failing scenario as a file in this folder")
+	reportPath := fs.String("report", "", "write the run's report to this file: an HTML page of what the run reached, as charts, and of a failure as a picture (default: a failure's, beside the scenario --save saves)")
 	dir := fs.String("dir", "", "folder for the sequences' databases (default: the system's temporary folder)")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	parallel := fs.Int("parallel", runtime.NumCPU(), "sequences to run at once, each lane a process of its own when more than one; the sequences are the same whatever it is (default: the number of CPUs)")
@@ -112,6 +115,14 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		fmt.Fprintf(stderr, "saved the minimal scenario as %s\n", path)
+		if *reportPath == "" {
+			*reportPath = htmlreport.Beside(path)
+		}
+	}
+	if *reportPath != "" {
+		if err := writeExploreReport(*reportPath, report, reproduce, backend, stderr); err != nil {
+			return err
+		}
 	}
 	switch {
 	case report.Interrupted:
@@ -123,6 +134,25 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case report.Failure == nil && design.Name != designs.Handoff.Name:
 		return fmt.Errorf("no violation found in fragile design %s after %s", design.Name, words.HowMany(*checks, "sequence"))
 	}
+	return nil
+}
+
+// writeExploreReport writes the report of exploration r to path: its
+// coverage as charts, and its failure, if any, as a picture.
+func writeExploreReport(path string, r explore.Report, reproduce string, b backend.Backend, stderr io.Writer) error {
+	in := htmlreport.Input{}
+	if r.Failure != nil {
+		var err error
+		if in, err = htmlreport.FromFailure(r.Failure, reproduce); err != nil {
+			return err
+		}
+	}
+	in.Coverage = &htmlreport.Coverage{Design: r.Config.Design.Name, Seed: r.Config.Seed, Transport: string(r.Config.Transport), Backend: string(b), Stats: r.Stats}
+	written, err := htmlreport.WriteFile(path, in)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote the report: %s\n", written)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/textdiff"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -134,10 +135,14 @@ type Problem struct {
 	Message string
 }
 
-// Error prints the problem with the file and line of its case, the output
-// got and the one wanted.
+// Error prints the problem with the file and line of its case and, for
+// an output that differs, the lines that differ (-want +got, with the
+// lines both have between them); for an output as wanted, the output.
 func (p Problem) Error() string {
-	return fmt.Sprintf("%s:%d: %s: %s\n--- got:\n%s\n--- want:\n%s", p.File, p.Case.Line, p.Case.Text, p.Message, p.Got, p.Case.Want)
+	if diff := textdiff.Lines(p.Case.Want, p.Got); diff != "" {
+		return fmt.Sprintf("%s:%d: %s: %s (-want +got):\n%s", p.File, p.Case.Line, p.Case.Text, p.Message, strings.TrimSuffix(diff, "\n"))
+	}
+	return fmt.Sprintf("%s:%d: %s: %s:\n%s", p.File, p.Case.Line, p.Case.Text, p.Message, p.Got)
 }
 
 // Replay runs the scenario in a fresh pair of databases inside dir (which
@@ -159,20 +164,37 @@ func ReplayOver(ctx context.Context, sc Scenario, dir string, t Transport) ([]st
 // PostgresURL; the scenario's design line, if any, names the design), with
 // the simulation's durability.
 func ReplayWith(ctx context.Context, sc Scenario, cfg Config) ([]string, []Problem, error) {
-	cfg.Durability = system.ProcessSafe
-	env, err := NewEnv(ctx, cfg)
+	run, problems, err := ReplayRun(ctx, sc, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
+	outputs := make([]string, len(run.Outcomes))
+	for i, out := range run.Outcomes {
+		outputs[i] = out.Output
+	}
+	return outputs, problems, nil
+}
+
+// ReplayRun is ReplayWith returning the run itself, every step and what
+// it did, as a report of it draws it.
+func ReplayRun(ctx context.Context, sc Scenario, cfg Config) (Run, []Problem, error) {
+	cfg.Durability = system.ProcessSafe
+	env, err := NewEnv(ctx, cfg)
+	if err != nil {
+		return Run{}, nil, err
+	}
 	defer env.Close()
-	var outputs []string
+	run := Run{Design: env.Design().Name}
 	var problems []Problem
 	for _, c := range sc.Cases {
 		out, err := env.Apply(ctx, c.Step)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s:%d: %w", sc.Name, c.Line, err)
+			return Run{}, nil, fmt.Errorf("%s:%d: %w", sc.Name, c.Line, err)
 		}
-		outputs = append(outputs, out.Output)
+		run.Steps, run.Outcomes = append(run.Steps, c.Step), append(run.Outcomes, out)
+		if c.Step.Directive == "design" {
+			run.Design = env.Design().Name
+		}
 		switch {
 		case out.Output != c.Want:
 			problems = append(problems, Problem{sc.Name, c, out.Output, "output differs"})
@@ -180,7 +202,7 @@ func ReplayWith(ctx context.Context, sc Scenario, cfg Config) ([]string, []Probl
 			problems = append(problems, Problem{sc.Name, c, out.Output, "the real design broke an invariant"})
 		}
 	}
-	return outputs, problems, nil
+	return run, problems, nil
 }
 
 // SaveCounterexample writes f as a scenario file into dir, named after the

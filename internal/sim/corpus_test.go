@@ -35,6 +35,11 @@ func TestReplayReportsMismatchesAndBadSteps(t *testing.T) {
 	if !strings.HasPrefix(problems[0].Error(), "s.txt:1: approve case=a title=b: output differs") {
 		t.Errorf("got %q", problems[0].Error())
 	}
+	// Only the lines that differ are marked, and the lines both have stay
+	// between them.
+	if want := "s.txt:5: restart: output differs (-want +got):\n restarted: every handle closed and reopened from its file\n-outbox a\n+outbox harbor:create-followup:v1:a pending attempts=0\n+crm empty"; problems[1].Error() != want {
+		t.Errorf("got\n%s\nwant\n%s", problems[1].Error(), want)
+	}
 	for _, text := range []string{"launch\n----\n", "deliver fault=meteor\n----\n", "deliver case=a\n----\n", "restart\n----\n\ndesign name=handoff\n----\n"} {
 		sc, err := ParseScenario("bad.txt", text)
 		if err != nil {

@@ -46,7 +46,7 @@ func (e *Env) approve(ctx context.Context, s Step) (stepResult, error) {
 		r.line, r.got = fmt.Sprintf("approved %s %s", key, visible(a.Payload)), Answer{Kind: Approved, Key: key}
 		r.ifUnchanged = " (already approved: nothing changed)"
 	default:
-		r.line, r.got = "refused: "+err.Error(), Answer{Kind: refusal(err)}
+		r.line, r.got = "refused: "+system.OneLine(err.Error()), Answer{Kind: refusal(err)}
 	}
 
 	// The model hears of the crash the step asked for, or of one that

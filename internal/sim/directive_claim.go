@@ -37,7 +37,7 @@ func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
 		}
 		switch {
 		case err != nil:
-			r.line, r.got = "error: "+err.Error(), Answer{Kind: errorAnswer(err)}
+			r.line, r.got = "error: "+system.OneLine(err.Error()), Answer{Kind: errorAnswer(err)}
 		case d.Result == system.ResultPending:
 			w.claim = &c
 			r.line, r.got = fmt.Sprintf("%s claimed %s: attempt %d, fence %d", name, c.Key, c.Attempt, c.Fence), Answer{Kind: Claimed, Key: c.Key}

@@ -36,7 +36,7 @@ func (e *Env) converge(ctx context.Context, s Step) (stepResult, error) {
 		d, err := e.app.DeliverOne(ctx, faults.Counted(e.sends, network))
 		n++
 		if err != nil {
-			r.line, r.got = fmt.Sprintf("error on delivery %d: %v", n, err), Answer{Kind: Error}
+			r.line, r.got = fmt.Sprintf("error on delivery %d: %s", n, system.OneLine(err.Error())), Answer{Kind: Error}
 			break
 		}
 		if d.Result == system.Idle {

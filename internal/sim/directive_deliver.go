@@ -68,7 +68,7 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 			return stepResult{}, err
 		}
 	case err != nil:
-		r.line, r.got = "error: "+err.Error(), Answer{Kind: errorAnswer(err), Key: d.Key}
+		r.line, r.got = "error: "+system.OneLine(err.Error()), Answer{Kind: errorAnswer(err), Key: d.Key}
 	default:
 		r.line, r.got = e.describe(d), Answer{Kind: workerAnswers[d.Result], Key: d.Key}
 		if d.Result == system.ResultSent || d.Result == system.ResultPending || d.LastError == system.LastErrorTransient || d.LastError == system.LastErrorConflict || d.LastError == system.LastErrorRejected {

@@ -59,7 +59,7 @@ func (e *Env) send(ctx context.Context, s Step) (stepResult, error) {
 		r.got = heardAnswer(w.taskID, w.sendErr, w.claim.Key)
 		r.line = fmt.Sprintf("%s sent %s and heard %s", name, w.claim.Key, r.got)
 		if r.got.Kind == Error {
-			r.line += ": " + w.sendErr.Error()
+			r.line += ": " + system.OneLine(w.sendErr.Error())
 		}
 	}
 	c := e.model.Claims[name]

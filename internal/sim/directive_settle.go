@@ -54,7 +54,7 @@ func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
 		r.backoffAfter = &attemptOf{key, e.model.Claims[name].Attempt}
 		w.claim, w.heard, w.taskID, w.sendErr = nil, false, 0, nil
 		if err != nil {
-			r.line, r.got = "error: "+err.Error(), Answer{Kind: errorAnswer(err), Key: key}
+			r.line, r.got = "error: "+system.OneLine(err.Error()), Answer{Kind: errorAnswer(err), Key: key}
 		} else {
 			r.got = Answer{Kind: workerAnswers[d.Result], Key: key}
 			r.settling = true

@@ -421,6 +421,8 @@ type Outcome struct {
 	Answer   Answer
 	Key      string
 	Observed model.Observation
+	// Picture is what a report draws of the step (see picture.go).
+	Picture Picture
 }
 
 // stepResult is what a handler reports: a line in words, and the system's
@@ -494,6 +496,7 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 		return Outcome{}, err
 	}
 	e.ceilings = e.ceilings[:0]
+	sentBefore := e.sendCount()
 	r, err := d.run(e, ctx, s)
 	if err != nil {
 		return Outcome{}, err
@@ -526,13 +529,14 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	if r.fired != "" {
 		e.burst.n++
 	}
-	e.cfg.Stats.count(s, r, e.before, obs, e.burst.n)
+	e.cfg.Stats.count(s, r, e.before, obs, e.burst.n, e.ceilings)
+	pic := e.picture(r, predicted.Observation, sentBefore)
 	e.before = obs
 	out := append([]string{r.line}, render(obs)...)
 	if v != nil {
 		out = append(out, v.String())
 	}
-	return Outcome{Output: strings.Join(out, "\n"), Violation: v, Answer: r.got, Key: r.key, Observed: obs}, nil
+	return Outcome{Output: strings.Join(out, "\n"), Violation: v, Answer: r.got, Key: r.key, Observed: obs, Picture: pic}, nil
 }
 
 // observe reads everything observable of the system. If no commit changed

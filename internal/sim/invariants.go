@@ -222,7 +222,7 @@ func checkInvariants(in checkInput) *Violation {
 		switch detail := inv.Check(in); {
 		case detail == "":
 		case v == nil:
-			v = &Violation{Invariant: inv.Number, Detail: detail}
+			v = &Violation{Invariant: inv.Number, Detail: printable(detail)}
 		default:
 			v.Also = append(v.Also, inv.Number)
 		}
@@ -336,7 +336,7 @@ func matchesModel(in checkInput) string {
 		return ""
 	}
 	if in.got != in.want {
-		return fmt.Sprintf("the system answered %q, the model predicted %q", in.got.String(), in.want.String())
+		return fmt.Sprintf("the system answered %q, the model predicted %q", in.got.String(), in.want.String()) + wantSentinel(in.got, in.want)
 	}
 	if in.auditDiff != "" {
 		return in.auditDiff

@@ -63,13 +63,13 @@ func (e *Env) operated(what, key string, err error) stepResult {
 	case err == nil:
 		r.line, r.got = what+": done", Answer{Kind: Done, Key: key}
 	case errors.Is(err, system.ErrWrongState):
-		r.line, r.got = what+": refused, "+err.Error(), Answer{Kind: RefusedState, Key: key}
+		r.line, r.got = what+": refused, "+system.OneLine(err.Error()), Answer{Kind: RefusedState, Key: key}
 	case errors.Is(err, system.ErrRetention):
-		r.line, r.got = what+": refused, "+err.Error(), Answer{Kind: RefusedRetention, Key: key}
+		r.line, r.got = what+": refused, "+system.OneLine(err.Error()), Answer{Kind: RefusedRetention, Key: key}
 	case errors.Is(err, system.ErrNotFound):
-		r.line, r.got = what+": refused, "+err.Error(), Answer{Kind: RefusedUnknown, Key: key}
+		r.line, r.got = what+": refused, "+system.OneLine(err.Error()), Answer{Kind: RefusedUnknown, Key: key}
 	case errors.Is(err, system.ErrInvalidInput):
-		r.line, r.got = what+": refused, "+err.Error(), Answer{Kind: RefusedInput, Key: key}
+		r.line, r.got = what+": refused, "+system.OneLine(err.Error()), Answer{Kind: RefusedInput, Key: key}
 	default:
 		r.line, r.got = what+": error: "+err.Error(), Answer{Kind: Error, Key: key}
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/model"
@@ -74,6 +75,11 @@ type Stats struct {
 	Transitions  map[Transition]int
 	InputClasses map[InputClass]int // the classes of the approvals' case ids and titles
 	Shapes       map[Shape]int      // the steps after which each shape held
+	// Attempts counts the rows' attempts by their number (the first of a
+	// row, its second, ...), and Backoffs the backoffs drawn after an
+	// attempt's transient failure, by the attempt and the ceiling.
+	Attempts map[int]int
+	Backoffs map[BackoffCeiling]int
 }
 
 // NewStats returns empty Stats.
@@ -85,13 +91,16 @@ func NewStats() *Stats {
 		Transitions:  map[Transition]int{},
 		InputClasses: map[InputClass]int{},
 		Shapes:       map[Shape]int{},
+		Attempts:     map[int]int{},
+		Backoffs:     map[BackoffCeiling]int{},
 	}
 }
 
 // count records one step; burst is how many steps in a row, this one
-// included, the fault it fired took effect (0 when it fired none). A nil
-// *Stats counts nothing.
-func (st *Stats) count(s Step, r stepResult, before, after model.Observation, burst int) {
+// included, the fault it fired took effect (0 when it fired none), and
+// ceilings the backoff ceilings the system drew within. A nil *Stats
+// counts nothing.
+func (st *Stats) count(s Step, r stepResult, before, after model.Observation, burst int, ceilings []time.Duration) {
 	if st == nil {
 		return
 	}
@@ -112,6 +121,11 @@ func (st *Stats) count(s Step, r stepResult, before, after model.Observation, bu
 	if attemptSpread(after.Outbox) {
 		st.Shapes[AttemptSpread]++
 	}
+	backoffAfter := 0
+	if r.backoffAfter != nil {
+		backoffAfter = r.backoffAfter.attempt
+	}
+	st.countAttempts(before, after, backoffAfter, ceilings)
 	switch s.Directive {
 	case "deliver":
 		st.Results[r.got.Kind]++
@@ -171,6 +185,8 @@ func (st *Stats) Add(o *Stats) {
 	addCounts(st.Transitions, o.Transitions)
 	addCounts(st.InputClasses, o.InputClasses)
 	addCounts(st.Shapes, o.Shapes)
+	addCounts(st.Attempts, o.Attempts)
+	addCounts(st.Backoffs, o.Backoffs)
 }
 
 func addCounts[K comparable](to, from map[K]int) {
@@ -188,6 +204,8 @@ type statsWire struct {
 	Transitions                  map[Transition]int
 	InputClasses                 map[InputClass]int
 	Shapes                       map[Shape]int
+	Attempts                     map[int]int
+	Backoffs                     map[BackoffCeiling]int
 }
 
 // GobEncode encodes st, so that a lane in another process can send what
@@ -195,7 +213,7 @@ type statsWire struct {
 func (st *Stats) GobEncode() ([]byte, error) {
 	var b bytes.Buffer
 	err := gob.NewEncoder(&b).Encode(statsWire{st.Sequences.Load(), st.ShrinkRuns.Load(), st.Steps.Load(),
-		st.Faults, st.Results, st.Phases, st.Transitions, st.InputClasses, st.Shapes})
+		st.Faults, st.Results, st.Phases, st.Transitions, st.InputClasses, st.Shapes, st.Attempts, st.Backoffs})
 	return b.Bytes(), err
 }
 
@@ -211,11 +229,14 @@ func (st *Stats) GobDecode(b []byte) error {
 	st.Steps.Store(w.Steps)
 	fresh := NewStats()
 	st.Faults, st.Results, st.Phases, st.Transitions, st.InputClasses, st.Shapes = fresh.Faults, fresh.Results, fresh.Phases, fresh.Transitions, fresh.InputClasses, fresh.Shapes
+	st.Attempts, st.Backoffs = fresh.Attempts, fresh.Backoffs
 	addCounts(st.Faults, w.Faults)
 	addCounts(st.Results, w.Results)
 	addCounts(st.Phases, w.Phases)
 	addCounts(st.Transitions, w.Transitions)
 	addCounts(st.InputClasses, w.InputClasses)
 	addCounts(st.Shapes, w.Shapes)
+	addCounts(st.Attempts, w.Attempts)
+	addCounts(st.Backoffs, w.Backoffs)
 	return nil
 }

@@ -1,0 +1,37 @@
+package explore
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// CheckQuietly is Check with rapid's own output kept back, for a test
+// that prints the failure it records itself: rapid prints a failure
+// twice (its account, then the failing run's output again with every
+// draw logged), each line attributed to the harness's files. It returns
+// whether the check failed and rapid's account of it.
+func CheckQuietly(tb testing.TB, prop func(*rapid.T)) (failed bool, account string) {
+	tb.Helper()
+	q := &quietTB{exploreTB: exploreTB{name: tb.Name()}, ctx: tb.Context()}
+	Check(q, prop)
+	if !q.failed {
+		return false, ""
+	}
+	if len(q.messages) == 0 {
+		return true, "rapid failed the check without a message"
+	}
+	return true, strings.Join(q.messages, "\n")
+}
+
+// quietTB is an exploreTB named after a test, with the test's context:
+// rapid names its fail file after the test, and gives the property the
+// context.
+type quietTB struct {
+	exploreTB
+	ctx context.Context
+}
+
+func (q *quietTB) Context() context.Context { return q.ctx }

@@ -1,0 +1,162 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/sim"
+	"github.com/outboxlab/handoff/internal/words"
+)
+
+// Coverage is what an exploration reached, for its charts.
+type Coverage struct {
+	// Design is the design explored, Seed the run's seed, Transport and
+	// Backend where it ran.
+	Design    string
+	Seed      uint64
+	Transport string
+	Backend   string
+	// Stats is what the run counted.
+	Stats *sim.Stats
+}
+
+// headline says what was explored.
+func (c *Coverage) headline() string {
+	return fmt.Sprintf("design %s: what %s reached", c.Design, words.HowMany(c.Stats.Sequences.Load(), "sequence"))
+}
+
+// transitions are the outbox transitions an exploration counts, in the
+// order of the life of a row.
+var transitions = []sim.Transition{sim.PendingToPending, sim.PendingToSent, sim.PendingToBlockedConflict, sim.PendingToBlockedBudget,
+	sim.PendingToBlockedDeadline, sim.PendingToBlockedRetention, sim.PendingToBlockedRejected, sim.BlockedToPending, sim.BlockedToSent}
+
+// bar is one bar of a chart.
+type bar struct {
+	label string
+	n     int
+}
+
+// charts draws the coverage as SVG bar charts: the faults that took
+// effect, the outbox transitions, the worker's answers and the other
+// steps', the input classes, the shapes, the rows' attempts and the
+// backoff ceilings drawn after each attempt. Whatever the run did not
+// reach has a bar of 0, marked.
+func (c *Coverage) charts() string {
+	st := c.Stats
+	var m markup
+	m.open("h2")
+	m.text("What the run reached")
+	m.end("h2")
+	m.elText("p", fmt.Sprintf("Design %s, seed %d, %s on %s: %s (and %s), %s. A bar of 0 is something the run never did.",
+		c.Design, c.Seed, c.Transport, c.Backend, words.HowMany(st.Sequences.Load(), "sequence"), words.HowMany(st.ShrinkRuns.Load(), "shrink run"),
+		words.HowMany(st.Steps.Load(), "step")), "class", "hint")
+	m.open("div", "class", "charts")
+	fs := listed(faults.All, st.Faults)
+	for i, b := range fs {
+		if !sim.RunsOn(faults.Kind(b.label), backend.Backend(c.Backend)) {
+			fs[i].label += " (not on " + c.Backend + ")"
+		}
+	}
+	chart(&m, "Faults that took effect", "steps", fs)
+	chart(&m, "Outbox transitions", "steps", listed(transitions, st.Transitions))
+	chart(&m, "The worker's answers to deliveries", "steps", listed(nil, st.Results))
+	chart(&m, "The other steps' answers", "steps", listed(nil, st.Phases))
+	chart(&m, "Input classes of the approvals", "approvals", listed(sim.InputClasses, st.InputClasses))
+	chart(&m, "Shapes", "steps after which it held", listed(sim.Shapes, st.Shapes))
+	chart(&m, "Attempts, by their number", "attempts", attempts(st.Attempts))
+	chart(&m, "Backoffs drawn after an attempt, by its ceiling", "backoffs", backoffs(st.Backoffs))
+	m.end("div")
+	return m.String()
+}
+
+// listed is a bar for every key of all, in its order, then for every
+// other key of counts, in the order of their names.
+func listed[K ~string](all []K, counts map[K]int) []bar {
+	var bars []bar
+	for _, k := range all {
+		bars = append(bars, bar{string(k), counts[k]})
+	}
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		if !slices.Contains(all, k) {
+			bars = append(bars, bar{string(k), counts[k]})
+		}
+	}
+	return bars
+}
+
+// attempts is a bar for every attempt number up to the highest counted
+// (the third at least: the default budget).
+func attempts(counts map[int]int) []bar {
+	top := 3
+	for n := range counts {
+		top = max(top, n)
+	}
+	bars := make([]bar, 0, top)
+	for n := 1; n <= top; n++ {
+		bars = append(bars, bar{fmt.Sprintf("attempt %d", n), counts[n]})
+	}
+	return bars
+}
+
+// backoffs is a bar for every attempt and ceiling counted, by attempt
+// and ceiling.
+func backoffs(counts map[sim.BackoffCeiling]int) []bar {
+	keys := slices.SortedFunc(maps.Keys(counts), func(a, b sim.BackoffCeiling) int {
+		return cmp.Or(cmp.Compare(a.Attempt, b.Attempt), cmp.Compare(a.Ceiling, b.Ceiling))
+	})
+	if len(keys) == 0 {
+		return []bar{{"none drawn (backoff off in every sequence, or no transient failure)", 0}}
+	}
+	bars := make([]bar, 0, len(keys))
+	for _, k := range keys {
+		bars = append(bars, bar{fmt.Sprintf("after attempt %d, within %v", k.Attempt, k.Ceiling.Round(time.Millisecond)), counts[k]})
+	}
+	return bars
+}
+
+// chart draws bars as a horizontal bar chart titled title, each bar
+// counting unit.
+func chart(m *markup, title, unit string, bars []bar) {
+	const (
+		rowH   = 18
+		barMax = 260
+	)
+	labelW, top := 0, 0
+	for _, b := range bars {
+		labelW = max(labelW, int(float64(len([]rune(b.label)))*charW))
+		top = max(top, b.n)
+	}
+	labelW = min(labelW+12, 380)
+	width, height := labelW+barMax+110, len(bars)*rowH+8
+	m.open("figure", "class", "chart")
+	m.elText("figcaption", title+" ("+unit+")")
+	m.open("svg", "xmlns", "http://www.w3.org/2000/svg", "width", itoa(width), "height", itoa(height), "viewBox", fmt.Sprintf("0 0 %d %d", width, height), "role", "img", "aria-label", title)
+	for i, b := range bars {
+		y := 4 + i*rowH
+		class := "bar"
+		if b.n == 0 {
+			class += " zero"
+		}
+		m.open("g", "class", class)
+		m.elText("title", fmt.Sprintf("%s: %d", b.label, b.n))
+		m.elText("text", b.label, "class", "bar-label", "x", itoa(labelW-8), "y", itoa(y+12), "text-anchor", "end")
+		w := 0
+		if top > 0 && b.n > 0 {
+			w = max(2, b.n*barMax/top)
+		}
+		m.el("rect", "x", itoa(labelW), "y", itoa(y+2), "width", itoa(w), "height", itoa(rowH-5), "rx", "2")
+		count := fmt.Sprint(b.n)
+		if b.n == 0 {
+			count = "0: not reached"
+		}
+		m.elText("text", count, "class", "bar-count", "x", itoa(labelW+w+6), "y", itoa(y+12))
+		m.end("g")
+	}
+	m.end("svg")
+	m.end("figure")
+}
