@@ -23,12 +23,12 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runCLI(t, "report", file)
-	want := "wrote " + filepath.Join(dir, "no-fencing.html") + ": 6 steps, design no-fencing broke invariant 6 (the system matches the model)\n"
+	want := "wrote " + filepath.Join(dir, "no-fencing.html") + ": 6 steps, design no-fencing broke invariant 8 (every recorded outcome comes from the holder of the row's current fence)\n"
 	if code != 0 || stdout != want {
 		t.Fatalf("report: exit %d, stdout %q, stderr %q; want 0 and %q", code, stdout, stderr, want)
 	}
 	page, err := os.ReadFile(filepath.Join(dir, "no-fencing.html"))
-	if err != nil || !strings.Contains(string(page), "<svg") || !strings.Contains(string(page), "design no-fencing broke invariant 6 at step 6") {
+	if err != nil || !strings.Contains(string(page), "<svg") || !strings.Contains(string(page), "design no-fencing broke invariant 8 at step 6") {
 		t.Errorf("the report beside the file: %v", err)
 	}
 	out := filepath.Join(dir, "sub", "elsewhere.html")
