@@ -24,10 +24,11 @@ var (
 	OneWorker = Variant{Name: "river", Summary: "River: approval and job in one transaction, one worker"}
 	// Workers is River as it runs by itself: several workers on the
 	// virtual clock, River's rescuer as the lease, which a dead worker's
-	// jobs wait out; River shows who last fetched a job and when, and has
-	// no fence.
+	// jobs wait out; River shows who last fetched a job and when, has no
+	// fence, and fetches the job due first; the outbox keeps the time
+	// budget before River's fetch.
 	Workers = Variant{Name: "river-workers", Summary: "River with several workers, the rescuer as the lease",
-		Supports: designs.Capabilities{Time: true, Leases: true, Workers: true, Holders: true}}
+		Supports: designs.Capabilities{Time: true, TimeBudget: true, Leases: true, Workers: true, Holders: true, DueFirst: true}}
 )
 
 // Design is the variant as the harness runs it, in front of the handoff's

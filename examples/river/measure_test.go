@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/outboxlab/handoff"
@@ -43,8 +44,9 @@ func TestMeasure(t *testing.T) {
 				t.Fatalf("%s on %s, seed %d: nothing found in %d sequences", Workers.Name, b, seed, r.Sequences)
 			}
 			seqs, secs = append(seqs, r.FirstSequences), append(secs, r.FirstElapsed.Seconds())
-			t.Logf("%s on %s, seed %d: first counterexample after %d sequences, %.2f s; shrunk to %d steps in %.1f s in all: invariant %d, also %v",
-				Workers.Name, b, seed, r.FirstSequences, r.FirstElapsed.Seconds(), f.Steps, r.Elapsed.Seconds(), f.Violation.Invariant, f.Violation.Also)
+			t.Logf("%s on %s, seed %d: first counterexample after %d sequences, %.2f s; shrunk to %d steps in %.1f s in all: invariant %d, also %v: %s\n  steps: %s",
+				Workers.Name, b, seed, r.FirstSequences, r.FirstElapsed.Seconds(), f.Steps, r.Elapsed.Seconds(), f.Violation.Invariant, f.Violation.Also,
+				f.Violation.Detail, strings.Join(directives(f.Scenario()), "; "))
 		}
 		t.Logf("%s on %s: median %d sequences, %.2f s to the first counterexample", Workers.Name, b, median(seqs), median(secs))
 		checks := 300
@@ -73,4 +75,17 @@ func median[E int64 | float64](xs []E) E {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[(len(s)-1)/2]
+}
+
+// directives are the step lines of a scenario file: each line that the
+// separator of its output follows.
+func directives(scenario string) []string {
+	lines := strings.Split(scenario, "\n")
+	var ds []string
+	for i := 0; i+1 < len(lines); i++ {
+		if lines[i+1] == "----" && !strings.HasPrefix(lines[i], "design ") {
+			ds = append(ds, lines[i])
+		}
+	}
+	return ds
 }

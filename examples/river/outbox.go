@@ -286,8 +286,11 @@ func typed(job *rivertype.JobRow) *river.Job[FollowupArgs] {
 // job: completed (by the worker's JobCompleteTx already); cancelled
 // (river.JobCancel); discarded on its last attempt; otherwise available
 // or retryable at the retry policy's next retry. Like River's, the write
-// takes the job if it is running, whichever attempt runs it. It returns
-// the job as it is after the write, and whether the write took it.
+// takes the job if it is running, whichever attempt runs it, and leaves
+// it as it is otherwise. It returns the job as it is after the write, and
+// whether the write took it: whether the job was running when it ran
+// (read in the write's transaction; River's query returns the row either
+// way).
 func (o *Outbox) report(ctx context.Context, job *rivertype.JobRow, werr error) (*rivertype.JobRow, bool, error) {
 	now := o.now()
 	var p *riverdriver.JobSetStateIfRunningParams
@@ -313,28 +316,42 @@ func (o *Outbox) report(ctx context.Context, job *rivertype.JobRow, werr error) 
 			}
 		}
 	}
-	rows, err := o.exec.JobSetStateIfRunningMany(ctx, &riverdriver.JobSetStateIfRunningManyParams{
-		ID: []int64{p.ID}, Attempt: []*int{p.Attempt}, ErrData: [][]byte{p.ErrData}, FinalizedAt: []*time.Time{p.FinalizedAt},
-		MetadataDoMerge: []bool{false}, MetadataUpdates: [][]byte{nil}, Now: &now, ScheduledAt: []*time.Time{p.ScheduledAt},
-		State: []rivertype.JobState{p.State}})
-	if err != nil {
-		return nil, false, err
-	}
-	if len(rows) != 1 {
-		return nil, false, fmt.Errorf("riveroutbox: job %d is gone", job.ID)
-	}
-	row := rows[0]
-	took := row.State == p.State || werr == nil && row.State == rivertype.JobStateCompleted
-	return row, took, nil
+	var row *rivertype.JobRow
+	var took bool
+	err := o.s.inTx(ctx, func(tx *sql.Tx) error {
+		before, err := o.client.JobGetTx(ctx, tx, job.ID)
+		if err != nil {
+			return err
+		}
+		took = before.State == rivertype.JobStateRunning
+		rows, err := o.client.Driver().UnwrapExecutor(tx).JobSetStateIfRunningMany(ctx, &riverdriver.JobSetStateIfRunningManyParams{
+			ID: []int64{p.ID}, Attempt: []*int{p.Attempt}, ErrData: [][]byte{p.ErrData}, FinalizedAt: []*time.Time{p.FinalizedAt},
+			MetadataDoMerge: []bool{false}, MetadataUpdates: [][]byte{nil}, Now: &now, ScheduledAt: []*time.Time{p.ScheduledAt},
+			State: []rivertype.JobState{p.State}})
+		if err != nil {
+			return err
+		}
+		if len(rows) != 1 {
+			return fmt.Errorf("riveroutbox: job %d is gone", job.ID)
+		}
+		row = rows[0]
+		return nil
+	})
+	return row, took, err
 }
 
 // settle runs the worker's record of what its send heard, then River's
 // executor's report of the result, and says where the job stands: stale
-// when River's write took nothing.
+// when River's write took nothing (for a success, the worker's
+// JobCompleteTx; the executor's completion after it finds the job
+// completed already).
 func (o *Outbox) settle(ctx context.Context, job *rivertype.JobRow, taskID int64, sendErr error) (system.Delivery, error) {
 	d := system.Delivery{Key: argsOf(job).Key, Attempts: job.Attempt}
-	werr := o.worker.finish(ctx, typed(job), taskID, sendErr)
+	completed, werr := o.worker.finish(ctx, typed(job), taskID, sendErr)
 	row, took, err := o.report(ctx, job, werr)
+	if werr == nil {
+		took = completed
+	}
 	switch {
 	case err != nil:
 		return d, err

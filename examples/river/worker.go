@@ -66,7 +66,8 @@ func (w *Sender) Work(ctx context.Context, job *river.Job[FollowupArgs]) error {
 	if died != nil {
 		return died
 	}
-	return w.finish(ctx, job, id, sendErr)
+	_, err := w.finish(ctx, job, id, sendErr)
+	return err
 }
 
 // send passes the fault point before the send, sends the job's key and
@@ -95,21 +96,30 @@ func (w *Sender) send(ctx context.Context, job *river.Job[FollowupArgs]) (taskID
 }
 
 // finish records what the send heard: the task id with the job's
-// completion in one transaction, or the error River acts on.
-func (w *Sender) finish(ctx context.Context, job *river.Job[FollowupArgs], taskID int64, sendErr error) error {
+// completion in one transaction, or the error River acts on. completed
+// reports whether JobCompleteTx took the job: whether it was running
+// (read in the same transaction; JobCompleteTx returns the row either
+// way, and the task id is written either way).
+func (w *Sender) finish(ctx context.Context, job *river.Job[FollowupArgs], taskID int64, sendErr error) (completed bool, err error) {
 	switch {
 	case sendErr == nil:
-		return w.o.s.inTx(ctx, func(tx *sql.Tx) error {
+		err := w.o.s.inTx(ctx, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, `UPDATE followup_approvals SET task_id = $1 WHERE key = $2`, taskID, job.Args.Key); err != nil {
 				return err
 			}
-			_, err := river.JobCompleteTx[riverdriver.Driver[*sql.Tx]](rivertest.WorkContext(ctx, w.o.client), tx, job)
+			before, err := w.o.client.JobGetTx(ctx, tx, job.ID)
+			if err != nil {
+				return err
+			}
+			completed = before.State == rivertype.JobStateRunning
+			_, err = river.JobCompleteTx[riverdriver.Driver[*sql.Tx]](rivertest.WorkContext(ctx, w.o.client), tx, job)
 			return err
 		})
+		return completed && err == nil, err
 	case errors.Is(sendErr, system.ErrKeyConflict), errors.Is(sendErr, system.ErrRejected):
-		return river.JobCancel(sendErr)
+		return false, river.JobCancel(sendErr)
 	}
-	return sendErr
+	return false, sendErr
 }
 
 // heardFor returns, and forgets, what a send of this process heard for
