@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
@@ -64,6 +65,14 @@ var (
 	// claim whose commit is unknown sends nothing (its lease, if it
 	// committed, runs out); a settle's leaves the attempt counted.
 	ErrCommitUnknown = errors.New("system: the commit's outcome is unknown")
+
+	// ErrUnavailable is returned when the PostgreSQL server takes no
+	// connection: it has as many clients as it allows (SQLSTATE 53300),
+	// is starting or stopping (57P03, 57P01), or does not answer. Open
+	// waits out the first two for Options.ConnectWait before it returns
+	// it; a failure of the environment, not of the handoff.
+	ErrUnavailable = errors.New("system: the database server takes no connection")
+
 	// ErrFull is returned when a write does not fit: the disk is full.
 	ErrFull = errors.New("system: database or disk is full")
 
@@ -111,6 +120,18 @@ func driverError(doing string, err error) error {
 	return fmt.Errorf("system: %s: %w", doing, err)
 }
 
+// Class returns the class of the database failure that err carries,
+// from this package or from a driver: ErrBusy, ErrCorrupt, ErrFull,
+// ErrReadOnly or ErrUnavailable; nil when it is none of them.
+func Class(err error) error {
+	for _, class := range []error{ErrBusy, ErrCorrupt, ErrFull, ErrReadOnly, ErrUnavailable} {
+		if errors.Is(err, class) {
+			return class
+		}
+	}
+	return driverClass(err)
+}
+
 // driverClass is the class of a driver's error (ErrBusy …), or nil.
 func driverClass(err error) error {
 	var se *sqlite.Error
@@ -137,9 +158,29 @@ func driverClass(err error) error {
 			return ErrFull
 		case "25006", "42501": // read_only_sql_transaction, insufficient_privilege
 			return ErrReadOnly
+		case "53300", "57P03", "57P01": // too_many_connections, cannot_connect_now, admin_shutdown
+			return ErrUnavailable
 		}
 	}
+	if errors.Is(err, syscall.ENOSPC) {
+		return ErrFull
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+		return ErrUnavailable
+	}
 	return nil
+}
+
+// waitable reports whether a connection that failed with err is worth
+// trying again: the server is full, starting, or dropped the connection
+// while it started. A server that refuses to be connected to is not
+// running, and one that rejects the credentials will go on doing so.
+func waitable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "53300" || pe.Code == "57P03"
+	}
+	return errors.Is(err, syscall.ECONNRESET)
 }
 
 // DatabaseError is a failure of the database that a caller can act on,
@@ -169,6 +210,7 @@ func localCause(err error) string {
 		{ErrReadOnly, "database is read-only"},
 		{ErrCorrupt, "database is corrupt"},
 		{ErrCommitUnknown, "commit outcome unknown"},
+		{ErrUnavailable, "database server unavailable"},
 		{context.Canceled, "interrupted"},
 		{context.DeadlineExceeded, "timed out"},
 	} {

@@ -62,7 +62,12 @@ const (
 	DefaultSendTimeout = 10 * time.Second
 	DefaultBackoffBase = time.Second
 	DefaultBackoffCap  = 5 * time.Minute
+	DefaultConnectWait = time.Minute
 )
+
+// DefaultMaxConns is the connections an Outbox on PostgreSQL holds at
+// most when its Options give none.
+const DefaultMaxConns = 4
 
 // DefaultWorker is the name of a worker whose Options give none.
 const DefaultWorker = "worker"
@@ -127,6 +132,18 @@ type Options struct {
 	// connection as it is.
 	WrapConn func(net.Conn) net.Conn
 
+	// MaxConns, on PostgreSQL, is the most connections the Outbox holds
+	// to the server at once; 0 means DefaultMaxConns. The server's
+	// connections are shared with every other client (100 by default):
+	// one Outbox delivers one row at a time and needs one.
+	MaxConns int
+
+	// ConnectWait, on PostgreSQL, is how long Open waits, trying again
+	// with backoff, for a server that takes no more connections or is
+	// starting; 0 means DefaultConnectWait. Past it, Open returns
+	// ErrUnavailable.
+	ConnectWait time.Duration
+
 	// Background runs what a Pipeline does beside a send (recording the
 	// answer before, claiming the row after); nil runs it on a goroutine
 	// of its own, at once. A deterministic simulation runs it in line,
@@ -143,7 +160,7 @@ func (opts Options) WithDefaults() (Options, error) {
 		name  string
 		value time.Duration
 	}{{"lease", opts.Lease}, {"send timeout", opts.SendTimeout}, {"backoff base", opts.BackoffBase},
-		{"backoff cap", opts.BackoffCap}, {"max age", opts.MaxAge}, {"retention", opts.Retention}, {"busy timeout", opts.BusyTimeout}} {
+		{"backoff cap", opts.BackoffCap}, {"max age", opts.MaxAge}, {"retention", opts.Retention}, {"busy timeout", opts.BusyTimeout}, {"connect wait", opts.ConnectWait}} {
 		if d.value < 0 {
 			return opts, invalid("%s is %v, want 0 (the default) or more", d.name, d.value)
 		}
@@ -151,11 +168,17 @@ func (opts Options) WithDefaults() (Options, error) {
 	if opts.MaxAttempts < 0 {
 		return opts, invalid("max attempts is %d, want 0 (the default) or more", opts.MaxAttempts)
 	}
+	if opts.MaxConns < 0 {
+		return opts, invalid("max conns is %d, want 0 (the default) or more", opts.MaxConns)
+	}
+	if opts.MaxConns == 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
 	defaults := []struct {
 		field *time.Duration
 		value time.Duration
 	}{{&opts.Lease, DefaultLease}, {&opts.SendTimeout, DefaultSendTimeout}, {&opts.BusyTimeout, DefaultBusyTimeout},
-		{&opts.BackoffBase, DefaultBackoffBase}, {&opts.BackoffCap, DefaultBackoffCap}}
+		{&opts.BackoffBase, DefaultBackoffBase}, {&opts.BackoffCap, DefaultBackoffCap}, {&opts.ConnectWait, DefaultConnectWait}}
 	for _, d := range defaults {
 		if *d.field == 0 {
 			*d.field = d.value
@@ -231,7 +254,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Outbox, error) {
 	}
 	var q *statements
 	if IsPostgres(path) {
-		q, err = openPostgres(ctx, path, Options{Worker: opts.Worker}, true)
+		q, err = openPostgres(ctx, path, Options{Worker: opts.Worker, MaxConns: 1}, true)
 	} else {
 		q, err = openReadOnly(ctx, path, appDatabase)
 	}

@@ -1,10 +1,12 @@
 package system
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -20,17 +22,44 @@ import (
 // PingPostgres connects to the server of target, a PostgreSQL URL (its
 // schema parameter aside), and returns an error that says why on one
 // line when it cannot: a command that is about to make things for the
-// server checks it first.
-func PingPostgres(ctx context.Context, target string) error {
+// server checks it first. It waits for a server that is full or starting
+// for wait (0 means DefaultConnectWait) while ctx lasts.
+func PingPostgres(ctx context.Context, target string, wait time.Duration) error {
 	t, err := parsePostgres(target)
 	if err != nil {
 		return err
 	}
-	conn, err := pgx.Connect(ctx, t.connect)
+	var conn *pgx.Conn
+	err = WaitForServer(ctx, cmp.Or(wait, DefaultConnectWait), func() (err error) {
+		conn, err = pgx.Connect(ctx, t.connect)
+		return err
+	})
 	if err != nil {
 		return connectError(t, err)
 	}
 	return conn.Close(ctx)
+}
+
+// WaitForServer calls connect, a connection to a PostgreSQL server,
+// until it succeeds, fails in a way that waiting does not mend (the
+// server is not full nor starting), ctx is done, or wait has passed,
+// sleeping between tries from 50 ms, twice as long each time, up to 2 s,
+// and trying a last time when wait has passed.
+// It returns connect's last error.
+func WaitForServer(ctx context.Context, wait time.Duration, connect func() error) error {
+	deadline := time.Now().Add(wait)
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, 2*time.Second) {
+		err := connect()
+		left := time.Until(deadline)
+		if err == nil || !waitable(err) || left <= 0 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(min(pause, left)):
+		}
+	}
 }
 
 // openPostgres opens the app database that target names, creating its
@@ -74,11 +103,12 @@ func openPostgres(ctx context.Context, target string, opts Options, readOnly boo
 			return wrap(conn), nil
 		}
 	}
+	cfg.MaxConns = int32(cmp.Or(opts.MaxConns, DefaultMaxConns))
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, connectError(t, err)
 	}
-	if err := pool.Ping(ctx); err != nil {
+	if err := WaitForServer(ctx, cmp.Or(opts.ConnectWait, DefaultConnectWait), func() error { return pool.Ping(ctx) }); err != nil {
 		pool.Close()
 		return nil, connectError(t, err)
 	}
@@ -111,7 +141,9 @@ func connectError(t postgresTarget, err error) error {
 	return &connectFailure{shown: t.shown, why: strings.TrimSpace(lines[len(lines)-1]), err: err}
 }
 
-// connectFailure is a connection that failed, said on one line.
+// connectFailure is a connection that failed, said on one line; one the
+// server refused for want of room, or that found no server, is
+// ErrUnavailable.
 type connectFailure struct {
 	shown, why string
 	err        error
@@ -121,4 +153,9 @@ func (e *connectFailure) Error() string {
 	return "system: cannot connect to " + e.shown + ": " + e.why
 }
 
-func (e *connectFailure) Unwrap() error { return e.err }
+func (e *connectFailure) Unwrap() []error {
+	if driverClass(e.err) == ErrUnavailable {
+		return []error{ErrUnavailable, e.err}
+	}
+	return []error{e.err}
+}

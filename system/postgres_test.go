@@ -505,3 +505,45 @@ func TestClaimSkipsARowAnotherClaimHolds(t *testing.T) {
 		t.Errorf("A's claim: %+v, %v; want case-1", r.c, r.err)
 	}
 }
+
+// TestOpenWaitsForAFullServer: a server with no connection to spare
+// (SQLSTATE 53300) is waited for, with backoff, for Options.ConnectWait:
+// Open succeeds once a connection is freed within it, and returns
+// ErrUnavailable, having written nothing, when none is.
+func TestOpenWaitsForAFullServer(t *testing.T) {
+	server := pgtest.LimitedServer(t, 1)
+	target, err := system.WithSchema(server, "waiting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	hold, err := pgx.Connect(ctx, server) // the role's one connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := system.Open(ctx, target, system.Options{ConnectWait: 200 * time.Millisecond}); !errors.Is(err, system.ErrUnavailable) || !strings.Contains(err.Error(), "53300") {
+		t.Fatalf("Open on a full server: got %v, want ErrUnavailable naming SQLSTATE 53300", err)
+	}
+	if took := time.Since(start); took < 150*time.Millisecond {
+		t.Errorf("Open gave up after %v, before its ConnectWait of 200ms", took)
+	}
+	freed := make(chan struct{})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		hold.Close(context.Background())
+		close(freed)
+	}()
+	o, err := system.Open(ctx, target, system.Options{ConnectWait: time.Minute})
+	if err != nil {
+		t.Fatalf("Open while a connection is freed: %v", err)
+	}
+	select {
+	case <-freed:
+	default:
+		t.Error("Open connected while the role's one connection was still held")
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/sim"
+	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -16,6 +18,7 @@ import (
 // database lives.
 type backendFlags struct {
 	name, url *string
+	wait      *time.Duration
 }
 
 // addBackendFlags defines the flags on fs.
@@ -23,6 +26,7 @@ func addBackendFlags(fs *flag.FlagSet) backendFlags {
 	return backendFlags{
 		name: fs.String("backend", string(backend.SQLite), "where the app database lives: sqlite (a file per lane), or postgres (a schema per lane on --postgres-url's server, dropped at the end)"),
 		url:  fs.String("postgres-url", backend.Server(), "the PostgreSQL server of --backend postgres; $"+backend.PostgresURLEnv+" sets the default"),
+		wait: fs.Duration("connect-wait", system.DefaultConnectWait, "how long a connection waits, with backoff, for a PostgreSQL server that has no connection to spare or is starting; past it the run ends with exit status 4"),
 	}
 }
 
@@ -37,10 +41,14 @@ func (b backendFlags) values(ctx context.Context) (backend.Backend, string, erro
 	if which == backend.Postgres && !system.IsPostgres(*b.url) {
 		return "", "", fmt.Errorf("%w: --postgres-url %q is not a PostgreSQL URL (postgres://…)", errUsage, system.Redact(*b.url))
 	}
+	if *b.wait <= 0 {
+		return "", "", fmt.Errorf("%w: --connect-wait is %v, want more than 0", errUsage, *b.wait)
+	}
 	if which == backend.Postgres {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		// A try that starts within the wait may take a few seconds.
+		ctx, cancel := context.WithTimeout(ctx, *b.wait+5*time.Second)
 		defer cancel()
-		if err := system.PingPostgres(ctx, *b.url); err != nil {
+		if err := system.PingPostgres(ctx, *b.url, *b.wait); err != nil {
 			return "", "", err
 		}
 	}
@@ -57,5 +65,21 @@ func (b backendFlags) flags() string {
 	if *b.url != backend.Server() {
 		s += " --postgres-url " + shellWord(system.Redact(*b.url))
 	}
+	if *b.wait != system.DefaultConnectWait {
+		s += " --connect-wait " + b.wait.String()
+	}
 	return s
+}
+
+// pgBackend is the PostgreSQL backend, for the commands whose own
+// variable is called backend.
+const pgBackend = backend.Postgres
+
+// connectionsNeeded says how many connections to the server at url a run
+// of the harness in lanes lanes holds at most, and how to stay within a
+// shared server's limit.
+func connectionsNeeded(url string, lanes int) string {
+	n := lanes * sim.PostgresConnections
+	return fmt.Sprintf("on PostgreSQL at %s: this run holds at most %d connections (%d per lane, %s); --parallel sets the lanes",
+		system.Redact(url), n, sim.PostgresConnections, words.HowMany(lanes, "lane"))
 }

@@ -32,6 +32,9 @@ type command struct {
 	// Only a command whose answer can be "a person must look" (for
 	// alerting) has it.
 	attention string
+	// environment says that the command runs the harness, and may end
+	// with exit status 4, environmentExit, when what it runs on fails.
+	environment bool
 	// atLeastOne lists integer flags that must be 1 or more when given,
 	// nonNegative duration flags that must be 0 or more, positive
 	// duration flags that must be more than 0.
@@ -44,6 +47,11 @@ type command struct {
 // usageExit is what exit status 2 means, for every command.
 const usageExit = "usage error: a bad flag or argument, an unknown command, design or fault name, or a number out of range"
 
+// environmentExit is what exit status 4 means, for the commands that run
+// the harness: nothing was proved either way, and running again when the
+// environment is mended may.
+const environmentExit = "the environment failed, not the design: the PostgreSQL server took no connection within --connect-wait (it was full, starting or not running), or the disk under the run's folder is full; the message says how many connections the run needs"
+
 // commands is the command table, in the order help lists it. It is filled
 // in init because the help command reads it.
 var commands []command
@@ -51,22 +59,24 @@ var commands []command
 func init() {
 	commands = []command{
 		{
-			name:       "explore",
-			args:       "[--checks N] [--steps N] [--seed S] [--design NAME] [--transport NAME] [--backend NAME [--postgres-url URL]] [--parallel N] [--shard I/N] [--swarm=false] [--save DIR] [--report PATH] [--dir DIR] [--json]",
-			summary:    "explore random fault sequences against the real handoff (the main job)",
-			done:       "the real design kept every invariant, or the fragile design given with --design was caught",
-			failed:     "an invariant of the real design broke (the minimal scenario is printed), the fragile design was not caught, the run was interrupted (the partial summary is printed), or the harness failed",
-			atLeastOne: []string{"checks", "steps", "parallel"},
-			run:        exploreCmd,
+			name:        "explore",
+			environment: true,
+			args:        "[--checks N] [--steps N] [--seed S] [--design NAME] [--transport NAME] [--backend NAME [--postgres-url URL] [--connect-wait D]] [--parallel N] [--shard I/N] [--swarm=false] [--save DIR] [--report PATH] [--dir DIR] [--json]",
+			summary:     "explore random fault sequences against the real handoff (the main job)",
+			done:        "the real design kept every invariant, or the fragile design given with --design was caught",
+			failed:      "an invariant of the real design broke (the minimal scenario is printed), the fragile design was not caught, the run was interrupted (the partial summary is printed), or the harness failed",
+			atLeastOne:  []string{"checks", "steps", "parallel"},
+			run:         exploreCmd,
 		},
 		{
-			name:       "designs",
-			args:       "[--json] [--measure SEEDS [--backend NAME [--postgres-url URL]]] [NAME...]",
-			summary:    "list the fragile designs the harness must catch; --measure how fast it does, on either backend",
-			done:       "listed, explained or measured",
-			failed:     "an exploration could not run, or --measure found a fragile design " + notAsDocumented + " (found, shrunk to its documented length, and caught by its documented invariant)",
-			atLeastOne: []string{"measure"},
-			run:        designsCmd,
+			name:        "designs",
+			environment: true,
+			args:        "[--json] [--measure SEEDS [--backend NAME [--postgres-url URL] [--connect-wait D]]] [NAME...]",
+			summary:     "list the fragile designs the harness must catch; --measure how fast it does, on either backend",
+			done:        "listed, explained or measured",
+			failed:      "an exploration could not run, or --measure found a fragile design " + notAsDocumented + " (found, shrunk to its documented length, and caught by its documented invariant)",
+			atLeastOne:  []string{"measure"},
+			run:         designsCmd,
 		},
 		{
 			name:    "enumerate",
@@ -77,21 +87,23 @@ func init() {
 			run:     enumerate,
 		},
 		{
-			name:    "replay",
-			args:    "[--quiet] [--report PATH] [--transport NAME] [--backend NAME [--postgres-url URL]] [FILE...]",
-			summary: "replay scenario files (default: the embedded corpus) and compare outputs",
-			done:    "every output matches (a file of the other backend is skipped, with its reason)",
-			failed:  "an output did not match, a file could not be read or parsed, or no file given can run over the transport or on the backend",
-			run:     replay,
+			name:        "replay",
+			environment: true,
+			args:        "[--quiet] [--report PATH] [--transport NAME] [--backend NAME [--postgres-url URL] [--connect-wait D]] [FILE...]",
+			summary:     "replay scenario files (default: the embedded corpus) and compare outputs",
+			done:        "every output matches (a file of the other backend is skipped, with its reason)",
+			failed:      "an output did not match, a file could not be read or parsed, or no file given can run over the transport or on the backend",
+			run:         replay,
 		},
 		{
-			name:     "report",
-			args:     "[--out PATH] [--transport NAME] [--backend NAME [--postgres-url URL]] FILE",
-			summary:  "replay a scenario file and write its report: an HTML page of the run as a sequence diagram, every step's state, and where the model and the system first disagreed",
-			operands: "FILE is a scenario file (corpus/fragile/no-fencing.txt, say); the report is written beside it, FILE.html for FILE.txt, unless --out names another file.",
-			done:     "the report is written, whatever the scenario did (the report and a line on stdout say whether it broke an invariant)",
-			failed:   "the file could not be read, parsed or run, or the report could not be written",
-			run:      reportCmd,
+			name:        "report",
+			environment: true,
+			args:        "[--out PATH] [--transport NAME] [--backend NAME [--postgres-url URL] [--connect-wait D]] FILE",
+			summary:     "replay a scenario file and write its report: an HTML page of the run as a sequence diagram, every step's state, and where the model and the system first disagreed",
+			operands:    "FILE is a scenario file (corpus/fragile/no-fencing.txt, say); the report is written beside it, FILE.html for FILE.txt, unless --out names another file.",
+			done:        "the report is written, whatever the scenario did (the report and a line on stdout say whether it broke an invariant)",
+			failed:      "the file could not be read, parsed or run, or the report could not be written",
+			run:         reportCmd,
 		},
 		{
 			name:    "demo",
@@ -194,13 +206,14 @@ func init() {
 			run:         crmCmd,
 		},
 		{
-			name:       "trial",
-			args:       "--kills N [--trials N] [--seed S] [--workers N] [--rows N] [--dir DIR] [--crm-url URL] [--backend NAME [--postgres-url URL]] [--json]",
-			summary:    "run crm serve and work processes on real files (or the app database in PostgreSQL), SIGKILL them at moments drawn from a seed, drain, and check every invariant",
-			done:       "every trial ran, and its files kept every invariant and passed SQLite's integrity check",
-			failed:     "a violation (listed; the files are kept and named), a process that died by itself or did not stop when asked, a trial that could not run, or --dir exists",
-			atLeastOne: []string{"trials", "workers", "rows"},
-			run:        trialCmd,
+			name:        "trial",
+			environment: true,
+			args:        "--kills N [--trials N] [--seed S] [--workers N] [--rows N] [--dir DIR] [--crm-url URL] [--backend NAME [--postgres-url URL] [--connect-wait D]] [--json]",
+			summary:     "run crm serve and work processes on real files (or the app database in PostgreSQL), SIGKILL them at moments drawn from a seed, drain, and check every invariant",
+			done:        "every trial ran, and its files kept every invariant and passed SQLite's integrity check",
+			failed:      "a violation (listed; the files are kept and named), a process that died by itself or did not stop when asked, a trial that could not run, or --dir exists",
+			atLeastOne:  []string{"trials", "workers", "rows"},
+			run:         trialCmd,
 		},
 		{
 			name:        "check-receiver",
@@ -310,6 +323,9 @@ func (c command) printHelp(w io.Writer, fs *flag.FlagSet) error {
 	fmt.Fprintf(tw, "  2\t%s\n", usageExit)
 	if c.attention != "" {
 		fmt.Fprintf(tw, "  3\t%s\n", c.attention)
+	}
+	if c.environment {
+		fmt.Fprintf(tw, "  4\t%s\n", environmentExit)
 	}
 	return tw.Flush()
 }

@@ -34,7 +34,10 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if fs.NArg() > 0 {
 			return fmt.Errorf("%w: --measure measures the whole catalog; give no names", errUsage)
 		}
-		return measureDesigns(ctx, designs.Fragile, *measure, which, postgresURL, *asJSON, stdout, stderr)
+		if which == backend.Postgres {
+			fmt.Fprintln(stderr, connectionsNeeded(postgresURL, 1))
+		}
+		return measureDesigns(ctx, designs.Fragile, *measure, which, postgresURL, *backendFlags.wait, *asJSON, stdout, stderr)
 	}
 	if which != backend.SQLite {
 		return fmt.Errorf("%w: --backend says where --measure explores; without --measure it has nothing to do", errUsage)
@@ -120,7 +123,7 @@ const notAsDocumented = "not caught as documented on every seed"
 // backend with each of seeds seeds, prints how fast each was caught, and
 // fails unless every one was caught as documented on every seed: found,
 // shrunk to its documented length, by its documented invariant.
-func measureDesigns(ctx context.Context, list []designs.Design, seeds int, on backend.Backend, postgresURL string, asJSON bool, stdout, stderr io.Writer) error {
+func measureDesigns(ctx context.Context, list []designs.Design, seeds int, on backend.Backend, postgresURL string, wait time.Duration, asJSON bool, stdout, stderr io.Writer) error {
 	var all []measurement
 	for _, d := range list {
 		m := measurement{Design: d.Name, Seeds: seeds, ExpectedSteps: d.MinimalSteps, ExpectedInvariant: d.Invariant}
@@ -128,7 +131,7 @@ func measureDesigns(ctx context.Context, list []designs.Design, seeds int, on ba
 		for seed := 1; seed <= seeds; seed++ {
 			fmt.Fprintf(stderr, "measuring %s, seed %d of %d\n", d.Name, seed, seeds)
 			r, err := explore.Explore(ctx, explore.ExploreConfig{Design: d, Checks: explore.DefaultChecks, Steps: explore.DefaultSteps, Seed: uint64(seed),
-				Backend: on, PostgresURL: postgresURL})
+				Backend: on, PostgresURL: postgresURL, ConnectWait: wait})
 			if err != nil {
 				return err
 			}

@@ -25,8 +25,9 @@ import (
 // exploreCmd runs the rapid property outside go test and prints a summary.
 // It prints its seed, and the command that reproduces the run, first; on
 // SIGINT or SIGTERM it stops starting sequences, prints the partial
-// summary and fails.
-func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// summary and fails. When the environment fails (exit status 4) it
+// prints, with --json, an environmentFailure instead of the summary.
+func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
@@ -38,6 +39,13 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	reportPath := fs.String("report", "", "write the run's report to this file: an HTML page of what the run reached, as charts, and of a failure as a picture (default: a failure's, beside the scenario --save saves)")
 	dir := fs.String("dir", "", "folder for the sequences' databases (default: the system's temporary folder)")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
+	defer func() {
+		if *asJSON && environmental(err) {
+			if jerr := encodeJSON(stdout, environmentFailure{Environment: message(err), ExitStatus: 4}); jerr != nil {
+				err = jerr
+			}
+		}
+	}()
 	parallel := fs.Int("parallel", runtime.NumCPU(), "sequences to run at once, each lane a process of its own when more than one; the sequences are the same whatever it is (default: the number of CPUs)")
 	shardFlag := fs.String("shard", "1/1", "run shard i/n of the run's sequences (every n-th, from the i-th), --checks of them")
 	swarm := fs.Bool("swarm", true, "swarm testing: one sequence in four reweights or switches off kinds of steps and faults")
@@ -90,10 +98,16 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		again += " --shard " + *shardFlag
 	}
 	fmt.Fprintf(stderr, "exploring design %s (%s) with seed %d; to run it again: %s\n", design.Name, transport, *seed, again)
+	if backend == pgBackend {
+		fmt.Fprintln(stderr, connectionsNeeded(postgresURL, *parallel))
+	}
 	cfg := explore.ExploreConfig{Design: design, Checks: *checks, Steps: *steps, Seed: *seed, Dir: *dir,
 		Shard: shard, Shards: shards, Parallel: *parallel, NoSwarm: !*swarm, Transport: transport,
-		Backend: backend, PostgresURL: postgresURL, Progress: progressLine(stderr, *checks)}
+		Backend: backend, PostgresURL: postgresURL, ConnectWait: *backendFlags.wait, Progress: progressLine(stderr, *checks)}
 	report, err := runExploration(ctx, cfg)
+	if err != nil && environmental(err) && backend == pgBackend {
+		err = fmt.Errorf("%w\n%s", err, connectionsNeeded(postgresURL, *parallel))
+	}
 	if err != nil {
 		return err
 	}
@@ -227,6 +241,13 @@ func printSummary(w io.Writer, r explore.Report, reproduce string) {
 }
 
 // summary is the JSON form of a report.
+// environmentFailure is explore's JSON output when the environment
+// failed, not the design (exit status 4): nothing was proved either way.
+type environmentFailure struct {
+	Environment string `json:"environment"`
+	ExitStatus  int    `json:"exit_status"`
+}
+
 type summary struct {
 	Design           string         `json:"design"`
 	Transport        string         `json:"transport"`

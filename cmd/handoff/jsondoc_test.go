@@ -41,6 +41,14 @@ var jsonOutputs = []struct {
 			mustRun(t, "explore", "--design", "two-writes", "--seed", "1", "--json", "--dir", t.TempDir()),
 		}
 	}},
+	{"explore --json, when the environment failed", false, func(t *testing.T) []string {
+		// Nothing listens on port 1: the server is not running.
+		code, stdout, stderr := runCLI(t, "explore", "--backend", "postgres", "--postgres-url", "postgres://postgres@127.0.0.1:1/test?sslmode=disable", "--json")
+		if code != 4 {
+			t.Fatalf("explore on a server that does not run: exit %d, want 4: %s", code, stderr)
+		}
+		return []string{stdout}
+	}},
 	{"demo --json", false, func(t *testing.T) []string {
 		return []string{mustRun(t, "demo", "--dir", filepath.Join(t.TempDir(), "demo"), "--json")}
 	}},
@@ -103,7 +111,7 @@ var jsonOutputs = []struct {
 			t.Fatal(err)
 		}
 		var b strings.Builder
-		if err := measureDesigns(t.Context(), []designs.Design{twoWrites}, 1, backend.SQLite, "", true, &b, io.Discard); err != nil {
+		if err := measureDesigns(t.Context(), []designs.Design{twoWrites}, 1, backend.SQLite, "", 0, true, &b, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		return []string{b.String()}

@@ -17,6 +17,9 @@
 // command, design or fault name, a number out of range), with one line on
 // stderr and a pointer to the command's help. One command, stale, also
 // exits 3 when something needs a person, for alerting; its help says so.
+// The commands that run the harness (explore, designs, replay, report,
+// trial) exit 4 when the environment failed rather than the design: a
+// PostgreSQL server that took no connection, a full disk.
 package main
 
 import (
@@ -30,6 +33,7 @@ import (
 	"syscall"
 
 	"github.com/outboxlab/handoff/internal/lanes"
+	"github.com/outboxlab/handoff/internal/sim"
 )
 
 // errUsage marks a usage error: exit status 2.
@@ -99,6 +103,9 @@ func (c command) exit(err error, stdout, stderr io.Writer) int {
 	case errors.Is(err, errAttention) && c.attention != "":
 		fmt.Fprintf(stderr, "handoff %s: %s\n", name, message(err))
 		return 3
+	case environmental(err) && c.environment:
+		fmt.Fprintf(stderr, "handoff %s: %s\n", name, message(err))
+		return 4
 	}
 	fmt.Fprintf(stderr, "handoff %s: %s\n", name, message(err))
 	return 1
@@ -135,4 +142,11 @@ func inSubcommand(name string, err error) error {
 		return err
 	}
 	return subcommandError{name, err}
+}
+
+// environmental reports whether err is a failure of the environment the
+// harness runs on (see sim.ErrEnvironment): a server that takes no
+// connection, a full disk.
+func environmental(err error) bool {
+	return errors.Is(sim.Environmental(err), sim.ErrEnvironment)
 }

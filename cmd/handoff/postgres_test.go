@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/handoff/internal/pgtest"
 	"github.com/outboxlab/handoff/system"
@@ -75,17 +76,23 @@ func TestReplaySkipsTheOtherBackend(t *testing.T) {
 }
 
 // TestUnreachableServer: an app database on a server that does not
-// answer is refused on one line that says why, without the password.
+// answer is refused on one line that says why, without the password:
+// exit status 1 from a command on real files, 4 (the environment failed)
+// from one that runs the harness.
 func TestUnreachableServer(t *testing.T) {
-	for _, args := range [][]string{
-		{"inspect", "--app", "postgres://u:s3cret@127.0.0.1:1/test?schema=x"},
-		{"approve", "--app", "postgres://u:s3cret@127.0.0.1:1/test?schema=x", "--case", "c-1", "--title", "t"},
-		{"explore", "--backend", "postgres", "--postgres-url", "postgres://u:s3cret@127.0.0.1:1/test", "--checks", "1"},
+	for _, tt := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"inspect", "--app", "postgres://u:s3cret@127.0.0.1:1/test?schema=x"}, 1},
+		{[]string{"approve", "--app", "postgres://u:s3cret@127.0.0.1:1/test?schema=x", "--case", "c-1", "--title", "t"}, 1},
+		{[]string{"explore", "--backend", "postgres", "--postgres-url", "postgres://u:s3cret@127.0.0.1:1/test", "--checks", "1"}, 4},
 	} {
+		args := tt.args
 		code, stdout, stderr := runCLI(t, args...)
-		if code != 1 || strings.Count(strings.TrimSpace(stderr), "\n") > 0 || !strings.Contains(stderr, "cannot connect to") ||
+		if code != tt.code || strings.Count(strings.TrimSpace(stderr), "\n") > 0 || !strings.Contains(stderr, "cannot connect to") ||
 			!strings.Contains(stderr, "connection refused") || strings.Contains(stdout+stderr, "s3cret") {
-			t.Errorf("%v: got exit %d, stdout %q, stderr %q; want 1 and one line saying why, without the password", args, code, stdout, stderr)
+			t.Errorf("%v: got exit %d, stdout %q, stderr %q; want %d and one line saying why, without the password", args, code, stdout, stderr, tt.code)
 		}
 	}
 }
@@ -136,5 +143,39 @@ func TestUpgradeMigratesAPostgresSchema(t *testing.T) {
 	snap, err := o.Snapshot(t.Context())
 	if err != nil || len(snap.Approvals) != 1 || snap.Approvals[0].Title != `Call "back" \ now` {
 		t.Errorf("after upgrade: %+v, %v; want the approval with its title", snap.Approvals, err)
+	}
+}
+
+// TestEnvironmentFailureExitsFour: when the server takes no connection,
+// the commands that run the harness end with exit status 4 and say so,
+// never as a counterexample nor as a failure of the harness: a server
+// that is full from the start (waited for, for --connect-wait), one that
+// fills up once the run has started, and one that is not running.
+func TestEnvironmentFailureExitsFour(t *testing.T) {
+	for _, c := range []struct {
+		name, url, says string
+		waits           time.Duration
+	}{
+		{"full from the start", pgtest.LimitedServer(t, 0), "too many connections", 300 * time.Millisecond},
+		{"full once the run started", pgtest.LimitedServer(t, 2), "too many connections", 0},
+		{"not running", "postgres://postgres@127.0.0.1:1/test?sslmode=disable", "connection refused", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, args := range [][]string{
+				{"explore", "--checks", "5", "--seed", "1", "--parallel", "1", "--dir", t.TempDir()},
+				{"replay", "--quiet"},
+			} {
+				start := time.Now()
+				code, stdout, stderr := runCLI(t, append(args, "--backend", "postgres", "--postgres-url", c.url, "--connect-wait", "300ms")...)
+				t.Logf("%s: %s", args[0], stderr)
+				took := time.Since(start)
+				if code != 4 || !strings.Contains(stderr, c.says) || strings.Contains(stdout+stderr, "invariant") || strings.Contains(stdout+stderr, "flaky") {
+					t.Errorf("%s: exit %d, stdout %q, stderr %q; want 4 and %q, no invariant, no flaky test", args[0], code, stdout, stderr, c.says)
+				}
+				if took < c.waits {
+					t.Errorf("%s: ended after %v, before --connect-wait 300ms passed", args[0], took)
+				}
+			}
+		})
 	}
 }

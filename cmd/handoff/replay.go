@@ -48,7 +48,7 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	steps, mismatches, skipped, reported := 0, 0, 0, 0
 	for _, sc := range scenarios {
-		run, problems, err := replayOne(ctx, sc, sim.Config{Transport: transport, Backend: backend, PostgresURL: postgresURL})
+		run, problems, err := replayOne(ctx, sc, sim.Config{Transport: transport, Backend: backend, PostgresURL: postgresURL, ConnectWait: *backendFlags.wait})
 		if errors.Is(err, sim.ErrOtherBackend) {
 			fmt.Fprintf(stderr, "skipped %v\n", err)
 			skipped++

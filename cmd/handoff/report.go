@@ -42,7 +42,7 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	run, problems, err := replayOne(ctx, sc, sim.Config{Transport: transport, Backend: backend, PostgresURL: postgresURL})
+	run, problems, err := replayOne(ctx, sc, sim.Config{Transport: transport, Backend: backend, PostgresURL: postgresURL, ConnectWait: *backendFlags.wait})
 	if errors.Is(err, sim.ErrOtherBackend) {
 		return fmt.Errorf("%v: give --backend to run it", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/trial"
 	"github.com/outboxlab/handoff/system"
 )
@@ -68,6 +69,13 @@ func trialCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		again += " --crm-url " + shellWord(*crmURL)
 	}
 	again += backendFlags.flags()
+	if which == backend.Postgres {
+		// Each worker process and the drain run work with trial's
+		// --workers 2; trial itself records and reads on one connection
+		// each.
+		fmt.Fprintf(stderr, "on PostgreSQL at %s: this run holds at most %d connections (%d work processes of %d, and trial's own 2)\n",
+			system.Redact(postgresURL), (*workers+1)*workConnections(2)+2, *workers+1, workConnections(2))
+	}
 	return trial.Run(ctx, trial.Config{Exe: exe, Seed: *seed, Trials: *trials, Kills: *kills, Workers: *workers, Rows: *rows, Dir: *dir,
 		CRMURL: *crmURL, Backend: which, PostgresURL: postgresURL, Connect: connectTrialReceiver, Again: again, JSON: *asJSON}, stdout, stderr)
 }

@@ -240,7 +240,7 @@ func TestTrialUsageErrors(t *testing.T) {
 		{[]string{"trial", "--kills", "1", "--dir", "taken"}, 1, "--dir taken already exists"},
 		{[]string{"trial", "--kills", "1", "--backend", "mysql"}, 2, `unknown backend "mysql"`},
 		{[]string{"trial", "--kills", "1", "--backend", "postgres", "--postgres-url", "mysql://x"}, 2, "is not a PostgreSQL URL"},
-		{[]string{"trial", "--kills", "1", "--backend", "postgres", "--postgres-url", "postgres://u:secret@127.0.0.1:1/x"}, 1,
+		{[]string{"trial", "--kills", "1", "--backend", "postgres", "--postgres-url", "postgres://u:secret@127.0.0.1:1/x"}, 4,
 			"cannot connect to postgres://u:xxxxx@127.0.0.1:1/x: 127.0.0.1:1 (127.0.0.1): dial error"},
 	} {
 		code, _, stderr := runCLI(t, tt.args...)

@@ -48,7 +48,7 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	opts := system.Options{MaxAttempts: *maxAttempts, Lease: *lease, SendTimeout: *sendTimeout, MaxAge: *maxAge,
-		BackoffBase: *backoffBase, BackoffCap: *backoffCap, NoBackoff: *backoffBase == 0}
+		BackoffBase: *backoffBase, BackoffCap: *backoffCap, NoBackoff: *backoffBase == 0, MaxConns: workerConnections}
 	if err := checkWorkFlags(fs, opts, *name, *logFormat); err != nil {
 		return err
 	}
@@ -489,3 +489,12 @@ func shortDuration(d time.Duration) string {
 	}
 	return s
 }
+
+// workerConnections is the most connections to PostgreSQL one worker of
+// work holds: its Pipeline records an answer or claims the next row on
+// one while the other waits for the send.
+const workerConnections = 2
+
+// workConnections is the most connections to PostgreSQL a work process
+// with workers workers holds, a handle for the metrics included.
+func workConnections(workers int) int { return (workers + 1) * workerConnections }

@@ -2,13 +2,10 @@ package outbox
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"testing"
 	"time"
 
-	"github.com/outboxlab/handoff/system"
 	"maragu.dev/goqite"
 )
 
@@ -52,21 +49,11 @@ func TestPostgresReceivesTwice(t *testing.T) {
 // receives goqite counted.
 func receiveConcurrently(t *testing.T, server string, isolation sql.IsolationLevel) (*goqite.Message, *goqite.Message, error, int) {
 	ctx := t.Context()
-	suffix := make([]byte, 8)
-	rand.Read(suffix)
-	schema := "goqite_example_" + hex.EncodeToString(suffix)
-	target, err := system.WithSchema(server, schema)
+	db, f, err := openDB(newSchema(t, server))
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, f, err := openDB(ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		db.ExecContext(context.Background(), `drop schema if exists `+schema+` cascade`)
-		db.Close()
-	}()
+	defer db.Close()
 	watcher, err := sql.Open("pgx", server)
 	if err != nil {
 		t.Fatal(err)

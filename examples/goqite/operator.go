@@ -52,12 +52,12 @@ func (a *App) retry(ctx context.Context, tx *sql.Tx, r row, now time.Time, forge
 
 // Requeue makes a blocked row pending again with attempts 0 and the same
 // key, unless the receiver may have forgotten the key (retention).
-func (a *App) Requeue(ctx context.Context, key string, retention time.Duration, actor, reason string) error {
+func (a *App) Requeue(ctx context.Context, key, actor, reason string) error {
 	return a.operate(ctx, system.ActionRequeue, key, actor, reason, func(ctx context.Context, tx *sql.Tx, r row, now time.Time) error {
 		if r.state != system.Blocked {
 			return fmt.Errorf("%w: %s is %s; requeue takes a blocked row", system.ErrWrongState, key, r.state)
 		}
-		if retention > 0 && r.firstClaimed != 0 && now.UnixMilli() >= r.firstClaimed+(retention-a.opts.SendTimeout).Milliseconds() {
+		if a.pastRetention(r, now) {
 			return fmt.Errorf("%w: %s: reconcile it first", system.ErrRetention, key)
 		}
 		return a.retry(ctx, tx, r, now, false)

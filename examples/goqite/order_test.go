@@ -1,16 +1,11 @@
 package outbox
 
 import (
-	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/outboxlab/handoff/system"
 	"maragu.dev/goqite"
 )
 
@@ -25,28 +20,17 @@ import (
 // second, which is why the recommended variant orders by priority.
 func TestTiesInCreated(t *testing.T) {
 	targets := map[string]func(t *testing.T) string{
-		"sqlite": func(t *testing.T) string { return filepath.Join(t.TempDir(), "app.db") },
-		"postgres": func(t *testing.T) string {
-			suffix := make([]byte, 8)
-			rand.Read(suffix)
-			target, err := system.WithSchema(postgresURL(t), "goqite_example_"+hex.EncodeToString(suffix))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return target
-		},
+		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "app.db") },
+		"postgres": func(t *testing.T) string { return newSchema(t, postgresURL(t)) },
 	}
 	for name, target := range targets {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
-			db, f, err := openDB(ctx, target(t))
+			db, f, err := openDB(target(t))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			if f.goqite == goqite.SQLFlavorPostgreSQL {
-				defer db.ExecContext(context.Background(), `drop schema if exists `+currentSchema(t, db)+` cascade`)
-			}
 			if err := makeTables(ctx, db, f); err != nil {
 				t.Fatal(err)
 			}
@@ -96,15 +80,4 @@ func TestTiesInCreated(t *testing.T) {
 			t.Logf("%d of the 250 messages left repeat a created time that another holds; all 400 came in insertion order", ties)
 		})
 	}
-}
-
-// currentSchema is the schema db's connections create tables in.
-func currentSchema(t *testing.T, db interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}) string {
-	var s string
-	if err := db.QueryRowContext(t.Context(), `select current_schema()`).Scan(&s); err != nil {
-		t.Fatal(err)
-	}
-	return s
 }

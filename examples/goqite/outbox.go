@@ -15,9 +15,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -75,20 +72,20 @@ type App struct {
 	clock   Clock
 	// maxReceive is goqite's receive budget.
 	maxReceive int
-	// held is the message of each claim this handle made and has not
-	// settled, by key: goqite deletes and extends by message id.
-	held map[string]goqite.ID
 }
 
 // Open opens the app database at target, a SQLite file or a
-// postgres:// URL whose schema parameter names the schema (made if
-// missing), creating goqite's table and the app's own. opts gives the
-// worker's name, clock, fault hook, attempt budget, lease (goqite's
-// visibility timeout), send timeout, backoff and time budget; clock
-// makes goqite read opts.Now (see Clock).
+// postgres:// URL whose schema parameter names an existing schema,
+// creating goqite's table and the app's own. opts gives the worker's
+// name, clock, fault hook, attempt budget, lease (goqite's visibility
+// timeout), send timeout, backoff, time budget and the receiver's
+// retention; clock makes goqite read opts.Now (see Clock).
 func Open(ctx context.Context, target string, opts system.Options, v Variant, clock Clock) (*App, error) {
-	opts = withDefaults(opts)
-	db, f, err := openDB(ctx, target)
+	opts, err := opts.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	db, f, err := openDB(target)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +96,7 @@ func Open(ctx context.Context, target string, opts system.Options, v Variant, cl
 	if clock == nil {
 		clock = func(_ time.Time, f func()) { f() }
 	}
-	a := &App{db: db, f: f, opts: opts, variant: v, clock: clock, held: map[string]goqite.ID{}, maxReceive: opts.MaxAttempts}
+	a := &App{db: db, f: f, opts: opts, variant: v, clock: clock, maxReceive: opts.MaxAttempts}
 	if v.SpareReceive {
 		a.maxReceive++
 	}
@@ -107,73 +104,25 @@ func Open(ctx context.Context, target string, opts system.Options, v Variant, cl
 	return a, nil
 }
 
-// withDefaults fills in what opts leaves zero, as system.Options does.
-func withDefaults(opts system.Options) system.Options {
-	if opts.MaxAttempts == 0 {
-		opts.MaxAttempts = system.DefaultMaxAttempts
-	}
-	if opts.Worker == "" {
-		opts.Worker = system.DefaultWorker
-	}
-	if opts.Lease == 0 {
-		opts.Lease = system.DefaultLease
-	}
-	if opts.SendTimeout == 0 {
-		opts.SendTimeout = system.DefaultSendTimeout
-	}
-	if opts.BackoffBase == 0 {
-		opts.BackoffBase = system.DefaultBackoffBase
-	}
-	if opts.BackoffCap == 0 {
-		opts.BackoffCap = system.DefaultBackoffCap
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Jitter == nil {
-		opts.Jitter = func(ceiling time.Duration) time.Duration { return rand.N(ceiling + 1) }
-	}
-	return opts
-}
-
-// schemaParam is a plain PostgreSQL schema name.
-var schemaParam = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-
 // openDB opens the database at target with a small pool: on SQLite a
 // file whose transactions begin immediately, on PostgreSQL the URL's
-// schema (then public) on the search path.
-func openDB(ctx context.Context, target string) (*sql.DB, flavor, error) {
-	if !system.IsPostgres(target) {
-		db, err := sql.Open("sqlite", "file:"+target+"?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)")
+// schema on the search path (system.SplitPostgres).
+func openDB(target string) (*sql.DB, flavor, error) {
+	driver, source, f := "sqlite", "file:"+target+"?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)", sqliteFlavor
+	if system.IsPostgres(target) {
+		connect, _, err := system.SplitPostgres(target)
 		if err != nil {
 			return nil, flavor{}, err
 		}
-		db.SetMaxOpenConns(2)
-		return db, sqliteFlavor, nil
+		driver, source, f = "pgx", connect, postgresFlavor
 	}
-	u, err := url.Parse(target)
-	if err != nil {
-		return nil, flavor{}, fmt.Errorf("outbox: %s is not a PostgreSQL URL", system.Redact(target))
-	}
-	q := u.Query()
-	schema := q.Get("schema")
-	if !schemaParam.MatchString(schema) {
-		return nil, flavor{}, fmt.Errorf("outbox: %s names no plain schema", system.Redact(target))
-	}
-	q.Del("schema")
-	q.Set("search_path", schema+",public")
-	u.RawQuery = q.Encode()
-	db, err := sql.Open("pgx", u.String())
+	db, err := sql.Open(driver, source)
 	if err != nil {
 		return nil, flavor{}, err
 	}
 	db.SetMaxOpenConns(2)
 	db.SetMaxIdleConns(2)
-	if _, err := db.ExecContext(ctx, `create schema if not exists `+schema); err != nil {
-		db.Close()
-		return nil, flavor{}, fmt.Errorf("outbox: making schema %s: %w", schema, err)
-	}
-	return db, postgresFlavor, nil
+	return db, f, nil
 }
 
 // makeTables creates goqite's table, once, and the app's own.
@@ -355,8 +304,9 @@ func (a *App) readRow(ctx context.Context, tx *sql.Tx, key string) (row, error) 
 // for the lease, and in the same transaction counts the attempt on its
 // row and takes the lease under this worker's name; or blocks the row
 // (attempt budget, time budget, the receiver's retention) and deletes
-// its message. retention is the receiver's, 0 for forever.
-func (a *App) ClaimNext(ctx context.Context, retention time.Duration) (system.Claim, system.Delivery, error) {
+// its message. The claim's Handle is the message's id: goqite deletes
+// and extends by id.
+func (a *App) ClaimNext(ctx context.Context) (system.Claim, system.Delivery, error) {
 	var c system.Claim
 	var d system.Delivery
 	now := a.opts.Now()
@@ -399,7 +349,7 @@ func (a *App) ClaimNext(ctx context.Context, retention time.Duration) (system.Cl
 				block = system.LastErrorBudgetExhausted
 			case a.opts.MaxAge > 0 && ms >= r.created+a.opts.MaxAge.Milliseconds():
 				block = system.LastErrorDeadline
-			case retention > 0 && r.firstClaimed != 0 && ms >= r.firstClaimed+(retention-a.opts.SendTimeout).Milliseconds():
+			case a.pastRetention(r, now):
 				block = system.LastErrorRetentionExpired
 			}
 			if block != "" {
@@ -412,17 +362,23 @@ func (a *App) ClaimNext(ctx context.Context, retention time.Duration) (system.Cl
 			if _, err := a.exec(ctx, tx, sqlClaim, a.opts.Worker, ms, r.seq); err != nil {
 				return err
 			}
-			c = system.Claim{Seq: r.seq, Key: key, Payload: r.payload, Attempt: r.attempts + 1, Fence: r.fence + 1, SendBy: now.Add(a.opts.SendTimeout)}
+			c = system.Claim{Seq: r.seq, Key: key, Payload: r.payload, Attempt: r.attempts + 1, Fence: r.fence + 1,
+				SendBy: now.Add(a.opts.SendTimeout), Handle: m.ID}
 			d.Attempts = c.Attempt
-			a.held[key] = m.ID
 			return nil
 		}
 	})
 	if err != nil {
-		delete(a.held, c.Key)
 		return system.Claim{}, system.Delivery{}, err
 	}
 	return c, d, nil
+}
+
+// pastRetention reports whether a send of r's key at now could reach a
+// receiver that has forgotten it: now is at or after its first claim plus
+// the receiver's retention minus the send timeout.
+func (a *App) pastRetention(r row, now time.Time) bool {
+	return a.opts.Retention > 0 && r.firstClaimed != 0 && now.UnixMilli() >= r.firstClaimed+(a.opts.Retention-a.opts.SendTimeout).Milliseconds()
 }
 
 // Send sends c's key and payload to r, outside any transaction, if the
@@ -446,11 +402,10 @@ func (a *App) Send(ctx context.Context, c system.Claim, r system.Receiver) (int6
 // of the receiver's is returned as a *system.AttemptError, and the lease
 // runs out.
 func (a *App) Settle(ctx context.Context, c system.Claim, taskID int64, sendErr error) (system.Delivery, error) {
-	id, ok := a.held[c.Key]
+	id, ok := c.Handle.(goqite.ID)
 	if !ok {
-		return system.Delivery{}, fmt.Errorf("outbox: this worker holds no claim of %s", c.Key)
+		return system.Delivery{}, fmt.Errorf("outbox: the claim of %s holds no goqite message", c.Key)
 	}
-	delete(a.held, c.Key)
 	d := system.Delivery{Result: system.ResultPending, Key: c.Key, Attempts: c.Attempt}
 	var wait time.Duration
 	switch {
@@ -462,11 +417,8 @@ func (a *App) Settle(ctx context.Context, c system.Claim, taskID int64, sendErr 
 			d.Result = system.ResultBlocked
 			break
 		}
-		wait = a.backoff(c.Attempt)
-		var hint *system.RetryHint
-		if errors.As(sendErr, &hint) && hint.After > wait {
-			wait = hint.After
-		}
+		wait = a.opts.RetryWait(c.Attempt, sendErr)
+		d.Backoff = wait
 	case errors.Is(sendErr, system.ErrKeyConflict):
 		d.Result, d.LastError = system.ResultBlocked, system.LastErrorConflict
 	case errors.Is(sendErr, system.ErrRejected):
@@ -511,25 +463,10 @@ func (a *App) Settle(ctx context.Context, c system.Claim, taskID int64, sendErr 
 	return d, nil
 }
 
-// backoff is the full-jitter wait after attempt n, within SPEC's ceiling.
-func (a *App) backoff(n int) time.Duration {
-	if a.opts.NoBackoff {
-		return 0
-	}
-	ceiling := system.BackoffCeiling(a.opts.BackoffBase, a.opts.BackoffCap, n)
-	return max(0, min(a.opts.Jitter(ceiling), ceiling))
-}
-
 // DeliverOne makes one delivery: ClaimNext, Send and Settle, passing the
-// fault points before the send and after the reply. The receiver's
-// retention comes from r if it is a system.Retainer, else from the
-// options.
+// fault points before the send and after the reply.
 func (a *App) DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error) {
-	retention := a.opts.Retention
-	if rt, ok := r.(system.Retainer); ok {
-		retention = rt.Retention()
-	}
-	c, d, err := a.ClaimNext(ctx, retention)
+	c, d, err := a.ClaimNext(ctx)
 	if err != nil || d.Result != system.ResultPending {
 		return d, err
 	}

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/handoff/system"
@@ -40,13 +42,13 @@ const (
 	sqlSchemaLock    = `SELECT pg_advisory_lock(hashtextextended($1, 1))`
 	sqlTrySchemaLock = `SELECT pg_try_advisory_lock(hashtextextended($1, 1))`
 	sqlSchemaUnlock  = `SELECT pg_advisory_unlock(hashtextextended($1, 1))`
-	sqlSchemasLike   = `SELECT nspname FROM pg_namespace WHERE nspname ~ $1 ORDER BY nspname`
+	sqlSchemasLike   = `SELECT nspname FROM pg_namespace WHERE nspname ~ $1 AND pg_has_role(nspowner, 'USAGE') ORDER BY nspname`
 )
 
 // NewSchema names a new schema on server, locks the name, and drops the
 // schemas of its kind that nobody holds: those of processes that died
 // before they dropped theirs; then it makes the schema (see Make).
-func NewSchema(ctx context.Context, server string) (*Schema, error) {
+func NewSchema(ctx context.Context, server string, wait time.Duration) (*Schema, error) {
 	suffix := make([]byte, schemaSuffixBytes)
 	rand.Read(suffix)
 	s := &Schema{name: schemaPrefix + hex.EncodeToString(suffix)}
@@ -57,7 +59,10 @@ func NewSchema(ctx context.Context, server string) (*Schema, error) {
 	if s.target, err = system.WithSchema(server, s.name); err != nil {
 		return nil, err
 	}
-	if s.owner, err = pgx.Connect(ctx, s.server); err != nil {
+	if err := system.WaitForServer(ctx, cmp.Or(wait, system.DefaultConnectWait), func() (err error) {
+		s.owner, err = pgx.Connect(ctx, s.server)
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("handoff: connecting to %s: %w", system.Redact(s.server), err)
 	}
 	if err := s.sweep(ctx); err != nil {
@@ -72,7 +77,9 @@ func NewSchema(ctx context.Context, server string) (*Schema, error) {
 	return s, nil
 }
 
-// sweep drops every schema NewSchema made that no session holds. A live
+// sweep drops every schema NewSchema made that no session holds, of
+// those its user may drop: on a server shared by several users, each
+// sweeps its own. A live
 // one is locked from before it was made, so that it is never dropped.
 func (s *Schema) sweep(ctx context.Context) error {
 	names, err := pgxColumn[string](ctx, s.owner, sqlSchemasLike, fmt.Sprintf("^%s[0-9a-f]{%d}$", schemaPrefix, 2*schemaSuffixBytes))
@@ -152,7 +159,7 @@ func (s *Schema) Release(ctx context.Context) error {
 // sequence is far cheaper than TRUNCATE, which makes new files.
 // Like freshStatements, it knows no schema, so that it serves every
 // design; it asks the server's catalog instead.
-func (s *Schema) Emptier(ctx context.Context) (*sql.DB, []*sql.Stmt, error) {
+func (s *Schema) Emptier(ctx context.Context, wait time.Duration) (*sql.DB, []*sql.Stmt, error) {
 	// The connection's commits need survive nothing but this process.
 	u, err := url.Parse(s.server)
 	if err != nil {
@@ -167,6 +174,10 @@ func (s *Schema) Emptier(ctx context.Context) (*sql.DB, []*sql.Stmt, error) {
 	}
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
+	if err := system.WaitForServer(ctx, cmp.Or(wait, system.DefaultConnectWait), func() error { return db.PingContext(ctx) }); err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("handoff: connecting to %s: %w", system.Redact(s.server), err)
+	}
 	stmts, err := s.emptyingStatements(ctx, db)
 	if err != nil {
 		for _, st := range stmts {

@@ -29,7 +29,7 @@ func TestSchemasLeftBehindAreDropped(t *testing.T) {
 	}
 	made := map[string]*Schema{}
 	for _, role := range []string{"left", "live"} {
-		s, err := NewSchema(ctx, server)
+		s, err := NewSchema(ctx, server, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestSchemasLeftBehindAreDropped(t *testing.T) {
 		}
 		ended = n == 0
 	}
-	next, err := NewSchema(ctx, server)
+	next, err := NewSchema(ctx, server, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,9 @@ package explore
 import (
 	"fmt"
 	"testing"
+
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/pgtest"
 )
 
 // BenchmarkExplore explores the real design on a fixed seed, in one lane
@@ -17,6 +20,34 @@ func BenchmarkExplore(b *testing.B) {
 			var steps int64
 			for b.Loop() {
 				r, err := Explore(b.Context(), ExploreConfig{Checks: 200, Steps: DefaultSteps, Seed: 1, Parallel: lanes, Dir: b.TempDir()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r.Failure != nil {
+					b.Fatalf("the real design failed:\n%s", r.Failure.Report(""))
+				}
+				steps += r.Stats.Steps.Load()
+			}
+			b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+		})
+	}
+}
+
+// BenchmarkExploreBackends explores the real design on the same seed in
+// one lane on each backend, and reports steps per second on each: the
+// ratio of PostgreSQL's figure to SQLite's, measured in one run, is what
+// docs/performance.md records.
+func BenchmarkExploreBackends(b *testing.B) {
+	for _, be := range backend.All {
+		b.Run("backend="+string(be), func(b *testing.B) {
+			cfg := ExploreConfig{Checks: 100, Steps: DefaultSteps, Seed: 1, Parallel: 1, Backend: be}
+			if be == backend.Postgres {
+				cfg.PostgresURL = pgtest.Server(b)
+			}
+			var steps int64
+			for b.Loop() {
+				cfg.Dir = b.TempDir()
+				r, err := Explore(b.Context(), cfg)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -56,6 +56,10 @@ type ExploreConfig struct {
 	// PostgresURL names, dropped when the run ends.
 	Backend     backend.Backend
 	PostgresURL string
+	// ConnectWait is how long a connection to PostgreSQL waits for a
+	// server that is full or starting; 0 means system.DefaultConnectWait.
+	// Past it the run ends with an error that is sim.ErrEnvironment.
+	ConnectWait time.Duration
 	// Dir is where sequences keep their databases; "" means os.TempDir().
 	Dir string
 	// Progress, if not nil, is called about once a second while it runs.
@@ -254,6 +258,9 @@ func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 			first = &lanes[i]
 		}
 	}
+	if first != nil && first.rec.Environment != nil {
+		return Report{}, first.rec.Environment
+	}
 	if first != nil {
 		report.Recorder, report.FailureSeed = *first.rec, first.seed
 		if report.Failure == nil {
@@ -285,7 +292,7 @@ func runLane(ctx context.Context, cfg ExploreConfig, dir string, stats *sim.Stat
 	rec := &Recorder{}
 	var m int64 // the index of the sequence the lane runs
 	prop, done := Property(ctx, PropertyConfig{Design: cfg.Design, Dir: dir, MaxSteps: cfg.Steps, NoSwarm: cfg.NoSwarm, Transport: cfg.Transport,
-		Backend: cfg.Backend, PostgresURL: cfg.PostgresURL, Stats: stats, Recorder: rec, FirstFailure: func() { seqs.Fail(m) }})
+		Backend: cfg.Backend, PostgresURL: cfg.PostgresURL, ConnectWait: cfg.ConnectWait, Stats: stats, Recorder: rec, FirstFailure: func() { seqs.Fail(m) }})
 	defer done()
 	for ctx.Err() == nil {
 		var ok bool

@@ -2,6 +2,8 @@ package explore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/bits"
 	"time"
 
@@ -62,10 +64,15 @@ func pickOf(t *rapid.T, label string, n int) int {
 // check it holds that case); FirstSequences, how many sequences had
 // started when the first failure was found (before any shrinking), and
 // FirstAt, when. An exploration's Report holds the failing lane's.
+// Environment is the failure of the environment (see
+// sim.ErrEnvironment) that ended the property, if one did: every run
+// after it fails at once with the same message, so that rapid's shrinking
+// ends within a few runs and nothing is reported as a counterexample.
 type Recorder struct {
 	Failure        *sim.Failure
 	FirstSequences int64
 	FirstAt        time.Time
+	Environment    error
 }
 
 // PropertyConfig says what Property runs and where it keeps and counts
@@ -85,6 +92,9 @@ type PropertyConfig struct {
 	// Config): on PostgreSQL, in a schema of the property's own.
 	Backend     backend.Backend
 	PostgresURL string
+	// ConnectWait is how long a connection waits for a full or starting
+	// server (see sim.Config).
+	ConnectWait time.Duration
 	// Fresh gives every sequence new databases (a new folder, a new
 	// schema) instead of emptying the last ones: for a design whose
 	// databases the harness cannot empty, not being SQLite files, say.
@@ -152,12 +162,12 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 		}
 		if env == nil {
 			env, closeEnv, err = sim.NewEnvIn(dbCtx, sim.EnvOptions{Dir: cfg.Dir, Design: cfg.Design, Stats: stats, Renewable: !cfg.Fresh,
-				Backend: cfg.Backend, PostgresURL: cfg.PostgresURL})
+				Backend: cfg.Backend, PostgresURL: cfg.PostgresURL, ConnectWait: cfg.ConnectWait})
 		} else {
 			err = env.Renew(dbCtx)
 		}
 		if err != nil {
-			t.Fatalf("%v", err)
+			harnessFailed(t, rec, "", err)
 		}
 		switch {
 		case stats == nil:
@@ -172,7 +182,7 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 		apply := func(s sim.Step) bool {
 			out, err := env.Apply(dbCtx, s)
 			if err != nil {
-				t.Fatalf("step %d %q: %v", len(run.Steps)+1, s, err)
+				harnessFailed(t, rec, fmt.Sprintf("step %d %q: ", len(run.Steps)+1, s), err)
 			}
 			run.Steps = append(run.Steps, s)
 			run.Outcomes = append(run.Outcomes, out)
@@ -207,6 +217,9 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 		return failure
 	}
 	prop = func(t *rapid.T) {
+		if rec != nil && rec.Environment != nil {
+			harnessFailed(t, rec, "", rec.Environment)
+		}
 		var failure *sim.Failure
 		if shrinking() && ctx.Err() != nil {
 			failure = rec.Failure
@@ -230,4 +243,22 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 		}
 	}
 	return prop, done
+}
+
+// harnessFailed fails t for err, an error of the harness rather than a
+// violation, which where said it arose. A failure of the environment is
+// recorded in rec (when there is one) and reported from one place, the
+// same way every time, so that rapid takes every later run's for the same
+// failure.
+func harnessFailed(t *rapid.T, rec *Recorder, where string, err error) {
+	if err = sim.Environmental(err); errors.Is(err, sim.ErrEnvironment) {
+		if rec != nil {
+			if rec.Environment == nil {
+				rec.Environment = err
+			}
+			err = rec.Environment
+		}
+		t.Fatalf("%v", err)
+	}
+	t.Fatalf("%s%v", where, err)
 }

@@ -37,7 +37,7 @@ func Explore(ctx context.Context, exe string, cfg explore.ExploreConfig) (explor
 	defer os.RemoveAll(dir)
 	report := explore.Report{Config: cfg, Stats: sim.NewStats(), Start: time.Now()}
 	start := laneStart{Protocol: laneProtocol, Design: cfg.Design.Name, Checks: cfg.Checks, Steps: cfg.Steps, Seed: cfg.Seed, Shard: cfg.Shard, Shards: cfg.Shards,
-		NoSwarm: cfg.NoSwarm, Transport: cfg.Transport, Backend: cfg.Backend, PostgresURL: cfg.PostgresURL, Dir: dir}
+		NoSwarm: cfg.NoSwarm, Transport: cfg.Transport, Backend: cfg.Backend, PostgresURL: cfg.PostgresURL, ConnectWait: cfg.ConnectWait, Dir: dir}
 	r := &laneRun{seqs: explore.NewSequencer(cfg.Checks), live: sim.NewStats(), superseded: map[*laneProcess]bool{}}
 	served := make(chan struct{})
 	go func() {
@@ -262,6 +262,9 @@ func (r *laneRun) serve(l *laneProcess) {
 		l.err = l.ended(waitErr, ioErr)
 	case l.report.Err != "":
 		l.err = errors.New(l.report.Err)
+		if l.report.Environment {
+			l.err = fmt.Errorf("%w: %s", sim.ErrEnvironment, strings.TrimPrefix(l.report.Err, sim.ErrEnvironment.Error()+": "))
+		}
 	}
 }
 

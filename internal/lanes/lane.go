@@ -3,6 +3,7 @@ package lanes
 import (
 	"context"
 	"encoding/gob"
+	"errors"
 	"io"
 	"os"
 	"runtime"
@@ -63,12 +64,12 @@ func Lane(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer)
 	}()
 	seqs := &remoteSequencer{out: out, grants: grants}
 	cfg := explore.ExploreConfig{Design: design, Checks: start.Checks, Steps: start.Steps, Seed: start.Seed, Shard: start.Shard, Shards: start.Shards,
-		NoSwarm: start.NoSwarm, Transport: start.Transport, Backend: start.Backend, PostgresURL: start.PostgresURL, Dir: start.Dir,
+		NoSwarm: start.NoSwarm, Transport: start.Transport, Backend: start.Backend, PostgresURL: start.PostgresURL, ConnectWait: start.ConnectWait, Dir: start.Dir,
 		Sequencer: seqs, Progress: func(st *sim.Stats, _ time.Duration) { out.send(laneMessage{Counts: countsOf(st)}) }}
 	r, err := explore.Explore(ctx, cfg)
 	report := &laneReport{Stats: r.Stats, Interrupted: r.Interrupted, Failure: r.Failure, FirstAt: r.FirstAt, FailureSeed: r.FailureSeed, Problem: r.Problem}
 	if err != nil {
-		report = &laneReport{Err: err.Error()}
+		report = &laneReport{Err: err.Error(), Environment: errors.Is(err, sim.ErrEnvironment)}
 	}
 	return out.send(laneMessage{Report: report})
 }

@@ -25,6 +25,7 @@ type laneStart struct {
 	Transport   sim.Transport
 	Backend     backend.Backend
 	PostgresURL string
+	ConnectWait time.Duration
 	Dir         string // the folder the lane makes its own in
 }
 
@@ -69,4 +70,7 @@ type laneReport struct {
 	FailureSeed uint64
 	Problem     string
 	Err         string
+	// Environment says that Err is a failure of the environment (see
+	// sim.ErrEnvironment).
+	Environment bool `json:",omitempty"`
 }

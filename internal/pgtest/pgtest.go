@@ -10,6 +10,7 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -55,11 +56,47 @@ func probe() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if err := system.PingPostgres(ctx, url); err != nil {
+	if err := system.PingPostgres(ctx, url, time.Second); err != nil {
 		reason = fmt.Sprintf("the PostgreSQL suite did not run (%v); set %s=postgres://… to run it", err, Env)
 		return
 	}
 	server = url
+	fmt.Fprintf(os.Stderr, "the PostgreSQL suite runs on %s, %d tests at a time in this package; %s=off turns it off\n", system.Redact(url), parallel, Env)
+}
+
+// parallel is how many tests of one test binary use the server at once:
+// each holds a few connections (an Env holds sim.PostgresConnections at
+// most), and a shared server has a hundred by default for everyone.
+const parallel = 2
+
+// slots holds a place for each top-level test that uses the server
+// now; held names the tests that hold one.
+var (
+	slots  = make(chan struct{}, parallel)
+	heldMu sync.Mutex
+	held   = map[string]bool{}
+)
+
+// take waits for a place for t's top-level test among the tests that use
+// the server, unless it holds one, and gives it back when t ends. A
+// subtest shares its test's place, so that a test waiting for its
+// subtests never waits for a place it holds itself.
+func take(t testing.TB) {
+	top, _, _ := strings.Cut(t.Name(), "/")
+	heldMu.Lock()
+	mine := !held[top]
+	held[top] = true
+	heldMu.Unlock()
+	if !mine {
+		return
+	}
+	slots <- struct{}{}
+	t.Cleanup(func() {
+		heldMu.Lock()
+		delete(held, top)
+		heldMu.Unlock()
+		<-slots
+	})
 }
 
 // Reason says why the PostgreSQL suite does not run, or "" when it does.
@@ -79,6 +116,7 @@ func Server(t testing.TB) string {
 		}
 		t.Skip(reason)
 	}
+	take(t)
 	return server
 }
 
@@ -132,4 +170,46 @@ func Schema(t testing.TB, url string) string {
 		t.Fatalf("%s names no schema", url)
 	}
 	return schema
+}
+
+// LimitedServer returns the URL of Server's server as a role of t's own
+// that may hold at most limit connections at once (the server refuses
+// more with SQLSTATE 53300, as a full server does), may make schemas in
+// the database, and is dropped, with what it owns, when t ends: a full
+// server for one test, without filling the one the other tests share.
+func LimitedServer(t testing.TB, limit int) string {
+	t.Helper()
+	conn := Conn(t)
+	ctx := context.Background()
+	role := fmt.Sprintf("handoff_limited_%d_%d", os.Getpid(), schemas.Add(1))
+	var database string
+	if err := conn.QueryRow(ctx, `SELECT current_database()`).Scan(&database); err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		fmt.Sprintf(`CREATE ROLE %s LOGIN NOSUPERUSER CONNECTION LIMIT %d`, role, limit),
+		fmt.Sprintf(`GRANT CREATE ON DATABASE %s TO %s`, pgx.Identifier{database}.Sanitize(), role),
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		// The role's sessions end first: a test that failed may leave one.
+		for _, sql := range []string{
+			`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '` + role + `'`,
+			`DROP OWNED BY ` + role + ` CASCADE`,
+			`DROP ROLE ` + role,
+		} {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	u, err := url.Parse(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	return u.String()
 }

@@ -32,6 +32,9 @@ type Config struct {
 	// PostgresURL names, instead of app.db, and drops it when it closes.
 	Backend     backend.Backend
 	PostgresURL string
+	// ConnectWait is how long a connection to PostgreSQL waits for a
+	// server that is full or starting; 0 means system.DefaultConnectWait.
+	ConnectWait time.Duration
 	// Durability of every commit. The simulation uses system.ProcessSafe:
 	// its restarts model process crashes, which lose nothing the operating
 	// system holds.
@@ -129,7 +132,7 @@ func (e *Env) systemOptions(worker string, hook system.Hook) system.Options {
 	if e.schema != nil {
 		wrap = e.replyCut.Wrap(worker)
 	}
-	return system.Options{WrapConn: wrap,
+	return system.Options{WrapConn: wrap, MaxConns: 1, ConnectWait: e.cfg.ConnectWait,
 		Durability: e.cfg.Durability, Hook: hook, Now: e.clock, Worker: worker, BusyTimeout: busyTimeout,
 		Jitter: func(ceiling time.Duration) time.Duration {
 			e.ceilings = append(e.ceilings, ceiling)
@@ -199,9 +202,10 @@ type EnvOptions struct {
 	Design designs.Design
 	// Stats (may be nil) counts what its steps do.
 	Stats *Stats
-	// Backend and PostgresURL are the Env's (see Config).
+	// Backend, PostgresURL and ConnectWait are the Env's (see Config).
 	Backend     backend.Backend
 	PostgresURL string
+	ConnectWait time.Duration
 	// Renewable readies the Env to run sequence after sequence on the
 	// same files (see renew).
 	Renewable bool
@@ -216,7 +220,7 @@ func NewEnvIn(ctx context.Context, opts EnvOptions) (env *Env, done func(), err 
 		return nil, nil, fmt.Errorf("handoff: %w", err)
 	}
 	env, err = NewEnv(ctx, Config{Design: opts.Design, Dir: sub, Durability: system.ProcessSafe, Stats: opts.Stats,
-		Backend: opts.Backend, PostgresURL: opts.PostgresURL})
+		Backend: opts.Backend, PostgresURL: opts.PostgresURL, ConnectWait: opts.ConnectWait})
 	if err == nil && opts.Renewable {
 		if env.lane, err = openLane(ctx, env); err != nil {
 			env.Close()
@@ -346,9 +350,11 @@ func (e *Env) worker(ctx context.Context, s Step) (string, *worker, error) {
 	if w, ok := e.workers[name]; ok {
 		return name, w, nil
 	}
-	app, ok := e.idle.takeApp(e.handleKey(name))
+	app, ok, err := e.idle.takeApp(e.handleKey(name))
+	if err != nil {
+		return "", nil, fmt.Errorf("handoff: closing an idle handle of worker %s: %w", name, err)
+	}
 	if !ok {
-		var err error
 		if app, err = e.openDesignApp(ctx, e.systemOptions(name, e.hook(name, e.namedHook(name)))); err != nil {
 			return "", nil, fmt.Errorf("handoff: opening the app database for worker %s: %w", name, err)
 		}

@@ -8,6 +8,17 @@ import (
 	"github.com/outboxlab/handoff/internal/backend"
 )
 
+// PostgresConnections is the most connections to the PostgreSQL server
+// an Env holds at once: the schema's owner, the lane's emptier and a
+// handle of the design no step uses, the harness's own (for app-busy and
+// the end of a crashed worker's sessions), and for each of the five
+// workers (the default one, A, B, C and P) the handle it runs on and an
+// idle one of other options (see idleHandles), every handle with one
+// connection; and one more for the session of a crashed worker that the
+// server is still ending while its successor connects.
+// TestPostgresConnectionBudget measures what an exploration holds.
+const PostgresConnections = 15
+
 // makeAppDatabase readies the place of the Env's app database: on
 // PostgreSQL, a schema of its own.
 func (e *Env) makeAppDatabase(ctx context.Context) error {
@@ -18,7 +29,7 @@ func (e *Env) makeAppDatabase(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	e.schema, err = backend.NewSchema(ctx, e.cfg.PostgresURL)
+	e.schema, err = backend.NewSchema(ctx, e.cfg.PostgresURL, e.cfg.ConnectWait)
 	return err
 }
 

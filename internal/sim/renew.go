@@ -30,30 +30,58 @@ func (e *Env) handleKey(worker string) handleKey { return handleKey{worker, e.mo
 // closed. A handle is taken from them only where a step would open one for
 // a worker that has not started yet (a new sequence, a config step, a
 // named worker's first step): never for a restart, which opens every
-// handle again from its file.
+// handle again from its file. Each worker has two idle handles at most,
+// one of the default options (every sequence starts with them) and the
+// last of others, so that the connections an Env holds to a PostgreSQL
+// server stay within its budget (see PostgresConnections) however many
+// options a run draws.
 type idleHandles struct {
-	apps map[handleKey]designs.App
+	apps map[idleSlot]idleApp
 	crms map[int64]designs.CRM // by the receiver's retention in milliseconds
+}
+
+// idleSlot is where a worker's idle handle is kept: apart for the
+// default options, or in the one place for all others.
+type idleSlot struct {
+	worker   string
+	defaults bool
+}
+
+// slotOf is the slot of a handle opened as k.
+func slotOf(k handleKey) idleSlot { return idleSlot{k.worker, k.config == model.Defaults()} }
+
+// idleApp is an idle app handle and what it was opened as.
+type idleApp struct {
+	key handleKey
+	app designs.App
 }
 
 // keepApp sets app aside as k, closing the handle it displaces, if any.
 func (h *idleHandles) keepApp(k handleKey, app designs.App) error {
 	if h.apps == nil {
-		h.apps = map[handleKey]designs.App{}
+		h.apps = map[idleSlot]idleApp{}
 	}
 	var err error
-	if old, ok := h.apps[k]; ok {
-		err = old.Close()
+	if old, ok := h.apps[slotOf(k)]; ok {
+		err = old.app.Close()
 	}
-	h.apps[k] = app
+	h.apps[slotOf(k)] = idleApp{k, app}
 	return err
 }
 
-// takeApp takes the idle handle kept as k, if there is one.
-func (h *idleHandles) takeApp(k handleKey) (designs.App, bool) {
-	app, ok := h.apps[k]
-	delete(h.apps, k)
-	return app, ok
+// takeApp takes the idle handle kept as k, if there is one. An idle
+// handle in k's slot opened with other options is closed: the worker
+// opens one of k's now, which takes its place when it is set aside.
+func (h *idleHandles) takeApp(k handleKey) (designs.App, bool, error) {
+	idle, ok := h.apps[slotOf(k)]
+	if !ok {
+		return nil, false, nil
+	}
+	delete(h.apps, slotOf(k))
+	if idle.key != k {
+		return nil, false, idle.app.Close()
+	}
+	return idle.app, true, nil
 }
 
 // keepCRM sets crm aside for retention, closing the handle it displaces.
@@ -80,8 +108,8 @@ func (h *idleHandles) takeCRM(retention int64) (designs.CRM, bool) {
 // close closes every idle handle.
 func (h *idleHandles) close() error {
 	var err error
-	for k, app := range h.apps {
-		err = errors.Join(err, app.Close())
+	for k, idle := range h.apps {
+		err = errors.Join(err, idle.app.Close())
 		delete(h.apps, k)
 	}
 	for k, crm := range h.crms {
@@ -122,9 +150,11 @@ func (e *Env) park() error {
 // options: idle ones where there are, otherwise opened from their files;
 // the CRM carried over the Env's transport.
 func (e *Env) resume(ctx context.Context) error {
-	app, ok := e.idle.takeApp(e.handleKey(model.DefaultWorker))
+	app, ok, err := e.idle.takeApp(e.handleKey(model.DefaultWorker))
+	if err != nil {
+		return fmt.Errorf("handoff: closing an idle handle: %w", err)
+	}
 	if !ok {
-		var err error
 		if app, err = e.openApp(ctx); err != nil {
 			return err
 		}
@@ -216,7 +246,9 @@ func openLane(ctx context.Context, e *Env) (_ *lane, err error) {
 			return backend.FileEmptier(ctx, filepath.Join(e.cfg.Dir, name))
 		}
 		if name == appFile && e.schema != nil {
-			open = e.schema.Emptier
+			open = func(ctx context.Context) (*sql.DB, []*sql.Stmt, error) {
+				return e.schema.Emptier(ctx, e.cfg.ConnectWait)
+			}
 		}
 		db, reset, err := open(ctx)
 		if err != nil {

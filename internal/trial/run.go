@@ -45,7 +45,7 @@ func runTrial(ctx context.Context, cfg config) (result, error) {
 	}
 	batches, plans := planTrial(cfg.seed, cfg.kills, cfg.rows, cfg.workers, cfg.crmURL == "")
 	appPath, crmPath := cfg.app, filepath.Join(cfg.dir, "crm.db")
-	app, err := system.Open(ctx, appPath, system.Options{})
+	app, err := system.Open(ctx, appPath, system.Options{MaxConns: 1})
 	if err != nil {
 		return res, err
 	}
