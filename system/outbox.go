@@ -144,6 +144,13 @@ type Options struct {
 	// ErrUnavailable.
 	ConnectWait time.Duration
 
+	// Pool, on PostgreSQL, is where the Outbox takes its connections
+	// from, instead of a pool of its own; Close leaves it open. It must
+	// be a pool of the same app database (see NewPostgresPool), and the
+	// pool's options (the worker's name, durability, busy timeout,
+	// WrapConn, MaxConns) apply instead of these.
+	Pool *PostgresPool
+
 	// Background runs what a Pipeline does beside a send (recording the
 	// answer before, claiming the row after); nil runs it on a goroutine
 	// of its own, at once. A deterministic simulation runs it in line,

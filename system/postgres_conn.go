@@ -66,13 +66,75 @@ func WaitForServer(ctx context.Context, wait time.Duration, connect func() error
 // schema and tables in one transaction when the schema holds none. A
 // schema that holds tables of something else, or a newer handoff's, is
 // refused before anything is written. Read-only, it creates nothing and
-// every transaction is read-only.
+// every transaction is read-only. With opts.Pool it takes its
+// connections from that pool, and leaves it open when it closes.
 func openPostgres(ctx context.Context, target string, opts Options, readOnly bool) (*statements, error) {
-	d, busy := opts.Durability, opts.BusyTimeout
 	t, err := parsePostgres(target)
 	if err != nil {
 		return nil, err
 	}
+	pool, release := opts.Pool, func() {}
+	switch {
+	case pool == nil:
+		if pool, err = newPostgresPool(ctx, t, opts, readOnly); err != nil {
+			return nil, err
+		}
+		release = pool.close
+	case pool.target != t || pool.readOnly != readOnly:
+		return nil, invalid("the pool of %s serves %s", target, pool.target.shown)
+	}
+	db := stdlib.OpenDBFromPool(pool.pool)
+	if opts.Pool != nil {
+		// A connection goes back to the shared pool as soon as a
+		// statement is done with it: another Outbox on the pool may
+		// need it.
+		db.SetMaxIdleConns(0)
+	}
+	if err := preparePostgres(ctx, db, t, readOnly); err != nil {
+		db.Close()
+		release()
+		return nil, err
+	}
+	return &statements{db: db, group: &group{}, dialect: &dialect{schema: t.schema, hook: opts.Hook}, release: release}, nil
+}
+
+// PostgresPool is a pool of connections to the app database in
+// PostgreSQL that a URL names, which Outboxes opened with it (see
+// Options.Pool) share, and which outlives them: a process that opens and
+// closes Outboxes on one database often (the harness, at every simulated
+// restart) keeps its sessions, each of which costs the server a process
+// to start. It holds at most opts.MaxConns connections.
+type PostgresPool struct {
+	pool     *pgxpool.Pool
+	target   postgresTarget
+	readOnly bool
+}
+
+// NewPostgresPool connects to the app database that target names as
+// opts say (the worker's name, durability, busy timeout, WrapConn,
+// MaxConns, ConnectWait), for Outboxes that Open with it.
+func NewPostgresPool(ctx context.Context, target string, opts Options) (*PostgresPool, error) {
+	opts, err := opts.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	t, err := parsePostgres(target)
+	if err != nil {
+		return nil, err
+	}
+	return newPostgresPool(ctx, t, opts, false)
+}
+
+// Close closes the pool's connections; the Outboxes opened with it must
+// be closed first.
+func (p *PostgresPool) Close() { p.close() }
+
+func (p *PostgresPool) close() { p.pool.Close() }
+
+// newPostgresPool connects to t as opts say, waiting for a server that
+// is full or starting (see WaitForServer).
+func newPostgresPool(ctx context.Context, t postgresTarget, opts Options, readOnly bool) (*PostgresPool, error) {
+	d, busy := opts.Durability, opts.BusyTimeout
 	cfg, err := pgxpool.ParseConfig(t.connect)
 	if err != nil {
 		return nil, invalid("%s is not a PostgreSQL URL: %v", t.shown, err)
@@ -112,13 +174,7 @@ func openPostgres(ctx context.Context, target string, opts Options, readOnly boo
 		pool.Close()
 		return nil, connectError(t, err)
 	}
-	db := stdlib.OpenDBFromPool(pool)
-	if err := preparePostgres(ctx, db, t, readOnly); err != nil {
-		db.Close()
-		pool.Close()
-		return nil, err
-	}
-	return &statements{db: db, group: &group{}, dialect: &dialect{schema: t.schema, hook: opts.Hook}, release: func() { pool.Close() }}, nil
+	return &PostgresPool{pool: pool, target: t, readOnly: readOnly}, nil
 }
 
 // applicationName is the application_name of the connections of a

@@ -547,3 +547,49 @@ func TestOpenWaitsForAFullServer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPostgresPoolIsShared: Outboxes opened with a PostgresPool take
+// their connections from it, one after the other on a pool of one, and
+// leave it open when they close; a pool of another app database is
+// refused.
+func TestPostgresPoolIsShared(t *testing.T) {
+	ctx := t.Context()
+	target := pgtest.URL(t)
+	pool, err := system.NewPostgresPool(ctx, target, system.Options{MaxConns: 1, Worker: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	for i := range 3 {
+		o, err := system.Open(ctx, target, system.Options{Pool: pool, Worker: "w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.RecordApproval(ctx, fmt.Sprintf("case-%d", i), "Call back"); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two open at once share the one connection.
+	a, err := system.Open(ctx, target, system.Options{Pool: pool, Worker: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := system.Open(ctx, target, system.Options{Pool: pool, Worker: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []*system.Outbox{a, b} {
+		snap, err := o.Snapshot(ctx)
+		if err != nil || len(snap.Outbox) != 3 {
+			t.Fatalf("a snapshot through the shared pool: %d rows, %v; want the 3 approved", len(snap.Outbox), err)
+		}
+		o.Close()
+	}
+	other := pgtest.URL(t)
+	if _, err := system.Open(ctx, other, system.Options{Pool: pool}); !errors.Is(err, system.ErrInvalidInput) {
+		t.Errorf("Open of %s with the pool of %s: got %v, want ErrInvalidInput", other, target, err)
+	}
+}

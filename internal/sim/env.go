@@ -100,6 +100,10 @@ type Env struct {
 	// connection to the server (see server).
 	holders  map[string]*sql.DB
 	serverDB *sql.DB
+	// pools, on PostgreSQL, are each worker's connections to the
+	// server, by worker name, which its handles share from one sequence
+	// to the next and across its restarts (see pool).
+	pools map[string]*system.PostgresPool
 	// commitLoss is the commit-lost or commit-reply-lost fault of the
 	// step that runs, and replyCut the reply the latter loses.
 	commitLoss commitLoss
@@ -275,6 +279,12 @@ func (e *Env) openApp(ctx context.Context) (designs.App, error) {
 // opts, and checks that it implements what the design's capabilities ask
 // for.
 func (e *Env) openDesignApp(ctx context.Context, opts system.Options) (designs.App, error) {
+	if e.schema != nil {
+		var err error
+		if opts.Pool, err = e.pool(ctx, opts); err != nil {
+			return nil, err
+		}
+	}
 	app, err := e.cfg.Design.OpenApp(ctx, e.appTarget(), opts)
 	if err != nil {
 		return nil, err
@@ -320,7 +330,39 @@ func (e *Env) openCRM(ctx context.Context) (designs.CRM, error) {
 // stay in Dir; the schema of an app database on PostgreSQL is dropped,
 // and its name let go of.
 func (e *Env) Close() error {
-	return errors.Join(e.closeDatabases(), e.schema.Release(context.Background()))
+	err := e.closeDatabases()
+	for name, p := range e.pools {
+		p.Close()
+		delete(e.pools, name)
+	}
+	return errors.Join(err, e.schema.Release(context.Background()))
+}
+
+// pool returns the connections to the server of the worker that opts
+// name, made on first use. A worker's handles share them: the real
+// design's Outboxes take their connections from it (see
+// system.Options.Pool), so that a simulated restart, which closes every
+// handle and opens it again, costs the server no new session, each of
+// which it starts a process for; the sessions a crash ended (the
+// commit-lost faults end them on the server) are made anew. The
+// connections outlive the handles as the server's sessions would not
+// outlive a process: the system keeps nothing in a session beyond a
+// transaction, and a handle closed with a transaction open (a crash
+// inside it) gives its connection back to the pool only rolled back, or
+// has it closed. Another design opens connections of its own.
+func (e *Env) pool(ctx context.Context, opts system.Options) (*system.PostgresPool, error) {
+	if p, ok := e.pools[opts.Worker]; ok {
+		return p, nil
+	}
+	p, err := system.NewPostgresPool(ctx, e.appTarget(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("handoff: connecting worker %s to the app database: %w", opts.Worker, err)
+	}
+	if e.pools == nil {
+		e.pools = map[string]*system.PostgresPool{}
+	}
+	e.pools[opts.Worker] = p
+	return p, nil
 }
 
 // closeDatabases closes every database handle, the named workers' too,

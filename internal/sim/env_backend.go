@@ -9,15 +9,14 @@ import (
 )
 
 // PostgresConnections is the most connections to the PostgreSQL server
-// an Env holds at once: the schema's owner, the lane's emptier and a
-// handle of the design no step uses, the harness's own (for app-busy and
-// the end of a crashed worker's sessions), and for each of the five
-// workers (the default one, A, B, C and P) the handle it runs on and an
-// idle one of other options (see idleHandles), every handle with one
-// connection; and one more for the session of a crashed worker that the
-// server is still ending while its successor connects.
-// TestPostgresConnectionBudget measures what an exploration holds.
-const PostgresConnections = 15
+// an Env holds at once: the schema's owner, the lane's emptier, the
+// harness's own (for app-busy and the end of a crashed worker's
+// sessions), one for each worker's pool (the lane's unused handle, the
+// default worker, A, B, C and P; see pool), and one more for the session
+// of a crashed worker that the server is still ending while its
+// successor connects. TestPostgresConnectionBudget measures what an
+// exploration holds.
+const PostgresConnections = 10
 
 // makeAppDatabase readies the place of the Env's app database: on
 // PostgreSQL, a schema of its own.
