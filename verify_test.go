@@ -248,9 +248,10 @@ func TestNameClash(t *testing.T) {
 
 // TestVerifyOnPostgres verifies the real design with its app database in
 // PostgreSQL, as a user's outbox on PostgreSQL would be verified: OpenApp
-// gets the URL of a schema of the run's own, emptied between sequences.
+// gets the URL of a schema of the run's own, emptied between sequences;
+// the module's corpus is replayed and crashed at every fault point there.
 func TestVerifyOnPostgres(t *testing.T) {
-	Verify(t, designs.Handoff, VerifyOptions{Steps: 5, Backend: Postgres, PostgresURL: pgtest.URL(t)})
+	Verify(t, designs.Handoff, VerifyOptions{Steps: 5, Backend: Postgres, PostgresURL: pgtest.URL(t), Builtin: true, Enumerate: true})
 }
 
 // TestPublicConstants: the public face says what the harness uses.

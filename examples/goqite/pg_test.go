@@ -72,5 +72,5 @@ func newSchema(t *testing.T, server string) string {
 func TestVerifyPostgres(t *testing.T) {
 	u := postgresURL(t)
 	handoff.Verify(t, Design("goqite", Recommended, virtualClock(t)), handoff.VerifyOptions{Corpus: "testdata/handoff", Builtin: true,
-		Backend: handoff.Postgres, PostgresURL: u})
+		Backend: handoff.Postgres, PostgresURL: u, Enumerate: true})
 }

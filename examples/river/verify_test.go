@@ -19,5 +19,5 @@ func TestVerify(t *testing.T) {
 func TestVerifyOnPostgres(t *testing.T) {
 	url := postgresURL(t)
 	handoff.Verify(t, OneWorker.Design(), handoff.VerifyOptions{Corpus: "testdata/handoff", Builtin: true,
-		Backend: handoff.Postgres, PostgresURL: url})
+		Backend: handoff.Postgres, PostgresURL: url, Enumerate: true})
 }

@@ -368,7 +368,7 @@ func (f *rapidFlagSet) begin() error {
 			}
 		}
 		f.saved = map[string]string{}
-		for _, name := range []string{"rapid.checks", "rapid.seed", "rapid.nofailfile"} {
+		for _, name := range []string{"rapid.checks", "rapid.seed", "rapid.nofailfile", "rapid.shrinktime"} {
 			fl := flag.Lookup(name)
 			if fl == nil {
 				return fmt.Errorf("handoff: rapid has no flag %s", name)
@@ -378,10 +378,20 @@ func (f *rapidFlagSet) begin() error {
 		if err := flag.Set("rapid.nofailfile", "true"); err != nil {
 			return fmt.Errorf("handoff: %w", err)
 		}
+		if err := flag.Set("rapid.shrinktime", shrinkTime.String()); err != nil {
+			return fmt.Errorf("handoff: %w", err)
+		}
 	}
 	f.users++
 	return nil
 }
+
+// shrinkTime is how long rapid may shrink an exploration's failure: long
+// enough that it shrinks to the end on a loaded machine too, so that a
+// seed gives the same minimal scenario whatever else runs (rapid's own
+// limit, 30 s, cut a search short when two test suites shared two
+// cores). Interrupting the run ends its shrinking within a few runs.
+const shrinkTime = 10 * time.Minute
 
 // end puts the flags back once the last exploration has ended.
 func (f *rapidFlagSet) end() {
