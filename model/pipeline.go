@@ -206,9 +206,14 @@ func (s State) pipeRecord(start State, worker string, p Pipe, jitter int64) (Sta
 // pipeSend sends worker's claim in Claims[worker] meeting step's request,
 // the clock moving step.Slow while it does, and reports whether it was
 // answered fast: within half the send timeout, and before the claim's
-// window ran out.
+// window ran out. A claim whose window ran out before the send is not
+// sent (see Send): no answer comes, and no time passes waiting for one.
 func (s State) pipeSend(worker string, step PipeStep) (State, bool) {
 	c := s.Claims[worker]
+	if s.Now >= c.At+s.SendTimeout {
+		s, _ = s.Send(worker, step.Request)
+		return s, false
+	}
 	s, _ = s.Send(worker, step.Request)
 	s.Now += step.Slow
 	return s, step.Slow <= s.SendTimeout/2 && s.Now < c.At+s.SendTimeout

@@ -17,18 +17,7 @@ import (
 func BenchmarkExplore(b *testing.B) {
 	for _, lanes := range []int{1, 2} {
 		b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {
-			var steps int64
-			for b.Loop() {
-				r, err := Explore(b.Context(), ExploreConfig{Checks: 200, Steps: DefaultSteps, Seed: 1, Parallel: lanes, Dir: b.TempDir()})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if r.Failure != nil {
-					b.Fatalf("the real design failed:\n%s", r.Failure.Report(""))
-				}
-				steps += r.Stats.Steps.Load()
-			}
-			b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+			benchmarkSteps(b, ExploreConfig{Checks: 200, Steps: DefaultSteps, Seed: 1, Parallel: lanes})
 		})
 	}
 }
@@ -44,19 +33,26 @@ func BenchmarkExploreBackends(b *testing.B) {
 			if be == backend.Postgres {
 				cfg.PostgresURL = pgtest.Server(b)
 			}
-			var steps int64
-			for b.Loop() {
-				cfg.Dir = b.TempDir()
-				r, err := Explore(b.Context(), cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if r.Failure != nil {
-					b.Fatalf("the real design failed:\n%s", r.Failure.Report(""))
-				}
-				steps += r.Stats.Steps.Load()
-			}
-			b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+			benchmarkSteps(b, cfg)
 		})
 	}
+}
+
+// benchmarkSteps explores cfg, in a new folder each time, as often as b
+// asks, fails b if the real design broke an invariant, and reports the
+// simulated steps per second.
+func benchmarkSteps(b *testing.B, cfg ExploreConfig) {
+	var steps int64
+	for b.Loop() {
+		cfg.Dir = b.TempDir()
+		r, err := Explore(b.Context(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Failure != nil {
+			b.Fatalf("the real design failed:\n%s", r.Failure.Report(""))
+		}
+		steps += r.Stats.Steps.Load()
+	}
+	b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
 }
