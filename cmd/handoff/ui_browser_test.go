@@ -26,6 +26,9 @@ const chromium = "/usr/bin/chromium"
 // browser test skipped).
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("browser test did not run: -short leaves the browser out")
+	}
 	if _, err := os.Stat(chromium); err != nil {
 		t.Skipf("browser test did not run: no Chromium at %s (apt-get install -y chromium)", chromium)
 	}

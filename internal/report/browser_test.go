@@ -35,6 +35,9 @@ var docsPicture = flag.Bool("docs-picture", false, "TestBrowser: write the scree
 // second. Where Chromium is absent it says so and skips: CI fails a run
 // in which it skipped.
 func TestBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the browser test did not run: -short leaves the browser out")
+	}
 	if _, err := os.Stat(chromium); err != nil {
 		t.Skipf("no Chromium at %s, the browser test did not run (apt-get install chromium)", chromium)
 	}
