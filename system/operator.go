@@ -147,7 +147,12 @@ func millis0(t time.Time) int64 {
 
 // Audit reads the audit log, oldest first.
 func (o *Outbox) Audit(ctx context.Context) ([]AuditEntry, error) {
-	rows, err := o.q.query(ctx, nil, sqlAuditLog)
+	return o.readAudit(ctx, sqlAuditLog)
+}
+
+// readAudit reads the audit log's entries that query selects, with args.
+func (o *Outbox) readAudit(ctx context.Context, query string, args ...any) ([]AuditEntry, error) {
+	rows, err := o.q.query(ctx, nil, query, args...)
 	if err != nil {
 		return nil, driverError("reading the audit log", err)
 	}

@@ -116,20 +116,5 @@ func (o *Outbox) Approval(ctx context.Context, key string) (Approval, error) {
 // AuditOf reads the audit log's entries for key, oldest first. The audit
 // log is small, a line per action of a person, and read whole.
 func (o *Outbox) AuditOf(ctx context.Context, key string) ([]AuditEntry, error) {
-	rows, err := o.q.query(ctx, nil, sqlAuditOf, key)
-	if err != nil {
-		return nil, driverError("reading the audit log", err)
-	}
-	defer rows.Close()
-	var log []AuditEntry
-	for rows.Next() {
-		var e AuditEntry
-		var at int64
-		if err := rows.Scan(&at, &e.Actor, &e.Action, &e.Key, &e.Reason); err != nil {
-			return nil, driverError("reading the audit log", err)
-		}
-		e.At = fromMillis(at)
-		log = append(log, e)
-	}
-	return log, driverError("reading the audit log", rows.Err())
+	return o.readAudit(ctx, sqlAuditOf, key)
 }

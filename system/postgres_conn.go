@@ -79,7 +79,7 @@ func openPostgres(ctx context.Context, target string, opts Options, readOnly boo
 		if pool, err = newPostgresPool(ctx, t, opts, readOnly); err != nil {
 			return nil, err
 		}
-		release = pool.close
+		release = pool.Close
 	case pool.target != t || pool.readOnly != readOnly:
 		return nil, invalid("the pool of %s serves %s", target, pool.target.shown)
 	}
@@ -127,9 +127,7 @@ func NewPostgresPool(ctx context.Context, target string, opts Options) (*Postgre
 
 // Close closes the pool's connections; the Outboxes opened with it must
 // be closed first.
-func (p *PostgresPool) Close() { p.close() }
-
-func (p *PostgresPool) close() { p.pool.Close() }
+func (p *PostgresPool) Close() { p.pool.Close() }
 
 // newPostgresPool connects to t as opts say, waiting for a server that
 // is full or starting (see WaitForServer).

@@ -71,10 +71,6 @@ func (b backendFlags) flags() string {
 	return s
 }
 
-// pgBackend is the PostgreSQL backend, for the commands whose own
-// variable is called backend.
-const pgBackend = backend.Postgres
-
 // connectionsNeeded says how many connections to the server at url a run
 // of the harness in lanes lanes holds at most, and how to stay within a
 // shared server's limit.

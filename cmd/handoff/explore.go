@@ -54,7 +54,7 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
-	backend, postgresURL, err := backendFlags.values(ctx)
+	which, postgresURL, err := backendFlags.values(ctx)
 	if err != nil {
 		return err
 	}
@@ -98,14 +98,14 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		again += " --shard " + *shardFlag
 	}
 	fmt.Fprintf(stderr, "exploring design %s (%s) with seed %d; to run it again: %s\n", design.Name, transport, *seed, again)
-	if backend == pgBackend {
+	if which == backend.Postgres {
 		fmt.Fprintln(stderr, connectionsNeeded(postgresURL, *parallel))
 	}
 	cfg := explore.ExploreConfig{Design: design, Checks: *checks, Steps: *steps, Seed: *seed, Dir: *dir,
 		Shard: shard, Shards: shards, Parallel: *parallel, NoSwarm: !*swarm, Transport: transport,
-		Backend: backend, PostgresURL: postgresURL, ConnectWait: *backendFlags.wait, Progress: progressLine(stderr, *checks)}
+		Backend: which, PostgresURL: postgresURL, ConnectWait: *backendFlags.wait, Progress: progressLine(stderr, *checks)}
 	report, err := runExploration(ctx, cfg)
-	if err != nil && environmental(err) && backend == pgBackend {
+	if err != nil && environmental(err) && which == backend.Postgres {
 		err = fmt.Errorf("%w\n%s", err, connectionsNeeded(postgresURL, *parallel))
 	}
 	if err != nil {
@@ -134,7 +134,7 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		}
 	}
 	if *reportPath != "" {
-		if err := writeExploreReport(*reportPath, report, reproduce, backend, stderr); err != nil {
+		if err := writeExploreReport(*reportPath, report, reproduce, which, stderr); err != nil {
 			return err
 		}
 	}

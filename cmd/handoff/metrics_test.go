@@ -58,15 +58,7 @@ type answer struct {
 // creates of the keys in script as it says.
 func scriptedReceiver(t *testing.T, crmPath string, script map[string]answer) *httptest.Server {
 	t.Helper()
-	crm, err := system.OpenCRM(t.Context(), crmPath, system.Durable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { crm.Close() })
-	server, err := receiver.NewServer(crm, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	server := crmServer(t, crmPath)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, _ := receiver.ParseIdempotencyKey(r.Header.Get("Idempotency-Key"))
 		if a, ok := script[key]; ok && r.Method == http.MethodPost {

@@ -22,15 +22,7 @@ import (
 // one in refuseOneIn is refused with a 503 before the CRM sees it.
 func flakyReceiver(t *testing.T, crmPath string, slowest time.Duration, refuseOneIn int) *httptest.Server {
 	t.Helper()
-	crm, err := system.OpenCRM(t.Context(), crmPath, system.Durable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { crm.Close() })
-	server, err := receiver.NewServer(crm, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	server := crmServer(t, crmPath)
 	var mu sync.Mutex
 	random := rand.New(rand.NewPCG(7, 8))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -103,24 +95,7 @@ func TestOverlappingDelivers(t *testing.T) {
 	if len(stales) > 0 {
 		t.Errorf("%d settles went stale, a run's lease taken by another run: %v", len(stales), stales)
 	}
-	a, err := system.OpenReadOnly(t.Context(), app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	snap, err := a.Snapshot(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := system.OpenCRMReadOnly(t.Context(), crm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	tasks, err := c.Tasks(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, tasks := filesState(t, app, crm)
 	held := map[string]bool{}
 	for _, task := range tasks {
 		held[task.Key] = true
@@ -136,4 +111,20 @@ func TestOverlappingDelivers(t *testing.T) {
 	if code, stdout, stderr := runCLI(t, "check", "--app", app, "--crm", crm); code != 0 {
 		t.Errorf("check: exit %d: %s%s", code, stdout, stderr)
 	}
+}
+
+// crmServer is the receiver's HTTP handler on the CRM at crmPath, closed
+// when t ends, for a test to serve behind answers of its own.
+func crmServer(t *testing.T, crmPath string) *receiver.Server {
+	t.Helper()
+	crm, err := system.OpenCRM(t.Context(), crmPath, system.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { crm.Close() })
+	server, err := receiver.NewServer(crm, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return server
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/outboxlab/handoff/internal/pgtest"
+	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -150,15 +152,17 @@ func TestUpgradeMigratesAPostgresSchema(t *testing.T) {
 // the commands that run the harness end with exit status 4 and say so,
 // never as a counterexample nor as a failure of the harness: a server
 // that is full from the start (waited for, for --connect-wait), one that
-// fills up once the run has started, and one that is not running.
+// fills up once the run has started (explore says how many connections
+// it needs), and one that is not running.
 func TestEnvironmentFailureExitsFour(t *testing.T) {
 	for _, c := range []struct {
 		name, url, says string
 		waits           time.Duration
+		started         bool // the run started before the server refused it
 	}{
-		{"full from the start", pgtest.LimitedServer(t, 0), "too many connections", 300 * time.Millisecond},
-		{"full once the run started", pgtest.LimitedServer(t, 2), "too many connections", 0},
-		{"not running", "postgres://postgres@127.0.0.1:1/test?sslmode=disable", "connection refused", 0},
+		{"full from the start", pgtest.LimitedServer(t, 0), "too many connections", 300 * time.Millisecond, false},
+		{"full once the run started", pgtest.LimitedServer(t, 2), "too many connections", 0, true},
+		{"not running", "postgres://postgres@127.0.0.1:1/test?sslmode=disable", "connection refused", 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, args := range [][]string{
@@ -174,6 +178,12 @@ func TestEnvironmentFailureExitsFour(t *testing.T) {
 				}
 				if took < c.waits {
 					t.Errorf("%s: ended after %v, before --connect-wait 300ms passed", args[0], took)
+				}
+				// A run that got as far as starting says what it needs,
+				// at its start and again in its message.
+				budget := fmt.Sprintf("this run holds at most %d connections", sim.PostgresConnections)
+				if args[0] == "explore" && c.started && strings.Count(stderr, budget) != 2 {
+					t.Errorf("explore: stderr %q; want %q at the start and in the message", stderr, budget)
 				}
 			}
 		})

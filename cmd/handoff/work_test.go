@@ -57,24 +57,7 @@ func lease(t *testing.T, path, worker string) string {
 // no other, and check must pass.
 func delivered(t *testing.T, appPath, crmPath string, rows int, pendingOK, crashed bool) (sent int) {
 	t.Helper()
-	app, err := system.OpenReadOnly(t.Context(), appPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Close()
-	snap, err := app.Snapshot(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	crm, err := system.OpenCRMReadOnly(t.Context(), crmPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer crm.Close()
-	tasks, err := crm.Tasks(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, tasks := filesState(t, appPath, crmPath)
 	if len(snap.Outbox) != rows {
 		t.Errorf("%d outbox rows, want %d", len(snap.Outbox), rows)
 	}
@@ -268,4 +251,29 @@ func TestIdleWait(t *testing.T) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// filesState reads the app database at appPath and the CRM at crmPath
+// read-only: the app's snapshot and the CRM's tasks.
+func filesState(t *testing.T, appPath, crmPath string) (system.Snapshot, []system.Task) {
+	t.Helper()
+	app, err := system.OpenReadOnly(t.Context(), appPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	snap, err := app.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	crm, err := system.OpenCRMReadOnly(t.Context(), crmPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crm.Close()
+	tasks, err := crm.Tasks(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap, tasks
 }
