@@ -12,60 +12,65 @@ import (
 	"sync/atomic"
 )
 
-// ReplyCut loses the reply to one COMMIT on PostgreSQL: the commit-reply-lost
-// fault, at the level of the wire protocol. Armed for a worker at its
-// before-commit point, the next COMMIT that one of the worker's
-// connections sends goes to the server, and the connection reads the
-// server's reply, drops it and closes: the Outbox hears its connection
-// fail after the write committed.
-type ReplyCut struct {
+// CommitCut loses one COMMIT on PostgreSQL, or its reply: the
+// commit-lost and commit-reply-lost faults, at the level of the wire
+// protocol. Armed for a worker at its before-commit point, the next
+// COMMIT that one of the worker's connections sends is struck: with
+// commit-lost it never leaves (the connection says it was written, then
+// closes), and the server, which sees the connection end, rolls the
+// transaction back; with commit-reply-lost it goes to the server, and the
+// connection reads the server's reply, drops it and closes. Either way
+// the Outbox hears its connection fail after it sent the COMMIT.
+type CommitCut struct {
 	mu     sync.Mutex
-	worker string // the worker whose next COMMIT loses its reply; "" when none
-	done   bool   // the reply was dropped
+	worker string // the worker whose next COMMIT is struck; "" when none
+	kind   Kind   // CommitLost or CommitReplyLost
+	done   bool   // the COMMIT was struck
 	tag    string // what the server answered the COMMIT, or its error
 }
 
-// Arm has worker's next COMMIT lose its reply.
-func (c *ReplyCut) Arm(worker string) {
+// Arm has worker's next COMMIT struck by k, CommitLost or
+// CommitReplyLost.
+func (c *CommitCut) Arm(worker string, k Kind) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.worker, c.done, c.tag = worker, false, ""
+	c.worker, c.kind, c.done, c.tag = worker, k, false, ""
 }
 
-// take reports whether the COMMIT worker sends now is the one to lose its
-// reply; the cut is spent.
-func (c *ReplyCut) take(worker string) bool {
+// take reports whether the COMMIT that worker's connection sends now is
+// the one to strike, and how; the cut is spent.
+func (c *CommitCut) take(worker string) (Kind, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.worker != worker || c.done {
-		return false
+		return "", false
 	}
 	c.done = true
-	return true
+	return c.kind, true
 }
 
 // dropped records what the server answered the COMMIT whose reply was
 // dropped.
-func (c *ReplyCut) dropped(tag string) {
+func (c *CommitCut) dropped(tag string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tag = tag
 }
 
-// Disarm ends the cut, and returns an error when it was armed but did not
-// do what the model predicts: a COMMIT sent and committed, its reply
-// lost.
-func (c *ReplyCut) Disarm() error {
+// Disarm ends the cut, and returns an error when it was armed but did
+// not do what the model predicts: a COMMIT struck and, when its reply
+// was lost, committed.
+func (c *CommitCut) Disarm() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	worker, done, tag := c.worker, c.done, c.tag
-	c.worker, c.done, c.tag = "", false, ""
+	worker, kind, done, tag := c.worker, c.kind, c.done, c.tag
+	c.worker, c.kind, c.done, c.tag = "", "", false, ""
 	switch {
 	case worker == "":
 		return nil
 	case !done:
-		return fmt.Errorf("handoff: worker %s sent no COMMIT after its before-commit point: no reply to lose", worker)
-	case tag != "COMMIT":
+		return fmt.Errorf("handoff: worker %s sent no COMMIT after its before-commit point: no %s", worker, kind)
+	case kind == CommitReplyLost && tag != "COMMIT":
 		return fmt.Errorf("handoff: the server answered worker %s's COMMIT, whose reply was lost, with %q: it did not commit", worker, tag)
 	}
 	return nil
@@ -75,34 +80,51 @@ func (c *ReplyCut) Disarm() error {
 // Query ('Q', its length, "commit" and a NUL).
 var commitQuery = append([]byte{'Q', 0, 0, 0, 11}, "commit\x00"...)
 
-// errReplyCut is what a cutConn's read fails with once it dropped a
-// COMMIT's reply.
-var errReplyCut = errors.New("handoff: the connection died before the COMMIT's reply (commit-reply-lost)")
+// What a cutConn's read fails with once it struck a COMMIT.
+var (
+	errCommitLost = errors.New("handoff: the connection died before the COMMIT reached the server (commit-lost)")
+	errReplyCut   = errors.New("handoff: the connection died before the COMMIT's reply (commit-reply-lost)")
+)
 
-// cutConn is a connection of an Outbox to the server that can lose the
-// reply to a COMMIT it sends (see ReplyCut).
+// cutConn is a connection of an Outbox to the server that can lose a
+// COMMIT it sends, or its reply (see CommitCut).
 type cutConn struct {
 	net.Conn
-	cut      *ReplyCut
+	cut      *CommitCut
 	worker   string
+	lost     atomic.Bool // it kept the COMMIT from the server
 	dropping atomic.Bool // it sent the COMMIT whose reply it drops
 }
 
 func (c *cutConn) Write(b []byte) (int, error) {
-	if bytes.Equal(b, commitQuery) && c.cut.take(c.worker) {
-		c.dropping.Store(true)
+	if bytes.Equal(b, commitQuery) {
+		switch k, ok := c.cut.take(c.worker); {
+		case ok && k == CommitLost:
+			c.lost.Store(true)
+			c.Conn.Close() // a read already waiting fails too
+			return len(b), nil
+		case ok:
+			c.dropping.Store(true)
+		}
 	}
 	return c.Conn.Write(b)
 }
 
-// Read reads from the server; after the COMMIT whose reply it drops, it
+// Read reads from the server. After the COMMIT it kept back (and closed
+// the connection), it fails. After the COMMIT whose reply it drops, it
 // reads that reply up to the server's ReadyForQuery, records its command
 // tag, closes the connection and fails. pgx may read from another
 // goroutine while it writes: a read that was waiting when the COMMIT went
 // out holds the start of the reply.
 func (c *cutConn) Read(b []byte) (int, error) {
+	if c.lost.Load() {
+		return 0, errCommitLost
+	}
 	if !c.dropping.Load() {
 		n, err := c.Conn.Read(b)
+		if c.lost.Load() {
+			return 0, errCommitLost
+		}
 		if n == 0 || !c.dropping.Load() {
 			return n, err
 		}
@@ -154,7 +176,7 @@ func readReply(r io.Reader) (string, error) {
 }
 
 // Wrap is the WrapConn of worker's connections (see system.Options): each
-// is a connection that loses the reply to the COMMIT c is armed for.
-func (c *ReplyCut) Wrap(worker string) func(net.Conn) net.Conn {
+// is a connection that loses the COMMIT c is armed for, or its reply.
+func (c *CommitCut) Wrap(worker string) func(net.Conn) net.Conn {
 	return func(conn net.Conn) net.Conn { return &cutConn{Conn: conn, cut: c, worker: worker} }
 }

@@ -132,6 +132,13 @@ type Options struct {
 	// connection as it is.
 	WrapConn func(net.Conn) net.Conn
 
+	// Dial, on PostgreSQL, makes each connection to the server (a cancel
+	// request's too) in place of a dial of the URL's host, and no TLS is
+	// negotiated on what it returns: for a tunnel that is secure itself,
+	// or the simulation's keeper of sessions, which gives a connection
+	// that ended a session it kept. nil dials the URL's host.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
 	// MaxConns, on PostgreSQL, is the most connections the Outbox holds
 	// to the server at once; 0 means DefaultMaxConns. The server's
 	// connections are shared with every other client (100 by default):

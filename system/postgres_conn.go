@@ -111,7 +111,7 @@ type PostgresPool struct {
 }
 
 // NewPostgresPool connects to the app database that target names as
-// opts say (the worker's name, durability, busy timeout, WrapConn,
+// opts say (the worker's name, durability, busy timeout, Dial, WrapConn,
 // MaxConns, ConnectWait), for Outboxes that Open with it.
 func NewPostgresPool(ctx context.Context, target string, opts Options) (*PostgresPool, error) {
 	opts, err := opts.WithDefaults()
@@ -157,6 +157,10 @@ func newPostgresPool(ctx context.Context, t postgresTarget, opts Options, readOn
 	}
 	if readOnly {
 		params["default_transaction_read_only"] = "on"
+	}
+	if opts.Dial != nil {
+		cfg.ConnConfig.DialFunc = opts.Dial
+		cfg.ConnConfig.TLSConfig, cfg.ConnConfig.Fallbacks = nil, nil
 	}
 	if wrap := opts.WrapConn; wrap != nil {
 		cfg.ConnConfig.AfterNetConnect = func(_ context.Context, _ *pgconn.Config, conn net.Conn) (net.Conn, error) {

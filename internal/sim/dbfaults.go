@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/faults"
-	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -164,32 +163,26 @@ func (e *Env) lockTables(ctx context.Context) (func() error, error) {
 	}, nil
 }
 
-// commitLoss is a commit-lost or commit-reply-lost fault while its step
-// runs: armed until it strikes a COMMIT, and what striking it failed of,
-// if anything.
-type commitLoss struct {
-	kind faults.Kind // "" once it struck, or when none is armed
-	err  error
-}
-
 // loseCommit arms the commit-lost or commit-reply-lost fault k for the
-// step; the returned func disarms it and returns the error, if any, of
-// ending the connection or of losing the reply.
+// step (see hook); the returned func disarms it and returns the error,
+// if any, of striking the COMMIT. By then the server holds nothing of
+// the connection the fault closed: closing it rolled its transaction
+// back (see sessions.Keeper).
 func (e *Env) loseCommit(k faults.Kind) func() error {
-	e.commitLoss = commitLoss{kind: k}
+	e.commitLoss = k
 	return func() error {
-		err := errors.Join(e.commitLoss.err, e.replyCut.Disarm())
-		e.commitLoss = commitLoss{}
-		return err
+		e.commitLoss = ""
+		return e.commitCut.Disarm()
 	}
 }
 
 // hook is the Hook of worker's Outbox: next (the crash injector's, or
 // nil) at every point and then, on PostgreSQL while a commit fault is
-// armed, at PointBeforeCommit, once: commit-lost ends the connection whose
-// COMMIT is due, which then never reaches the server; commit-reply-lost
-// has the connection send it and drop the server's reply (see faults.ReplyCut).
-// Either way the Outbox cannot know whether its write committed.
+// armed, at PointBeforeCommit, once: it arms the cut of the COMMIT due on
+// worker's connection (see faults.CommitCut). commit-lost keeps the
+// COMMIT from the server and closes the connection; commit-reply-lost
+// has the connection send it and drop the server's reply. Either way the
+// Outbox cannot know whether its write committed.
 func (e *Env) hook(worker string, next system.Hook) system.Hook {
 	if e.schema == nil {
 		return next // SQLite passes no PointBeforeCommit
@@ -200,66 +193,11 @@ func (e *Env) hook(worker string, next system.Hook) system.Hook {
 				return err // a crash: no COMMIT follows
 			}
 		}
-		if p == system.PointBeforeCommit {
-			switch e.commitLoss.kind {
-			case faults.CommitLost:
-				e.commitLoss.err = e.endTransaction(worker)
-			case faults.CommitReplyLost:
-				e.replyCut.Arm(worker)
-			}
-			e.commitLoss.kind = ""
+		if p == system.PointBeforeCommit && e.commitLoss != "" {
+			e.commitCut.Arm(worker, e.commitLoss)
+			e.commitLoss = ""
 		}
 		return nil
-	}
-}
-
-// sqlEndTransaction ends the server connections named $1 that are idle
-// in a transaction holding a lock in schema $2, and returns their process
-// ids. The schema tells apart the Envs whose workers have the same names;
-// the CTE is materialised so that no connection but those is ever ended.
-const sqlEndTransaction = `WITH doomed AS MATERIALIZED (
-		SELECT a.pid FROM pg_stat_activity a
-		WHERE a.application_name = $1 AND a.state = 'idle in transaction'
-		AND EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
-			WHERE l.pid = a.pid AND c.relnamespace = $2::regnamespace))
-	SELECT pid FROM doomed WHERE pg_terminate_backend(pid)`
-
-// sqlAlive says whether the server process $1 still runs.
-const sqlAlive = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`
-
-// endWait is how long endTransaction waits for an ended connection's
-// process to be gone: until then it could still read the COMMIT.
-// PostgreSQL's own wait (pg_terminate_backend with a timeout) looks every
-// 100 ms; this looks every millisecond.
-const endWait = 10 * time.Second
-
-// endTransaction ends, from the harness's connection to the server, the
-// connection of worker's Outbox whose transaction waits for its COMMIT:
-// the system names its connections "handoff " and the worker.
-func (e *Env) endTransaction(worker string) error {
-	db, err := e.server()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	pids, err := backend.QueryColumn[int64](ctx, db, sqlEndTransaction, "handoff "+worker, e.schema.Name())
-	if err != nil {
-		return fmt.Errorf("handoff: ending the connection of worker %s: %w", worker, err)
-	}
-	if len(pids) != 1 {
-		return fmt.Errorf("handoff: ended %d connections of worker %s with a transaction in schema %s, want the one whose COMMIT is due", len(pids), worker, e.schema.Name())
-	}
-	for deadline := time.Now().Add(endWait); ; time.Sleep(time.Millisecond) {
-		var alive bool
-		if err := db.QueryRowContext(ctx, sqlAlive, pids[0]).Scan(&alive); err != nil {
-			return fmt.Errorf("handoff: waiting for the end of worker %s's connection: %w", worker, err)
-		}
-		switch {
-		case !alive:
-			return nil
-		case time.Now().After(deadline):
-			return fmt.Errorf("handoff: worker %s's connection (process %d) still runs %v after it was ended", worker, pids[0], endWait)
-		}
 	}
 }
 

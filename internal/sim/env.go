@@ -17,6 +17,7 @@ import (
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/sessions"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
@@ -104,10 +105,15 @@ type Env struct {
 	// server, by worker name, which its handles share from one sequence
 	// to the next and across its restarts (see pool).
 	pools map[string]*system.PostgresPool
+	// keeper, on PostgreSQL, is what the workers connect to the server
+	// through: it keeps the sessions of the connections that commitCut
+	// closes (see sessions.Keeper).
+	keeper *sessions.Keeper
 	// commitLoss is the commit-lost or commit-reply-lost fault of the
-	// step that runs, and replyCut the reply the latter loses.
-	commitLoss commitLoss
-	replyCut   faults.ReplyCut
+	// step that runs until it is armed in commitCut, at the step's
+	// before-commit point.
+	commitLoss faults.Kind
+	commitCut  faults.CommitCut
 }
 
 // worker is a named worker: its handle, the claim it holds, and what its
@@ -133,10 +139,11 @@ func (e *Env) systemOptions(worker string, hook system.Hook) system.Options {
 	c := e.model.Config
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	var wrap func(net.Conn) net.Conn
+	var dial func(context.Context, string, string) (net.Conn, error)
 	if e.schema != nil {
-		wrap = e.replyCut.Wrap(worker)
+		wrap, dial = e.commitCut.Wrap(worker), e.keeper.Dial
 	}
-	return system.Options{WrapConn: wrap, MaxConns: 1, ConnectWait: e.cfg.ConnectWait,
+	return system.Options{Dial: dial, WrapConn: wrap, MaxConns: 1, ConnectWait: e.cfg.ConnectWait,
 		Durability: e.cfg.Durability, Hook: hook, Now: e.clock, Worker: worker, BusyTimeout: busyTimeout,
 		Jitter: func(ceiling time.Duration) time.Duration {
 			e.ceilings = append(e.ceilings, ceiling)
@@ -180,7 +187,7 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 		return nil, err
 	}
 	if err := e.open(ctx); err != nil {
-		return nil, errors.Join(err, e.schema.Close(ctx))
+		return nil, errors.Join(err, e.closeKeeper(), e.schema.Close(ctx))
 	}
 	return e, nil
 }
@@ -335,7 +342,15 @@ func (e *Env) Close() error {
 		p.Close()
 		delete(e.pools, name)
 	}
-	return errors.Join(err, e.schema.Release(context.Background()))
+	return errors.Join(err, e.closeKeeper(), e.schema.Release(context.Background()))
+}
+
+// closeKeeper ends the sessions the Env's Keeper holds, if it has one.
+func (e *Env) closeKeeper() error {
+	if e.keeper == nil {
+		return nil
+	}
+	return e.keeper.Close()
 }
 
 // pool returns the connections to the server of the worker that opts
@@ -343,9 +358,9 @@ func (e *Env) Close() error {
 // design's Outboxes take their connections from it (see
 // system.Options.Pool), so that a simulated restart, which closes every
 // handle and opens it again, costs the server no new session, each of
-// which it starts a process for; the sessions a crash ended (the
-// commit-lost faults end them on the server) are made anew. The
-// connections outlive the handles as the server's sessions would not
+// which it starts a process for. A connection a commit fault ends is
+// made anew on the session the Env's Keeper kept (see sessions.Keeper).
+// The connections outlive the handles as the server's sessions would not
 // outlive a process: the system keeps nothing in a session beyond a
 // transaction, and a handle closed with a transaction open (a crash
 // inside it) gives its connection back to the pool only rolled back, or

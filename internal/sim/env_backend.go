@@ -2,24 +2,26 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 
 	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/sessions"
 )
 
 // PostgresConnections is the most connections to the PostgreSQL server
 // an Env holds at once: the schema's owner, the lane's emptier, the
-// harness's own (for app-busy and the end of a crashed worker's
-// sessions), one for each worker's pool (the lane's unused handle, the
-// default worker, A, B, C and P; see pool), and one more for the session
-// of a crashed worker that the server is still ending while its
-// successor connects. TestPostgresConnectionBudget measures what an
-// exploration holds.
+// harness's own (for app-busy), one session for each worker's pool (the
+// lane's unused handle, the default worker, A, B, C and P; see pool),
+// which the Env's sessions.Keeper keeps across the connections the
+// commit faults end, and one to spare. TestPostgresConnectionBudget
+// measures what an exploration holds.
 const PostgresConnections = 10
 
 // makeAppDatabase readies the place of the Env's app database: on
-// PostgreSQL, a schema of its own.
+// PostgreSQL, a schema of its own, and the Keeper of the sessions of its
+// workers' connections.
 func (e *Env) makeAppDatabase(ctx context.Context) error {
 	if err := backend.Check(e.cfg.Backend, e.cfg.PostgresURL); err != nil {
 		return err
@@ -28,8 +30,13 @@ func (e *Env) makeAppDatabase(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	e.schema, err = backend.NewSchema(ctx, e.cfg.PostgresURL, e.cfg.ConnectWait)
-	return err
+	if e.schema, err = backend.NewSchema(ctx, e.cfg.PostgresURL, e.cfg.ConnectWait); err != nil {
+		return err
+	}
+	if e.keeper, err = sessions.New(e.cfg.PostgresURL); err != nil {
+		return errors.Join(err, e.schema.Close(ctx))
+	}
+	return nil
 }
 
 // appTarget is what the Env opens its app database with: the file

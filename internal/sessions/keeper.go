@@ -1,0 +1,629 @@
+// Package sessions keeps the harness's PostgreSQL sessions alive across
+// the client connections its faults end.
+//
+// A commit-lost or commit-reply-lost fault ends the connection of the
+// Outbox whose COMMIT it strikes, and an Outbox that reconnects costs the
+// server a new session: a process to start, which on a small machine
+// costs more than the hundreds of statements a simulated step runs. A
+// Keeper is the dialer of the harness's connections (system.Options.Dial).
+// Each connection it gives is a session of the server that outlives it:
+// when the connection is closed, its session finishes what the client
+// sent, rolls back the transaction the client left open, is reset with
+// DISCARD ALL, and serves the next connection with the same startup
+// parameters (the same worker's, on the same schema). What the client
+// sees is what it would see of a new session; what the server sees of a
+// lost connection is its transaction rolled back, before Close returns.
+//
+// The Keeper answers a client's startup itself, without asking for a
+// password (it serves only its own process), and drops cancel requests:
+// a statement a client gave up on runs to its end, bounded by the
+// session's lock_timeout, before its session is reused.
+package sessions
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/outboxlab/handoff/system"
+)
+
+// drainWait bounds how long a session whose client left may take to
+// finish the statements the client sent, and then to be reset; a session
+// that takes longer is closed, not reused.
+const drainWait = 10 * time.Second
+
+// maxIdle is how many idle sessions a Keeper keeps for one set of
+// startup parameters; more are closed.
+const maxIdle = 2
+
+// The codes of the startup-phase messages (protocol 3.0).
+const (
+	protocol30    = 196608
+	sslRequest    = 80877103
+	gssRequest    = 80877104
+	cancelRequest = 80877102
+)
+
+// terminate is the Terminate message, which a client sends alone as it
+// leaves.
+var terminate = []byte{'X', 0, 0, 0, 4}
+
+// Keeper keeps the sessions of one PostgreSQL server (see the package
+// comment). Its zero value is not usable: see New.
+type Keeper struct {
+	server *pgconn.Config
+
+	mu     sync.Mutex
+	idle   map[string][]*session // by startup parameters
+	bound  map[*conn]bool
+	made   int
+	reused int
+	nextID uint32
+	closed bool
+}
+
+// session is one server session, idle or serving a client.
+type session struct {
+	conn   net.Conn
+	params map[string]string // what the server reported (ParameterStatus)
+}
+
+// New returns a Keeper of the server that serverURL names (a PostgreSQL
+// URL; its schema parameter, if any, is ignored). It connects to nothing
+// until a client does.
+func New(serverURL string) (*Keeper, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: %s is not a PostgreSQL URL", system.Redact(serverURL))
+	}
+	q := u.Query()
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	cfg, err := pgconn.ParseConfig(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("sessions: %s is not a PostgreSQL URL: %w", system.Redact(serverURL), err)
+	}
+	return &Keeper{server: cfg, idle: map[string][]*session{}, bound: map[*conn]bool{}}, nil
+}
+
+// Dial is a connection to the Keeper's server, for system.Options.Dial
+// (network and addr are not used): it makes no connection until the
+// client sends its startup.
+func (k *Keeper) Dial(context.Context, string, string) (net.Conn, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return nil, net.ErrClosed
+	}
+	k.nextID++
+	return &conn{keeper: k, id: k.nextID}, nil
+}
+
+// Sessions reports how many server sessions the Keeper made, and how
+// many times a connection got one that another had left.
+func (k *Keeper) Sessions() (made, reused int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.made, k.reused
+}
+
+// Close ends every session the Keeper holds, idle or not: the
+// connections it gave must be closed first.
+func (k *Keeper) Close() error {
+	k.mu.Lock()
+	k.closed = true
+	bound := slices.Collect(maps.Keys(k.bound))
+	k.mu.Unlock()
+	for _, c := range bound {
+		c.Close()
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for key, list := range k.idle {
+		for _, s := range list {
+			s.end()
+		}
+		delete(k.idle, key)
+	}
+	return nil
+}
+
+// take returns an idle session for the startup parameters of a client,
+// or makes one.
+func (k *Keeper) take(params map[string]string) (*session, string, error) {
+	key := startupKey(params)
+	k.mu.Lock()
+	if list := k.idle[key]; len(list) > 0 {
+		s := list[len(list)-1]
+		k.idle[key] = list[:len(list)-1]
+		k.reused++
+		k.mu.Unlock()
+		return s, key, s.conn.SetDeadline(time.Time{})
+	}
+	k.mu.Unlock()
+	s, err := k.dial(params)
+	if err == nil {
+		k.mu.Lock()
+		k.made++
+		k.mu.Unlock()
+	}
+	return s, key, err
+}
+
+// give takes back a session its client left: idle for the next client
+// with the same parameters when it was reset (and the Keeper keeps fewer
+// than maxIdle of them), ended otherwise.
+func (k *Keeper) give(c *conn, key string, s *session, reusable bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.bound, c)
+	if reusable && !k.closed && len(k.idle[key]) < maxIdle {
+		k.idle[key] = append(k.idle[key], s)
+		return
+	}
+	s.end()
+}
+
+// dial makes a server session with a client's startup parameters.
+func (k *Keeper) dial(params map[string]string) (*session, error) {
+	cfg := k.server.Copy()
+	cfg.RuntimeParams = map[string]string{}
+	for name, v := range params {
+		if name != "user" && name != "database" {
+			cfg.RuntimeParams[name] = v
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pc, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := pc.SyncConn(ctx); err != nil {
+		pc.Close(ctx)
+		return nil, err
+	}
+	h, err := pc.Hijack()
+	if err != nil {
+		pc.Close(ctx)
+		return nil, err
+	}
+	return &session{conn: h.Conn, params: h.ParameterStatuses}, nil
+}
+
+// end ends the session: Terminate, and its connection closed.
+func (s *session) end() {
+	s.conn.SetDeadline(time.Now().Add(time.Second))
+	s.conn.Write(terminate)
+	s.conn.Close()
+}
+
+// exec runs sql on the idle session and reads its answer up to
+// ReadyForQuery, which must say idle.
+func (s *session) exec(sql string) error {
+	msg := append([]byte{'Q', 0, 0, 0, 0}, sql...)
+	msg = append(msg, 0)
+	binary.BigEndian.PutUint32(msg[1:], uint32(len(msg)-1))
+	if _, err := s.conn.Write(msg); err != nil {
+		return err
+	}
+	r := bufio.NewReader(s.conn)
+	var failed error
+	for {
+		var head [5]byte
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			return err
+		}
+		body := make([]byte, binary.BigEndian.Uint32(head[1:])-4)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return err
+		}
+		switch head[0] {
+		case 'E':
+			failed = fmt.Errorf("sessions: %s failed: %s", sql, errorMessage(body))
+		case 'S':
+			if name, value, ok := parameterStatus(body); ok {
+				s.params[name] = value
+			}
+		case 'Z':
+			if failed == nil && (len(body) != 1 || body[0] != 'I') {
+				failed = fmt.Errorf("sessions: after %s the session is not idle", sql)
+			}
+			return failed
+		}
+	}
+}
+
+// conn is a client's connection: before its startup, what the Keeper
+// answers; after, a session's connection, whose messages it counts so
+// that Close knows when the session has answered everything.
+type conn struct {
+	keeper *Keeper
+	id     uint32
+
+	wmu      sync.Mutex
+	started  bool
+	cancel   bool     // a cancel request, dropped
+	sent     scanner  // what the client sent
+	greeting []byte   // what the client reads before the session
+	s        *session // nil until the startup, and for a cancel request
+	key      string
+
+	rmu      sync.Mutex
+	received scanner // what the server answered
+
+	mu       sync.Mutex
+	pending  int  // Sync and Query messages sent whose ReadyForQuery has not come
+	tx       byte // the transaction status of the last ReadyForQuery
+	unusable bool // the client sent what the Keeper cannot follow
+	left     bool // the client sent Terminate
+	closed   bool
+	once     sync.Once
+}
+
+// Write takes the client's startup (see startup), then passes what the
+// client sends to its session, counting its Sync and Query messages. A
+// Terminate is not passed on: the client is leaving, and Close gives its
+// session back.
+func (c *conn) Write(b []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.isClosed() {
+		return 0, net.ErrClosed
+	}
+	if !c.started {
+		if err := c.startup(b); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
+	if c.s == nil {
+		return len(b), nil // a cancel request's connection
+	}
+	if bytes.Equal(b, terminate) && c.sent.atBoundary() {
+		c.mu.Lock()
+		c.left = true
+		if c.pending <= 0 {
+			c.s.conn.SetReadDeadline(time.Now()) // a read that waits ends: nothing is due
+		}
+		c.mu.Unlock()
+		return len(b), nil
+	}
+	syncs := 0
+	c.sent.feed(b, func(typ, _ byte) {
+		switch typ {
+		case 'Q', 'S':
+			syncs++
+		case 'X':
+			c.mu.Lock()
+			c.unusable = true
+			c.mu.Unlock()
+		}
+	})
+	c.mu.Lock()
+	c.pending += syncs
+	c.mu.Unlock()
+	return c.s.conn.Write(b)
+}
+
+// startup reads the client's first message. An SSLRequest or a
+// GSSENCRequest is declined; a cancel request is dropped; a
+// StartupMessage takes a session for its parameters and has the client
+// read a greeting as a server that trusts it would send: authenticated,
+// the session's parameters, a key and ReadyForQuery. A session the
+// server refused has the client read the server's error.
+func (c *conn) startup(b []byte) error {
+	if len(b) < 8 || int(binary.BigEndian.Uint32(b)) != len(b) {
+		return fmt.Errorf("sessions: a startup message of %d bytes in one write was expected", len(b))
+	}
+	switch code := binary.BigEndian.Uint32(b[4:]); code {
+	case sslRequest, gssRequest:
+		c.greeting = append(c.greeting, 'N')
+		return nil
+	case cancelRequest:
+		c.started, c.cancel = true, true
+		return nil
+	case protocol30:
+	default:
+		return fmt.Errorf("sessions: protocol version %d.%d is not 3.0", code>>16, code&0xffff)
+	}
+	c.started = true
+	params := map[string]string{}
+	fields := strings.Split(string(b[8:]), "\x00")
+	for i := 0; i+1 < len(fields) && fields[i] != ""; i += 2 {
+		params[fields[i]] = fields[i+1]
+	}
+	if err := c.keeper.check(params); err != nil {
+		c.greeting = errorResponse("28000", err.Error())
+		return nil
+	}
+	s, key, err := c.keeper.take(params)
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe):
+		c.greeting = errorResponse(pe.Code, pe.Message)
+		return nil
+	case err != nil:
+		return err
+	}
+	c.keeper.mu.Lock()
+	c.keeper.bound[c] = true
+	c.keeper.mu.Unlock()
+	c.s, c.key, c.tx = s, key, 'I'
+	g := message('R', binary.BigEndian.AppendUint32(nil, 0))
+	for _, name := range slices.Sorted(maps.Keys(s.params)) {
+		g = append(g, message('S', append(append(append([]byte(name), 0), s.params[name]...), 0))...)
+	}
+	g = append(g, message('K', binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, c.id), c.id))...)
+	c.greeting = append(g, message('Z', []byte{'I'})...)
+	return nil
+}
+
+// Read reads the greeting, then what the session answers, counting its
+// ReadyForQuery messages. A cancel request's connection reads its end,
+// and so does a client that sent Terminate once the session has
+// answered everything, as the server would end the session.
+func (c *conn) Read(b []byte) (int, error) {
+	c.wmu.Lock()
+	if len(c.greeting) > 0 {
+		n := copy(b, c.greeting)
+		c.greeting = c.greeting[n:]
+		c.wmu.Unlock()
+		return n, nil
+	}
+	s := c.s
+	c.wmu.Unlock()
+	if s == nil {
+		return 0, io.EOF
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.mu.Lock()
+	closed, ended := c.closed, c.left && c.pending <= 0 && c.received.atBoundary()
+	c.mu.Unlock()
+	switch {
+	case closed:
+		return 0, net.ErrClosed
+	case ended:
+		return 0, io.EOF
+	}
+	n, err := s.conn.Read(b)
+	c.count(b[:n])
+	return n, err
+}
+
+// count counts the ReadyForQuery messages in what the session answered.
+func (c *conn) count(b []byte) {
+	c.received.feed(b, func(typ, first byte) {
+		if typ == 'Z' {
+			c.mu.Lock()
+			c.pending--
+			c.tx = first
+			c.mu.Unlock()
+		}
+	})
+}
+
+// Close gives the session back: once the session has answered
+// everything the client sent, it is rolled back if the client left a
+// transaction open and reset, and waits idle for the next client; a
+// session that cannot be made so is ended.
+func (c *conn) Close() error {
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		pending := c.pending
+		c.mu.Unlock()
+		c.wmu.Lock()
+		s := c.s
+		c.wmu.Unlock()
+		if s == nil {
+			return
+		}
+		// A read that waits for the session stops: at once when nothing
+		// is due, or once what is due is late.
+		wait := time.Now()
+		if pending > 0 {
+			wait = wait.Add(drainWait)
+		}
+		s.conn.SetReadDeadline(wait)
+		c.rmu.Lock()
+		defer c.rmu.Unlock()
+		c.keeper.give(c, c.key, s, c.drain() == nil && c.reset() == nil)
+	})
+	return nil
+}
+
+// drain reads and counts what the session still owes the client.
+func (c *conn) drain() error {
+	s := c.s
+	s.conn.SetReadDeadline(time.Now().Add(drainWait))
+	defer s.conn.SetReadDeadline(time.Time{})
+	buf := make([]byte, 4096)
+	for {
+		c.mu.Lock()
+		done, unusable := c.pending <= 0, c.unusable
+		c.mu.Unlock()
+		switch {
+		case unusable:
+			return errors.New("sessions: the client sent a Terminate amid other messages")
+		case done && c.received.atBoundary():
+			return nil
+		}
+		n, err := s.conn.Read(buf)
+		c.count(buf[:n])
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// reset readies the session for the next client: the transaction the
+// client left open rolled back, and DISCARD ALL (prepared statements,
+// temporary tables, advisory locks, SET values).
+func (c *conn) reset() error {
+	s := c.s
+	s.conn.SetDeadline(time.Now().Add(drainWait))
+	defer s.conn.SetDeadline(time.Time{})
+	if c.tx != 'I' {
+		if err := s.exec("ROLLBACK"); err != nil {
+			return err
+		}
+	}
+	return s.exec("DISCARD ALL")
+}
+
+func (c *conn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// The addresses of a conn are loopback ones, and its deadlines its
+// session's.
+func (c *conn) LocalAddr() net.Addr  { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(c.id)} }
+func (c *conn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+func (c *conn) SetDeadline(t time.Time) error {
+	if s := c.session(); s != nil {
+		return s.conn.SetDeadline(t)
+	}
+	return nil
+}
+
+func (c *conn) SetReadDeadline(t time.Time) error {
+	if s := c.session(); s != nil {
+		return s.conn.SetReadDeadline(t)
+	}
+	return nil
+}
+
+func (c *conn) SetWriteDeadline(t time.Time) error {
+	if s := c.session(); s != nil {
+		return s.conn.SetWriteDeadline(t)
+	}
+	return nil
+}
+
+func (c *conn) session() *session {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.isClosed() {
+		return nil
+	}
+	return c.s
+}
+
+// check refuses a client that asks for another user or database than
+// the Keeper's server URL names.
+func (k *Keeper) check(params map[string]string) error {
+	if u := params["user"]; u != k.server.User {
+		return fmt.Errorf("this keeper connects as %q, not %q", k.server.User, u)
+	}
+	if d := params["database"]; d != "" && d != k.server.Database {
+		return fmt.Errorf("this keeper connects to database %q, not %q", k.server.Database, d)
+	}
+	return nil
+}
+
+// scanner follows a stream of the protocol's regular messages, in pieces
+// of any size.
+type scanner struct {
+	head  [5]byte
+	n     int // bytes of head read
+	left  int // bytes of the body still to come
+	first byte
+	begun bool // the body's first byte was read
+}
+
+// feed reads p, calling done with the type and the first body byte (0
+// when none) of each message that p completes.
+func (s *scanner) feed(p []byte, done func(typ, first byte)) {
+	for len(p) > 0 {
+		if s.n < len(s.head) {
+			m := copy(s.head[s.n:], p)
+			s.n += m
+			p = p[m:]
+			if s.n == len(s.head) {
+				s.left = int(binary.BigEndian.Uint32(s.head[1:])) - 4
+				s.first, s.begun = 0, false
+				if s.left <= 0 {
+					done(s.head[0], 0)
+					s.n = 0
+				}
+			}
+			continue
+		}
+		if !s.begun {
+			s.first, s.begun = p[0], true
+		}
+		m := min(len(p), s.left)
+		s.left -= m
+		p = p[m:]
+		if s.left == 0 {
+			done(s.head[0], s.first)
+			s.n = 0
+		}
+	}
+}
+
+// atBoundary reports whether the stream ended with a whole message.
+func (s *scanner) atBoundary() bool { return s.n == 0 }
+
+// startupKey is the startup parameters, in one string: the sessions of
+// clients with the same key are alike.
+func startupKey(params map[string]string) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		b.WriteString(name + "\x00" + params[name] + "\x00")
+	}
+	return b.String()
+}
+
+// message is one message of the protocol's regular phase.
+func message(typ byte, body []byte) []byte {
+	m := binary.BigEndian.AppendUint32([]byte{typ}, uint32(len(body)+4))
+	return append(m, body...)
+}
+
+// errorResponse is a FATAL ErrorResponse of SQLSTATE code.
+func errorResponse(code, text string) []byte {
+	var body []byte
+	for _, f := range [][2]string{{"S", "FATAL"}, {"V", "FATAL"}, {"C", code}, {"M", text}} {
+		body = append(append(append(body, f[0]...), f[1]...), 0)
+	}
+	return message('E', append(body, 0))
+}
+
+// parameterStatus takes apart a ParameterStatus message's body.
+func parameterStatus(body []byte) (name, value string, ok bool) {
+	fields := strings.Split(string(body), "\x00")
+	if len(fields) < 2 {
+		return "", "", false
+	}
+	return fields[0], fields[1], true
+}
+
+// errorMessage is the message field of an ErrorResponse's body.
+func errorMessage(body []byte) string {
+	for _, f := range strings.Split(string(body), "\x00") {
+		if strings.HasPrefix(f, "M") {
+			return f[1:]
+		}
+	}
+	return "an error"
+}
