@@ -4,7 +4,7 @@
 // A commit-lost or commit-reply-lost fault ends the connection of the
 // Outbox whose COMMIT it strikes, and an Outbox that reconnects costs the
 // server a new session: a process to start, which on a small machine
-// costs more than the hundreds of statements a simulated step runs. A
+// costs it more than hundreds of statements do. A
 // Keeper is the dialer of the harness's connections (system.Options.Dial).
 // Each connection it gives is a session of the server that outlives it:
 // when the connection is closed, its session finishes what the client
