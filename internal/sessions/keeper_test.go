@@ -58,6 +58,15 @@ func session(t *testing.T, k *sessions.Keeper, url, name string, statements ...s
 	return pid
 }
 
+// wantSessions fails t unless k made and reused as many sessions as
+// want.
+func wantSessions(t *testing.T, k *sessions.Keeper, made, reused int) {
+	t.Helper()
+	if m, r := k.Sessions(); m != made || r != reused {
+		t.Errorf("the keeper made %d sessions and reused %d, want %d and %d", m, r, made, reused)
+	}
+}
+
 func TestKeeperReusesASessionAsNew(t *testing.T) {
 	schema := pgtest.Schema(t, pgtest.URL(t))
 	url := pgtest.Server(t)
@@ -110,9 +119,7 @@ func TestKeeperReusesASessionAsNew(t *testing.T) {
 	if pid != first || timeout == "1234ms" {
 		t.Errorf("the next client got process %d with lock_timeout %s, want process %d with the server's lock_timeout", pid, timeout, first)
 	}
-	if made, reused := k.Sessions(); made != 1 || reused != 1 {
-		t.Errorf("the keeper made %d sessions and reused %d, want 1 and 1", made, reused)
-	}
+	wantSessions(t, k, 1, 1)
 }
 
 func TestKeeperKeepsSessionsApartByStartupParameters(t *testing.T) {
@@ -124,9 +131,7 @@ func TestKeeperKeepsSessionsApartByStartupParameters(t *testing.T) {
 	if a == b || again != a {
 		t.Errorf("worker A, B and A again were served by processes %d, %d and %d: want A's own, B's own, A's again", a, b, again)
 	}
-	if made, reused := k.Sessions(); made != 2 || reused != 1 {
-		t.Errorf("the keeper made %d sessions and reused %d, want 2 and 1", made, reused)
-	}
+	wantSessions(t, k, 2, 1)
 }
 
 func TestKeeperFinishesWhatTheClientSentBeforeReuse(t *testing.T) {
@@ -153,9 +158,7 @@ func TestKeeperFinishesWhatTheClientSentBeforeReuse(t *testing.T) {
 	if status := d.PgConn().TxStatus(); status != 'I' {
 		t.Errorf("after a statement of its own the next client's session is in state %q, want 'I': in the transaction the last client left open", status)
 	}
-	if made, reused := k.Sessions(); made != 1 || reused != 1 {
-		t.Errorf("the keeper made %d sessions and reused %d, want 1 and 1", made, reused)
-	}
+	wantSessions(t, k, 1, 1)
 }
 
 func TestKeeperPassesTheServersRefusal(t *testing.T) {
