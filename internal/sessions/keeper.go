@@ -110,7 +110,9 @@ func (k *Keeper) Dial(context.Context, string, string) (net.Conn, error) {
 		return nil, net.ErrClosed
 	}
 	k.nextID++
-	return &conn{keeper: k, id: k.nextID}, nil
+	c := &conn{keeper: k, id: k.nextID}
+	c.spoken = sync.NewCond(&c.wmu)
+	return c, nil
 }
 
 // Sessions reports how many server sessions the Keeper made, and how
@@ -256,8 +258,9 @@ type conn struct {
 	id     uint32
 
 	wmu      sync.Mutex
+	spoken   *sync.Cond // on wmu: the greeting grew, or the startup ended
 	started  bool
-	cancel   bool     // a cancel request, dropped
+	failed   error    // why the startup failed
 	sent     scanner  // what the client sent
 	greeting []byte   // what the client reads before the session
 	s        *session // nil until the startup, and for a cancel request
@@ -286,7 +289,12 @@ func (c *conn) Write(b []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	if !c.started {
-		if err := c.startup(b); err != nil {
+		err := c.startup(b)
+		if err != nil {
+			c.started, c.failed = true, err
+		}
+		c.spoken.Broadcast()
+		if err != nil {
 			return 0, err
 		}
 		return len(b), nil
@@ -335,7 +343,7 @@ func (c *conn) startup(b []byte) error {
 		c.greeting = append(c.greeting, 'N')
 		return nil
 	case cancelRequest:
-		c.started, c.cancel = true, true
+		c.started = true
 		return nil
 	case protocol30:
 	default:
@@ -377,17 +385,28 @@ func (c *conn) startup(b []byte) error {
 // ReadyForQuery messages. A cancel request's connection reads its end,
 // and so does a client that sent Terminate once the session has
 // answered everything, as the server would end the session.
+//
+// pgx may read on another goroutine while it writes its startup: such a
+// read waits for the Keeper's answer.
 func (c *conn) Read(b []byte) (int, error) {
 	c.wmu.Lock()
+	for len(c.greeting) == 0 && !c.started && !c.isClosed() {
+		c.spoken.Wait()
+	}
 	if len(c.greeting) > 0 {
 		n := copy(b, c.greeting)
 		c.greeting = c.greeting[n:]
 		c.wmu.Unlock()
 		return n, nil
 	}
-	s := c.s
+	s, failed := c.s, c.failed
 	c.wmu.Unlock()
-	if s == nil {
+	switch {
+	case failed != nil:
+		return 0, failed
+	case s == nil && c.isClosed():
+		return 0, net.ErrClosed
+	case s == nil:
 		return 0, io.EOF
 	}
 	c.rmu.Lock()
@@ -430,6 +449,7 @@ func (c *conn) Close() error {
 		c.mu.Unlock()
 		c.wmu.Lock()
 		s := c.s
+		c.spoken.Broadcast() // a read that waits for the startup ends
 		c.wmu.Unlock()
 		if s == nil {
 			return

@@ -3,10 +3,13 @@ package sessions_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/outboxlab/handoff/internal/pgtest"
 	"github.com/outboxlab/handoff/internal/sessions"
@@ -171,5 +174,39 @@ func TestKeeperPassesTheServersRefusal(t *testing.T) {
 	}
 	if made, _ := k.Sessions(); made != 0 {
 		t.Errorf("the keeper counts %d sessions made on a full server", made)
+	}
+}
+
+func TestKeeperReadWaitsForTheStartup(t *testing.T) {
+	url := pgtest.Server(t)
+	k := keeper(t, url)
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := k.Dial(t.Context(), "tcp", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// pgx reads on a goroutine of its own while it writes its startup.
+	read := make(chan string, 1)
+	go func() {
+		b := make([]byte, 1)
+		n, err := c.Read(b)
+		read <- fmt.Sprintf("%q %v", b[:n], err)
+	}()
+	time.Sleep(20 * time.Millisecond) // the read waits first
+	startup := &pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersion30,
+		Parameters: map[string]string{"user": cfg.User, "database": cfg.Database}}
+	msg, err := startup.Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-read; got != `"R" <nil>` {
+		t.Errorf("a read begun before the startup got %s, want the first byte of AuthenticationOk", got)
 	}
 }
