@@ -330,18 +330,26 @@ type Snapshot struct {
 }
 
 // rowColumns are the columns a Row is scanned from, in scanRow's order.
-const rowColumns = `o.key, o.state, o.attempts, coalesce(o.remote_id, 0), coalesce(o.last_error, ''),
-	o.created_at, o.next_attempt_at, o.first_claimed_at, o.last_attempt_at, o.sent_at,
-	coalesce(o.lease_owner, ''), o.lease_until, o.fence
+const rowColumns = rowFields + `
 	FROM outbox o`
+
+// rowFields are the columns of rowColumns, of the outbox o.
+const rowFields = `o.key, o.state, o.attempts, coalesce(o.remote_id, 0), coalesce(o.last_error, ''),
+	o.created_at, o.next_attempt_at, o.first_claimed_at, o.last_attempt_at, o.sent_at,
+	coalesce(o.lease_owner, ''), o.lease_until, o.fence`
 
 // The queries of the reading methods.
 const (
-	sqlApprovals = `SELECT key, case_id, title, payload FROM approvals ORDER BY rowid`
-	sqlRows      = `SELECT ` + rowColumns + ` ORDER BY o.seq`
-	sqlRow       = `SELECT ` + rowColumns + ` WHERE o.key = ?`
-	sqlGetMeta   = `SELECT value FROM meta WHERE name = ?`
-	sqlPutMeta   = `INSERT INTO meta (name, value) VALUES (?, ?)`
+	// sqlSnapshot reads every approval and outbox row in one statement,
+	// which sees one state of the database on either backend: the
+	// approvals (0) in the order they were recorded, then the outbox rows
+	// (1) in theirs, each padded to the other's columns (see snapshotLine).
+	sqlSnapshot = `SELECT 0, a.rowid, a.key, '', 0, 0, '', 0, 0, 0, 0, 0, '', 0, 0, a.case_id, a.title, a.payload FROM approvals a
+		UNION ALL SELECT 1, o.seq, ` + rowFields + `, '', '', '' FROM outbox o
+		ORDER BY 1, 2`
+	sqlRow     = `SELECT ` + rowColumns + ` WHERE o.key = ?`
+	sqlGetMeta = `SELECT value FROM meta WHERE name = ?`
+	sqlPutMeta = `INSERT INTO meta (name, value) VALUES (?, ?)`
 	// sqlRaiseBudget records a claim's attempt budget when it is larger
 	// than the one recorded: see Budget.
 	sqlRaiseBudget = `INSERT INTO meta (name, value) VALUES ('budget', ?1)
@@ -370,60 +378,43 @@ func fromMillis(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-// Snapshot reads every approval and outbox row in one read transaction,
-// as they stood at one moment: SQLite's read transactions see one state;
-// PostgreSQL's see one only at repeatable read.
+// Snapshot reads every approval and outbox row as they stood at one
+// moment, in one statement (see sqlSnapshot).
 func (o *Outbox) Snapshot(ctx context.Context) (Snapshot, error) {
 	var s Snapshot
-	if err := o.q.ensure(ctx, sqlApprovals, sqlRows); err != nil {
+	if err := o.q.ensure(ctx, sqlSnapshot); err != nil {
 		return s, err
 	}
-	opts := &sql.TxOptions{ReadOnly: true}
-	if o.q.dialect != nil {
-		opts.Isolation = sql.LevelRepeatableRead
-	}
-	tx, err := o.db.BeginTx(ctx, opts)
+	rows, err := o.q.query(ctx, nil, sqlSnapshot)
 	if err != nil {
-		return s, driverError("beginning the snapshot", err)
-	}
-	defer tx.Rollback()
-	rows, err := o.q.query(ctx, tx, sqlApprovals)
-	if err != nil {
-		return s, driverError("reading approvals", err)
-	}
-	for rows.Next() {
-		var a Approval
-		if err := rows.Scan(&a.Key, &a.CaseID, &a.Title, &a.Payload); err != nil {
-			rows.Close()
-			return s, driverError("reading approvals", err)
-		}
-		s.Approvals = append(s.Approvals, a)
-	}
-	if err := rows.Close(); err != nil {
-		return s, driverError("reading approvals", err)
-	}
-	if s.Outbox, err = o.rows(ctx, tx, sqlRows); err != nil {
-		return s, err
-	}
-	return s, nil
-}
-
-// rows runs a query of rowColumns in tx.
-func (o *Outbox) rows(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]Row, error) {
-	rows, err := o.q.query(ctx, tx, query, args...)
-	if err != nil {
-		return nil, driverError("reading the outbox", err)
+		return s, driverError("reading the snapshot", err)
 	}
 	defer rows.Close()
-	var out []Row
 	for rows.Next() {
-		r, err := scanRow(rows)
-		if err != nil {
-			return nil, driverError("reading the outbox", err)
+		line := snapshotLine{rows: rows}
+		r, err := scanRow(&line)
+		switch {
+		case err != nil:
+			return s, driverError("reading the snapshot", err)
+		case line.kind == 0:
+			s.Approvals = append(s.Approvals, Approval{Key: r.Key, CaseID: line.caseID, Title: line.title, Payload: line.payload})
+		default:
+			s.Outbox = append(s.Outbox, r)
 		}
-		out = append(out, r)
 	}
-	return out, driverError("reading the outbox", rows.Err())
+	return s, driverError("reading the snapshot", rows.Err())
+}
+
+// snapshotLine is a line of sqlSnapshot: what scanRow reads of it, between
+// its kind and sequence number and an approval's columns.
+type snapshotLine struct {
+	rows                   *sql.Rows
+	kind, seq              int64
+	caseID, title, payload string
+}
+
+func (l *snapshotLine) Scan(dest ...any) error {
+	return l.rows.Scan(append(append([]any{&l.kind, &l.seq}, dest...), &l.caseID, &l.title, &l.payload)...)
 }
 
 // Row reads the outbox row of key, or returns ErrNotFound. It costs the

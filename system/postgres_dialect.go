@@ -49,8 +49,8 @@ var postgresQueries = map[string]string{
 		FROM o JOIN approvals a ON a.key = o.key`,
 	sqlEarliest: `SELECT coalesce(min(greatest(next_attempt_at, CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_until END)), 0)
 		FROM outbox WHERE state = 'pending'`,
-	sqlLockRow:   rebind(sqlLockRow) + ` FOR UPDATE`,
-	sqlApprovals: `SELECT key, case_id, title, payload FROM approvals ORDER BY seq`,
+	sqlLockRow:  rebind(sqlLockRow) + ` FOR UPDATE`,
+	sqlSnapshot: strings.Replace(sqlSnapshot, "a.rowid", "a.seq", 1),
 	sqlRaiseBudget: `INSERT INTO meta (name, value) VALUES ('budget', $1)
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE CAST(meta.value AS INTEGER) < CAST(excluded.value AS INTEGER)`,
 }

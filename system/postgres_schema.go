@@ -87,21 +87,26 @@ func preparePostgres(ctx context.Context, db *sql.DB, t postgresTarget, readOnly
 
 // inspectSchema returns the version of the app database schema t.schema
 // holds, 0 when it holds no table, and refuses one that holds tables of
-// something else or of a newer handoff.
+// something else or of a newer handoff. An app database's schema is
+// known by its version table, found through the catalog's index; only a
+// schema without one has its tables counted.
 func inspectSchema(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, t postgresTarget) (version int, err error) {
-	var tables int
 	var hasVersion bool
-	err = q.QueryRowContext(ctx, `SELECT count(*), coalesce(bool_or(c.relname = 'handoff_version'), false)
-		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`, t.schema).Scan(&tables, &hasVersion)
-	switch {
-	case err != nil:
+	if err := q.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, t.schema+".handoff_version").Scan(&hasVersion); err != nil {
 		return 0, driverError("reading the tables of schema "+t.schema, err)
-	case tables == 0:
-		return 0, nil
-	case !hasVersion:
+	}
+	if !hasVersion {
+		var tables int
+		err := q.QueryRowContext(ctx, `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`, t.schema).Scan(&tables)
+		switch {
+		case err != nil:
+			return 0, driverError("reading the tables of schema "+t.schema, err)
+		case tables == 0:
+			return 0, nil
+		}
 		return 0, fmt.Errorf("%w: schema %s in %s holds tables that are not a handoff app database's; name another (?schema=…)", ErrWrongDatabase, t.schema, t.shown)
 	}
 	var kind string
