@@ -3,6 +3,7 @@ package system
 import (
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -27,6 +28,20 @@ func IsPostgres(target string) bool {
 // schemaName is what a schema parameter may be: a plain lower-case
 // PostgreSQL identifier, so that it needs no quoting.
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// reservedWords are the words PostgreSQL's grammar reserves (its
+// reserved keywords, and those that may name a type or a function but
+// not a schema), as pg_get_keywords() lists them with catcode R or T:
+// a schema named so would need quoting everywhere.
+var reservedWords = strings.Fields(`all analyse analyze and any array as asc asymmetric authorization
+	binary both case cast check collate collation column concurrently constraint create cross
+	current_catalog current_date current_role current_schema current_time current_timestamp
+	current_user default deferrable desc distinct do else end except false fetch for foreign
+	freeze from full grant group having ilike in initially inner intersect into is isnull join
+	lateral leading left like limit localtime localtimestamp natural not notnull null offset on
+	only or order outer overlaps placing primary references returning right select session_user
+	similar some symmetric system_user table tablesample then to trailing true union unique user
+	using variadic verbose when where window with`)
 
 // postgresTarget is a PostgreSQL URL taken apart: the URL to connect
 // with, without the schema parameter, the schema, and the URL to show,
@@ -59,6 +74,9 @@ func parsePostgres(target string) (postgresTarget, error) {
 	}
 	if !schemaName.MatchString(schema) {
 		return postgresTarget{}, invalid("schema %q in %s is not a plain PostgreSQL name (lower-case letters, digits and _, not starting with a digit, at most 63)", schema, shown)
+	}
+	if slices.Contains(reservedWords, schema) {
+		return postgresTarget{}, invalid("schema %q in %s is a word PostgreSQL reserves; name another (crm_followups, say)", schema, shown)
 	}
 	u.RawQuery = q.Encode()
 	return postgresTarget{connect: u.String(), schema: schema, shown: shown}, nil

@@ -3,8 +3,12 @@ package system_test
 import (
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxlab/handoff/internal/pgtest"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -20,6 +24,9 @@ func TestSplitPostgres(t *testing.T) {
 		{"postgresql://u@h/db", system.DefaultSchema, system.DefaultSchema, false},
 		{"postgres://u@h/db?schema=Bad-Name", "", "", true},
 		{"postgres://u@h/db?schema=a&schema=b", "", "", true},
+		{"postgres://u@h/db?schema=full", "", "", true},
+		{"postgres://u@h/db?schema=user", "", "", true},
+		{"postgres://u@h/db?schema=full_outbox", "full_outbox", "full_outbox", false},
 	}
 	for _, tt := range tests {
 		connect, schema, err := system.SplitPostgres(tt.target)
@@ -32,6 +39,29 @@ func TestSplitPostgres(t *testing.T) {
 		u, perr := url.Parse(connect)
 		if err != nil || perr != nil || schema != tt.schema || u.Query().Has("schema") || u.Query().Get("search_path") != tt.searchPath {
 			t.Errorf("%s: got %q, %q, %v; want schema %s, search_path %s and no schema parameter", tt.target, connect, schema, err, tt.schema, tt.searchPath)
+		}
+	}
+}
+
+// TestReservedSchemaNamesAreTheServers: every word the server's grammar
+// reserves from naming a schema is refused as a schema parameter, with a
+// message that says so, before anything connects.
+func TestReservedSchemaNamesAreTheServers(t *testing.T) {
+	rows, err := pgtest.Conn(t).Query(t.Context(), `SELECT word FROM pg_get_keywords() WHERE catcode IN ('R', 'T')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	words, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(words) < 50 {
+		t.Fatalf("the server lists %d reserved words", len(words))
+	}
+	for _, w := range words {
+		_, _, err := system.SplitPostgres("postgres://u@h/db?schema=" + w)
+		if !errors.Is(err, system.ErrInvalidInput) || !strings.Contains(err.Error(), "reserves") {
+			t.Errorf("schema %s, which the server reserves: got %v, want ErrInvalidInput saying so", w, err)
 		}
 	}
 }
