@@ -21,7 +21,6 @@
 package sessions
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -102,16 +101,16 @@ func New(serverURL string) (*Keeper, error) {
 
 // Dial is a connection to the Keeper's server, for system.Options.Dial
 // (network and addr are not used): it makes no connection until the
-// client sends its startup.
-func (k *Keeper) Dial(context.Context, string, string) (net.Conn, error) {
+// client sends its startup, and then one within ctx.
+func (k *Keeper) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
 		return nil, net.ErrClosed
 	}
 	k.nextID++
-	c := &conn{keeper: k, id: k.nextID}
-	c.spoken = sync.NewCond(&c.wmu)
+	c := &conn{keeper: k, id: k.nextID, ctx: ctx}
+	c.spoken = sync.NewCond(&c.smu)
 	return c, nil
 }
 
@@ -146,7 +145,7 @@ func (k *Keeper) Close() error {
 
 // take returns an idle session for the startup parameters of a client,
 // or makes one.
-func (k *Keeper) take(params map[string]string) (*session, string, error) {
+func (k *Keeper) take(ctx context.Context, params map[string]string) (*session, string, error) {
 	key := startupKey(params)
 	k.mu.Lock()
 	if list := k.idle[key]; len(list) > 0 {
@@ -157,7 +156,7 @@ func (k *Keeper) take(params map[string]string) (*session, string, error) {
 		return s, key, s.conn.SetDeadline(time.Time{})
 	}
 	k.mu.Unlock()
-	s, err := k.dial(params)
+	s, err := k.dial(ctx, params)
 	if err == nil {
 		k.mu.Lock()
 		k.made++
@@ -181,7 +180,7 @@ func (k *Keeper) give(c *conn, key string, s *session, reusable bool) {
 }
 
 // dial makes a server session with a client's startup parameters.
-func (k *Keeper) dial(params map[string]string) (*session, error) {
+func (k *Keeper) dial(ctx context.Context, params map[string]string) (*session, error) {
 	cfg := k.server.Copy()
 	cfg.RuntimeParams = map[string]string{}
 	for name, v := range params {
@@ -189,7 +188,7 @@ func (k *Keeper) dial(params map[string]string) (*session, error) {
 			cfg.RuntimeParams[name] = v
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	pc, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
@@ -223,15 +222,16 @@ func (s *session) exec(sql string) error {
 	if _, err := s.conn.Write(msg); err != nil {
 		return err
 	}
-	r := bufio.NewReader(s.conn)
 	var failed error
 	for {
+		// Read by the message, with nothing read ahead: what follows
+		// the answer is the next client's.
 		var head [5]byte
-		if _, err := io.ReadFull(r, head[:]); err != nil {
+		if _, err := io.ReadFull(s.conn, head[:]); err != nil {
 			return err
 		}
 		body := make([]byte, binary.BigEndian.Uint32(head[1:])-4)
-		if _, err := io.ReadFull(r, body); err != nil {
+		if _, err := io.ReadFull(s.conn, body); err != nil {
 			return err
 		}
 		switch head[0] {
@@ -257,14 +257,20 @@ type conn struct {
 	keeper *Keeper
 	id     uint32
 
-	wmu      sync.Mutex
-	spoken   *sync.Cond // on wmu: the greeting grew, or the startup ended
+	ctx context.Context // the dial's, which the startup's connection to the server keeps to
+
+	// smu guards the startup and what it makes; the session does not
+	// change after it.
+	smu      sync.Mutex
+	spoken   *sync.Cond // on smu: the greeting grew, or the startup ended
 	started  bool
 	failed   error    // why the startup failed
-	sent     scanner  // what the client sent
 	greeting []byte   // what the client reads before the session
 	s        *session // nil until the startup, and for a cancel request
 	key      string
+
+	wmu  sync.Mutex // one write at a time
+	sent scanner    // what the client sent
 
 	rmu      sync.Mutex
 	received scanner // what the server answered
@@ -288,25 +294,29 @@ func (c *conn) Write(b []byte) (int, error) {
 	if c.isClosed() {
 		return 0, net.ErrClosed
 	}
+	c.smu.Lock()
 	if !c.started {
 		err := c.startup(b)
 		if err != nil {
 			c.started, c.failed = true, err
 		}
 		c.spoken.Broadcast()
+		c.smu.Unlock()
 		if err != nil {
 			return 0, err
 		}
 		return len(b), nil
 	}
-	if c.s == nil {
+	s := c.s
+	c.smu.Unlock()
+	if s == nil {
 		return len(b), nil // a cancel request's connection
 	}
 	if bytes.Equal(b, terminate) && c.sent.atBoundary() {
 		c.mu.Lock()
 		c.left = true
 		if c.pending <= 0 {
-			c.s.conn.SetReadDeadline(time.Now()) // a read that waits ends: nothing is due
+			s.conn.SetReadDeadline(time.Now()) // a read that waits ends: nothing is due
 		}
 		c.mu.Unlock()
 		return len(b), nil
@@ -325,7 +335,13 @@ func (c *conn) Write(b []byte) (int, error) {
 	c.mu.Lock()
 	c.pending += syncs
 	c.mu.Unlock()
-	return c.s.conn.Write(b)
+	n, err := s.conn.Write(b)
+	if err != nil {
+		c.mu.Lock()
+		c.unusable = true // the server got part of what was counted
+		c.mu.Unlock()
+	}
+	return n, err
 }
 
 // startup reads the client's first message. An SSLRequest or a
@@ -359,7 +375,7 @@ func (c *conn) startup(b []byte) error {
 		c.greeting = errorResponse("28000", err.Error())
 		return nil
 	}
-	s, key, err := c.keeper.take(params)
+	s, key, err := c.keeper.take(c.ctx, params)
 	var pe *pgconn.PgError
 	switch {
 	case errors.As(err, &pe):
@@ -389,18 +405,18 @@ func (c *conn) startup(b []byte) error {
 // pgx may read on another goroutine while it writes its startup: such a
 // read waits for the Keeper's answer.
 func (c *conn) Read(b []byte) (int, error) {
-	c.wmu.Lock()
+	c.smu.Lock()
 	for len(c.greeting) == 0 && !c.started && !c.isClosed() {
 		c.spoken.Wait()
 	}
 	if len(c.greeting) > 0 {
 		n := copy(b, c.greeting)
 		c.greeting = c.greeting[n:]
-		c.wmu.Unlock()
+		c.smu.Unlock()
 		return n, nil
 	}
 	s, failed := c.s, c.failed
-	c.wmu.Unlock()
+	c.smu.Unlock()
 	switch {
 	case failed != nil:
 		return 0, failed
@@ -447,10 +463,10 @@ func (c *conn) Close() error {
 		c.closed = true
 		pending := c.pending
 		c.mu.Unlock()
-		c.wmu.Lock()
+		c.smu.Lock()
 		s := c.s
 		c.spoken.Broadcast() // a read that waits for the startup ends
-		c.wmu.Unlock()
+		c.smu.Unlock()
 		if s == nil {
 			return
 		}
@@ -499,7 +515,10 @@ func (c *conn) reset() error {
 	s := c.s
 	s.conn.SetDeadline(time.Now().Add(drainWait))
 	defer s.conn.SetDeadline(time.Time{})
-	if c.tx != 'I' {
+	c.mu.Lock()
+	tx := c.tx
+	c.mu.Unlock()
+	if tx != 'I' {
 		if err := s.exec("ROLLBACK"); err != nil {
 			return err
 		}
@@ -519,33 +538,29 @@ func (c *conn) LocalAddr() net.Addr  { return &net.TCPAddr{IP: net.IPv4(127, 0, 
 func (c *conn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
 
 func (c *conn) SetDeadline(t time.Time) error {
-	if s := c.session(); s != nil {
-		return s.conn.SetDeadline(t)
-	}
-	return nil
+	return c.onSession(func(s *session) error { return s.conn.SetDeadline(t) })
 }
 
 func (c *conn) SetReadDeadline(t time.Time) error {
-	if s := c.session(); s != nil {
-		return s.conn.SetReadDeadline(t)
-	}
-	return nil
+	return c.onSession(func(s *session) error { return s.conn.SetReadDeadline(t) })
 }
 
 func (c *conn) SetWriteDeadline(t time.Time) error {
-	if s := c.session(); s != nil {
-		return s.conn.SetWriteDeadline(t)
-	}
-	return nil
+	return c.onSession(func(s *session) error { return s.conn.SetWriteDeadline(t) })
 }
 
-func (c *conn) session() *session {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.isClosed() {
+// onSession calls set on the conn's session, unless it has none or was
+// closed: a closed conn's session may serve another client already.
+func (c *conn) onSession(set func(*session) error) error {
+	c.smu.Lock()
+	s := c.s
+	c.smu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s == nil || c.closed {
 		return nil
 	}
-	return c.s
+	return set(s)
 }
 
 // check refuses a client that asks for another user or database than

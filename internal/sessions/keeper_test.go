@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,5 +209,44 @@ func TestKeeperReadWaitsForTheStartup(t *testing.T) {
 	}
 	if got := <-read; got != `"R" <nil>` {
 		t.Errorf("a read begun before the startup got %s, want the first byte of AuthenticationOk", got)
+	}
+}
+
+func TestKeeperReadsWhileAWriteWaits(t *testing.T) {
+	url := pgtest.Server(t)
+	k := keeper(t, url)
+	c, err := connect(t, k, url, "worker A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	// A batch larger than the sockets hold, each answer as large: the
+	// server stops reading until the client reads, which pgx does on a
+	// goroutine of its own while its write waits.
+	const queries = 20
+	padding := strings.Repeat("x", 2<<20)
+	batch := &pgx.Batch{}
+	for range queries {
+		batch.Queue("SELECT $1::text || repeat('y', 2 << 20)", padding)
+	}
+	done := make(chan error, 1)
+	go func() {
+		results := c.SendBatch(t.Context(), batch)
+		for range queries {
+			var answer string
+			if err := results.QueryRow().Scan(&answer); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- results.Close()
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a batch larger than the sockets hold did not finish in a minute through the keeper")
 	}
 }
