@@ -94,7 +94,8 @@ func inspectSchema(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, t postgresTarget) (version int, err error) {
 	var hasVersion bool
-	if err := q.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, t.schema+".handoff_version").Scan(&hasVersion); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_class WHERE oid = to_regclass($1) AND relkind IN ('r', 'p', 'v', 'm', 'f'))`,
+		t.schema+".handoff_version").Scan(&hasVersion); err != nil {
 		return 0, driverError("reading the tables of schema "+t.schema, err)
 	}
 	if !hasVersion {
