@@ -4,9 +4,9 @@
 // A commit-lost or commit-reply-lost fault ends the connection of the
 // Outbox whose COMMIT it strikes, and an Outbox that reconnects costs the
 // server a new session: a process to start, which on a small machine
-// costs it more than hundreds of statements do. A
-// Keeper is the dialer of the harness's connections (system.Options.Dial).
-// Each connection it gives is a session of the server that outlives it:
+// costs it more than hundreds of statements do. A Keeper is the dialer
+// of the harness's connections (system.Options.Dial). Each connection it
+// gives is a session of the server that outlives it:
 // when the connection is closed, its session finishes what the client
 // sent, rolls back the transaction the client left open, is reset with
 // DISCARD ALL, and serves the next connection with the same startup
