@@ -191,7 +191,7 @@ func (s *Schema) Emptier(ctx context.Context, wait time.Duration) (*sql.DB, []*s
 
 // emptyingStatements prepares emptier's statements on db.
 func (s *Schema) emptyingStatements(ctx context.Context, db *sql.DB) ([]*sql.Stmt, error) {
-	tables, err := QueryColumn[string](ctx, db, `SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`, s.name)
+	tables, err := queryColumn[string](ctx, db, `SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`, s.name)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +246,7 @@ func (s *Schema) emptyingStatements(ctx context.Context, db *sql.DB) ([]*sql.Stm
 			return stmts, err
 		}
 		stmts = append(stmts, st)
-		seqs, err := QueryColumn[string](ctx, db, `SELECT pg_get_serial_sequence($1, attname) FROM pg_attribute
+		seqs, err := queryColumn[string](ctx, db, `SELECT pg_get_serial_sequence($1, attname) FROM pg_attribute
 			WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND pg_get_serial_sequence($1, attname) IS NOT NULL
 			ORDER BY attnum`, qualified)
 		if err != nil {
@@ -266,8 +266,8 @@ func (s *Schema) emptyingStatements(ctx context.Context, db *sql.DB) ([]*sql.Stm
 	return stmts, nil
 }
 
-// QueryColumn runs a query of one column and returns its values.
-func QueryColumn[T any](ctx context.Context, db *sql.DB, query string, args ...any) ([]T, error) {
+// queryColumn runs a query of one column and returns its values.
+func queryColumn[T any](ctx context.Context, db *sql.DB, query string, args ...any) ([]T, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
