@@ -29,7 +29,6 @@ import (
 	"io"
 	"maps"
 	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -85,14 +84,11 @@ type session struct {
 // URL; its schema parameter, if any, is ignored). It connects to nothing
 // until a client does.
 func New(serverURL string) (*Keeper, error) {
-	u, err := url.Parse(serverURL)
+	server, err := system.WithSchema(serverURL, "")
 	if err != nil {
-		return nil, fmt.Errorf("sessions: %s is not a PostgreSQL URL", system.Redact(serverURL))
+		return nil, err
 	}
-	q := u.Query()
-	q.Del("schema")
-	u.RawQuery = q.Encode()
-	cfg, err := pgconn.ParseConfig(u.String())
+	cfg, err := pgconn.ParseConfig(server)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: %s is not a PostgreSQL URL: %w", system.Redact(serverURL), err)
 	}
@@ -216,10 +212,7 @@ func (s *session) end() {
 // exec runs sql on the idle session and reads its answer up to
 // ReadyForQuery, which must say idle.
 func (s *session) exec(sql string) error {
-	msg := append([]byte{'Q', 0, 0, 0, 0}, sql...)
-	msg = append(msg, 0)
-	binary.BigEndian.PutUint32(msg[1:], uint32(len(msg)-1))
-	if _, err := s.conn.Write(msg); err != nil {
+	if _, err := s.conn.Write(message('Q', append([]byte(sql), 0))); err != nil {
 		return err
 	}
 	var failed error
@@ -278,7 +271,7 @@ type conn struct {
 	mu       sync.Mutex
 	pending  int  // Sync and Query messages sent whose ReadyForQuery has not come
 	tx       byte // the transaction status of the last ReadyForQuery
-	unusable bool // the client sent what the Keeper cannot follow
+	unusable bool // the server's stream is not whole: a Terminate amid other messages, or a write that failed
 	left     bool // the client sent Terminate
 	closed   bool
 	once     sync.Once
@@ -496,7 +489,7 @@ func (c *conn) drain() error {
 		c.mu.Unlock()
 		switch {
 		case unusable:
-			return errors.New("sessions: the client sent a Terminate amid other messages")
+			return errors.New("sessions: the session's stream is not whole (a Terminate amid other messages, or a write that failed)")
 		case done && c.received.atBoundary():
 			return nil
 		}
