@@ -87,6 +87,7 @@ func TestKeeperReusesASessionAsNew(t *testing.T) {
 	first := session(t, k, url, "worker A",
 		"PREPARE kept AS SELECT 1",
 		"SET lock_timeout = 1234",
+		"SET plan_cache_mode = force_custom_plan",
 		"SELECT pg_advisory_lock(42)",
 		"BEGIN",
 		"INSERT INTO "+table+" VALUES (1)",
@@ -106,15 +107,16 @@ func TestKeeperReusesASessionAsNew(t *testing.T) {
 	}
 
 	// The next client of the same parameters gets the same session, as
-	// new: the statement name is free, and the setting is the server's.
+	// new: the statement name is free, and the settings are those the
+	// session began with.
 	c, err := connect(t, k, url, "worker A")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(context.Background())
 	var pid int32
-	var timeout string
-	if err := c.QueryRow(ctx, "SELECT pg_backend_pid(), current_setting('lock_timeout')").Scan(&pid, &timeout); err != nil {
+	var timeout, plans string
+	if err := c.QueryRow(ctx, "SELECT pg_backend_pid(), current_setting('lock_timeout'), current_setting('plan_cache_mode')").Scan(&pid, &timeout, &plans); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Exec(ctx, "PREPARE kept AS SELECT 2"); err != nil {
@@ -122,6 +124,9 @@ func TestKeeperReusesASessionAsNew(t *testing.T) {
 	}
 	if pid != first || timeout == "1234ms" {
 		t.Errorf("the next client got process %d with lock_timeout %s, want process %d with the server's lock_timeout", pid, timeout, first)
+	}
+	if plans != "force_generic_plan" {
+		t.Errorf("the next client's plan_cache_mode is %s, want force_generic_plan, the Keeper's", plans)
 	}
 	wantSessions(t, k, 1, 1)
 }
