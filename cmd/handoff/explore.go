@@ -54,6 +54,14 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
+	// The run's paths are checked before it connects or writes anything:
+	// a report or a scenario it could not write would be found only at
+	// its end.
+	for _, err := range []error{existingFolder("dir", *dir), notAFile("save", *save), notAFolder("report", *reportPath)} {
+		if err != nil {
+			return err
+		}
+	}
 	which, postgresURL, err := backendFlags.values(ctx)
 	if err != nil {
 		return err

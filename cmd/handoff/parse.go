@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -124,4 +126,47 @@ func durationError(fs *flag.FlagSet, err error) (string, bool) {
 		return "", false
 	}
 	return fmt.Sprintf("--%s is %q, not a duration: write a number and a unit, h, m, s or ms, such as 30s, 90m, or 24h for a day", m[2], m[1]), true
+}
+
+// existingFolder refuses the path of flag name, unless it is empty or a
+// folder that exists.
+func existingFolder(name, path string) error {
+	if path == "" {
+		return nil
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("--%s %s: %w", name, path, pathCause(err))
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("--%s %s: a file, not a folder", name, path)
+	}
+	return nil
+}
+
+// notAFile refuses the path of flag name, a folder to create if need be,
+// when a file is there.
+func notAFile(name, path string) error {
+	if info, err := os.Stat(path); err == nil && !info.IsDir() {
+		return fmt.Errorf("--%s %s: a file, not a folder", name, path)
+	}
+	return nil
+}
+
+// notAFolder refuses the path of flag name, a file to write, when a
+// folder is there.
+func notAFolder(name, path string) error {
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return fmt.Errorf("--%s %s: a folder, not a file", name, path)
+	}
+	return nil
+}
+
+// pathCause is what a failed os.Stat says without the path, which the
+// caller's message names already.
+func pathCause(err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return pe.Err
+	}
+	return err
 }

@@ -30,6 +30,9 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parse(fs, args, stderr, true); err != nil {
 		return err
 	}
+	if err := notAFolder("report", *reportPath); err != nil {
+		return err
+	}
 	transport, err := sim.ParseTransport(*transportName)
 	if err != nil {
 		return fmt.Errorf("%w: --transport: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))

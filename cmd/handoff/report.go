@@ -26,6 +26,9 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args, stderr, true); err != nil {
 		return err
 	}
+	if err := notAFolder("out", *out); err != nil {
+		return err
+	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: report takes one scenario file, got %d", errUsage, fs.NArg())
 	}

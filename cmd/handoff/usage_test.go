@@ -79,6 +79,12 @@ func TestExitStatusRule(t *testing.T) {
 		{[]string{"deliver", "--app", app}, 2, "missing --crm"},
 		{[]string{"approve", "--app", app, "--case", "casé", "--title", "t"}, 1, `case id "casé" has 'é' at character 4`},
 		{[]string{"deliver", "--app", filepath.Join(dir, "missing.db"), "--crm", crm}, 1, "does not exist"},
+		{[]string{"explore", "--dir", filepath.Join(dir, "missing")}, 1, "--dir " + filepath.Join(dir, "missing") + ": no such file or directory"},
+		{[]string{"explore", "--dir", app}, 1, "--dir " + app + ": a file, not a folder"},
+		{[]string{"explore", "--save", app}, 1, "--save " + app + ": a file, not a folder"},
+		{[]string{"explore", "--report", dir}, 1, "--report " + dir + ": a folder, not a file"},
+		{[]string{"replay", "--report", dir, "corpus/app-busy.txt"}, 1, "--report " + dir + ": a folder, not a file"},
+		{[]string{"report", "--out", dir, "corpus/app-busy.txt"}, 1, "--out " + dir + ": a folder, not a file"},
 		{[]string{"version"}, 0, ""},
 		{[]string{"designs", "two-writes"}, 0, ""},
 	}
