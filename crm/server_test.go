@@ -245,6 +245,53 @@ func TestServerOneKeyConcurrently(t *testing.T) {
 	}
 }
 
+// TestServerKeyInFlight holds a create inside the CRM's transaction (its
+// clock waits there) and sends the same key again meanwhile: the second
+// request is answered 409 at once, as a problem, and writes nothing; once
+// the first is answered, the key replays.
+func TestServerKeyInFlight(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var hold atomic.Bool
+	c, _ := openCRM(t, system.CRMOptions{Now: func() time.Time {
+		if hold.CompareAndSwap(true, false) {
+			close(entered)
+			<-release
+		}
+		return time.Now()
+	}})
+	ts := serve(t, c, 0)
+	hold.Store(true)
+	first := make(chan answer, 1)
+	go func() { first <- post(t, ts.URL, `"k"`, `{"n":1}`) }()
+	<-entered
+	// Without the server's guard the second request would wait for the
+	// first's transaction, which waits for this test: the client gives up.
+	req, err := http.NewRequest(http.MethodPost, ts.URL+"/tasks", strings.NewReader(`{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Idempotency-Key", `"k"`)
+	req.Header.Set("Content-Type", "application/json")
+	second, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	close(release)
+	if err != nil {
+		t.Fatalf("the same key while the first is in flight: %v; want 409 at once", err)
+	}
+	second.Body.Close()
+	if second.StatusCode != http.StatusConflict || second.Header.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("the same key while the first is in flight: %s %v; want 409, a problem", second.Status, second.Header)
+	}
+	if a := <-first; a.status != http.StatusCreated || a.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("the first: %d %v %s; want 201, new", a.status, a.header, a.body)
+	}
+	if again := post(t, ts.URL, `"k"`, `{"n":1}`); again.status != http.StatusCreated || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the same key once the first was answered: %d %v %s; want 201, replayed", again.status, again.header, again.body)
+	}
+	if got := tasks(t, c); len(got) != 1 {
+		t.Errorf("%d tasks, want 1", len(got))
+	}
+}
+
 // TestServerAfterTheCRMForgetsAKey: once the CRM has forgotten a key (its
 // retention passed), the same key and payload make a new task, and the
 // server answers it as new, not with the response it still holds for the
