@@ -117,10 +117,12 @@ func (m mix) drawPhase(t *rapid.T, e *sim.Env) sim.Step {
 // as Next when the worker holds something to flush, one time in four
 // otherwise); by default one time in sixteen with a fault (one of the
 // network's, or a crash in its background), each as m's level says; its
-// sends answered at once most of the time, else past half the send
-// timeout (a slow answer, which stops the claiming ahead), or past the
-// whole of it; and, when the answer it will record is a transient
-// failure, the jitter of its backoff.
+// sends answered at once most of the time, else at exactly half the send
+// timeout (the slowest answer still fast, which two in a row make end
+// with the window of the row claimed ahead), past half of it (a slow
+// answer, which stops the claiming ahead), or past the whole of it; and,
+// when the answer it will record is a transient failure, the jitter of
+// its backoff.
 func (m mix) drawPipe(t *rapid.T, e *sim.Env) sim.Step {
 	state := e.Model()
 	flushWeight := 1
@@ -129,10 +131,12 @@ func (m mix) drawPipe(t *rapid.T, e *sim.Env) sim.Step {
 	}
 	directive := []string{"pipe", "flush"}[pick(t, "pipe or flush", 3, flushWeight)]
 	s := sim.NewStep(directive, "worker", pipelined)
-	switch pick(t, "slow", 6, 2, 1) {
+	switch pick(t, "slow", 6, 1, 2, 1) {
 	case 1:
-		s = s.With("slow", itoa(state.SendTimeout/2+1))
+		s = s.With("slow", itoa(state.SendTimeout/2))
 	case 2:
+		s = s.With("slow", itoa(state.SendTimeout/2+1))
+	case 3:
 		s = s.With("slow", itoa(state.SendTimeout+1))
 	}
 	if c, ok := state.Claims[pipelined]; ok && c.Heard == model.ResultTransient {
