@@ -34,9 +34,9 @@ func addBackendFlags(fs *flag.FlagSet) backendFlags {
 // bad flag, and for PostgreSQL an error that says why when the server
 // cannot be reached, before the command makes anything.
 func (b backendFlags) values(ctx context.Context) (backend.Backend, string, error) {
-	which, err := backend.Parse(*b.name)
+	which, err := b.backend()
 	if err != nil {
-		return "", "", fmt.Errorf("%w: --backend: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
+		return "", "", err
 	}
 	if which == backend.Postgres && !system.IsPostgres(*b.url) {
 		return "", "", fmt.Errorf("%w: --postgres-url %q is not a PostgreSQL URL (postgres://…)", errUsage, system.Redact(*b.url))
@@ -53,6 +53,16 @@ func (b backendFlags) values(ctx context.Context) (backend.Backend, string, erro
 		}
 	}
 	return which, *b.url, nil
+}
+
+// backend is the backend --backend names, without a connection to
+// anything: a usage error for a name that is none.
+func (b backendFlags) backend() (backend.Backend, error) {
+	which, err := backend.Parse(*b.name)
+	if err != nil {
+		return "", fmt.Errorf("%w: --backend: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
+	}
+	return which, nil
 }
 
 // flags are the flags that say b again in a command line: none for the

@@ -26,21 +26,25 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parse(fs, args, stderr, true); err != nil {
 		return err
 	}
-	which, postgresURL, err := backendFlags.values(ctx)
-	if err != nil {
+	// The flags are checked together before anything connects.
+	which, err := backendFlags.backend()
+	switch {
+	case err != nil:
 		return err
+	case *measure > 0 && fs.NArg() > 0:
+		return fmt.Errorf("%w: --measure measures the whole catalog; give no names", errUsage)
+	case *measure == 0 && which != backend.SQLite:
+		return fmt.Errorf("%w: --backend says where --measure explores; without --measure it has nothing to do", errUsage)
 	}
 	if *measure > 0 {
-		if fs.NArg() > 0 {
-			return fmt.Errorf("%w: --measure measures the whole catalog; give no names", errUsage)
+		which, postgresURL, err := backendFlags.values(ctx)
+		if err != nil {
+			return err
 		}
 		if which == backend.Postgres {
 			fmt.Fprintln(stderr, connectionsNeeded(postgresURL, 1))
 		}
 		return measureDesigns(ctx, designs.Fragile, *measure, which, postgresURL, *backendFlags.wait, *asJSON, stdout, stderr)
-	}
-	if which != backend.SQLite {
-		return fmt.Errorf("%w: --backend says where --measure explores; without --measure it has nothing to do", errUsage)
 	}
 	list := designs.All()
 	if fs.NArg() > 0 {

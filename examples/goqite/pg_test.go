@@ -20,11 +20,15 @@ const localPostgres = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 // postgresURL returns the PostgreSQL server the tests run on
 // (HANDOFF_POSTGRES_URL, or the local one), or skips the test in one line
-// when it does not answer and the variable is unset; with the variable
-// set, a server that does not answer fails the test.
+// when it does not answer and the variable is unset, or when it is off;
+// with the variable set to a URL, a server that does not answer fails the
+// test.
 func postgresURL(t *testing.T) string {
 	t.Helper()
 	set := os.Getenv(handoff.PostgresURLEnv)
+	if set == "off" {
+		t.Skipf("PostgreSQL suite not run: %s=off", handoff.PostgresURLEnv)
+	}
 	u := cmp.Or(set, localPostgres)
 	db, err := sql.Open("pgx", u)
 	if err != nil {

@@ -12,9 +12,12 @@ import (
 
 // postgresURL is the server the PostgreSQL tests use: HANDOFF_POSTGRES_URL,
 // or the local one. A server that does not answer skips the test, unless
-// the variable names it.
+// the variable names it; the variable set to off skips it too.
 func postgresURL(t *testing.T) string {
 	t.Helper()
+	if os.Getenv("HANDOFF_POSTGRES_URL") == "off" {
+		t.Skip("the PostgreSQL tests did not run: HANDOFF_POSTGRES_URL=off")
+	}
 	url := cmp.Or(os.Getenv("HANDOFF_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()

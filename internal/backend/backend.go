@@ -48,9 +48,10 @@ const PostgresURLEnv = "HANDOFF_POSTGRES_URL"
 const LocalPostgres = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 // Server is the URL of the PostgreSQL server to run on when none
-// is given: PostgresURLEnv's value, or LocalPostgres when it is unset.
+// is given: PostgresURLEnv's value, or LocalPostgres when it is unset or
+// "off", which turns off the test suite's PostgreSQL part and is no URL.
 func Server() string {
-	if u := os.Getenv(PostgresURLEnv); u != "" {
+	if u := os.Getenv(PostgresURLEnv); u != "" && u != "off" {
 		return u
 	}
 	return LocalPostgres
