@@ -129,17 +129,18 @@ func durationError(fs *flag.FlagSet, err error) (string, bool) {
 }
 
 // existingFolder refuses the path of flag name, unless it is empty or a
-// folder that exists.
+// folder that exists: a usage error, as each path check below is, for a
+// command must not take a bad path for a failure of the run.
 func existingFolder(name, path string) error {
 	if path == "" {
 		return nil
 	}
 	info, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("--%s %s: %w", name, path, pathCause(err))
+		return fmt.Errorf("%w: --%s %s: %w", errUsage, name, path, pathCause(err))
 	}
 	if !info.IsDir() {
-		return fmt.Errorf("--%s %s: a file, not a folder", name, path)
+		return fmt.Errorf("%w: --%s %s: a file, not a folder", errUsage, name, path)
 	}
 	return nil
 }
@@ -148,7 +149,7 @@ func existingFolder(name, path string) error {
 // when a file is there.
 func notAFile(name, path string) error {
 	if info, err := os.Stat(path); err == nil && !info.IsDir() {
-		return fmt.Errorf("--%s %s: a file, not a folder", name, path)
+		return fmt.Errorf("%w: --%s %s: a file, not a folder", errUsage, name, path)
 	}
 	return nil
 }
@@ -157,7 +158,7 @@ func notAFile(name, path string) error {
 // folder is there.
 func notAFolder(name, path string) error {
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		return fmt.Errorf("--%s %s: a folder, not a file", name, path)
+		return fmt.Errorf("%w: --%s %s: a folder, not a file", errUsage, name, path)
 	}
 	return nil
 }
