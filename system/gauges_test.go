@@ -82,6 +82,24 @@ func testGauges(t *testing.T, b backend) {
 	if err := app.Ping(t.Context()); err != nil {
 		t.Errorf("ping: %v", err)
 	}
+	// A lease is live up to its end, not at it: a claim may take the row
+	// then (see ClaimNext).
+	for _, tt := range []struct {
+		at     time.Time
+		leased int
+	}{
+		{approvedAt.Add(system.DefaultLease - time.Millisecond), 1},
+		{approvedAt.Add(system.DefaultLease), 0},
+	} {
+		now = tt.at
+		g, err := app.Gauges(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Leased != tt.leased {
+			t.Errorf("at %v, %v after the claim: %d rows leased, want %d", tt.at, tt.at.Sub(approvedAt), g.Leased, tt.leased)
+		}
+	}
 }
 
 // BenchmarkGauges100k is the cost of one scrape's query over 100,000 rows.
