@@ -165,6 +165,33 @@ func TestVerifyReportsWhatBroke(t *testing.T) {
 	}
 }
 
+// TestVerifyEnumerateReportsACrash runs TestVerify in a child process on
+// two-writes, replaying a scenario of the user's own that breaks nothing
+// as it runs: only a crash between the design's two writes loses the
+// outbox row. Enumerate, which crashes the scenario at every fault point
+// it passes, must fail the replay and say where it crashed and what broke.
+func TestVerifyEnumerateReportsACrash(t *testing.T) {
+	t.Parallel()
+	corpus := t.TempDir()
+	scenario := "approve case=case-1 title=\"Call back\"\n----\n"
+	if err := os.WriteFile(filepath.Join(corpus, "mine.txt"), []byte(scenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestVerify$/^replay$/^mine", "-test.count=1", "-test.v", "-test.short=false")
+	cmd.Env = append(os.Environ(), verifyDesignEnv+"=two-writes", verifyCorpusEnv+"="+corpus)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) {
+		t.Fatalf("TestVerify on two-writes did not fail as a test fails (%v):\n%s", err, out)
+	}
+	for _, want := range []string{"--- FAIL: TestVerify/replay/mine.txt", "mine.txt:1: approve crashed at between-approval-inserts",
+		"invariant 2 (every approval has exactly one outbox row and every row its approval) broke"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // TestVerifyScenarios checks which scenarios Verify replays: the
 // module's corpus of the real design but what a design cannot run, and a
 // user's folder, refusing a file of another design or not a scenario.
