@@ -108,15 +108,7 @@ func TestVerifyReportsWhatBroke(t *testing.T) {
 			}
 			corpus, work := t.TempDir(), t.TempDir()
 			child := func(save string) string {
-				cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestVerify$", "-test.count=1", "-test.v",
-					"-test.short="+strconv.FormatBool(testing.Short()))
-				cmd.Env = append(os.Environ(), verifyDesignEnv+"="+tt.design, verifyCorpusEnv+"="+corpus, SaveEnv+"="+save)
-				cmd.Dir = work // where rapid writes its fail files, as in a user's package
-				out, err := cmd.CombinedOutput()
-				if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) {
-					t.Fatalf("TestVerify on %s did not fail as a test fails (%v):\n%s", tt.design, err, out)
-				}
-				return string(out)
+				return failingVerify(t, tt.design, corpus, work, "^TestVerify$", testing.Short(), SaveEnv+"="+save)
 			}
 			out := child("1")
 			for _, want := range []string{"--- FAIL: TestVerify/property", tt.invariant, "minimal scenario (",
@@ -177,19 +169,31 @@ func TestVerifyEnumerateReportsACrash(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(corpus, "mine.txt"), []byte(scenario), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestVerify$/^replay$/^mine", "-test.count=1", "-test.v", "-test.short=false")
-	cmd.Env = append(os.Environ(), verifyDesignEnv+"=two-writes", verifyCorpusEnv+"="+corpus)
-	cmd.Dir = t.TempDir()
-	out, err := cmd.CombinedOutput()
-	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) {
-		t.Fatalf("TestVerify on two-writes did not fail as a test fails (%v):\n%s", err, out)
-	}
+	// Not -short, so that the child runs Enumerate (see TestVerify).
+	out := failingVerify(t, "two-writes", corpus, t.TempDir(), "^TestVerify$/^replay$/^mine", false)
 	for _, want := range []string{"--- FAIL: TestVerify/replay/mine.txt", "mine.txt:1: approve crashed at between-approval-inserts",
 		"invariant 2 (every approval has exactly one outbox row and every row its approval) broke"} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("the output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// failingVerify runs the tests that run selects of TestVerify in a child
+// process, verbose, on design with corpus as its corpus folder and env
+// added to its environment, from dir (where rapid writes its fail files,
+// as in a user's package), and returns what it printed. It fails t
+// unless the child failed as a test fails.
+func failingVerify(t *testing.T, design, corpus, dir, run string, short bool, env ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run="+run, "-test.count=1", "-test.v", "-test.short="+strconv.FormatBool(short))
+	cmd.Env = append(append(os.Environ(), verifyDesignEnv+"="+design, verifyCorpusEnv+"="+corpus), env...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) {
+		t.Fatalf("TestVerify on %s did not fail as a test fails (%v):\n%s", design, err, out)
+	}
+	return string(out)
 }
 
 // TestVerifyScenarios checks which scenarios Verify replays: the

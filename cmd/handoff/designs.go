@@ -37,7 +37,7 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("%w: --backend says where --measure explores; without --measure it has nothing to do", errUsage)
 	}
 	if *measure > 0 {
-		which, postgresURL, err := backendFlags.values(ctx)
+		_, postgresURL, err := backendFlags.values(ctx)
 		if err != nil {
 			return err
 		}
