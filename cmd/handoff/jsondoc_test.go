@@ -157,9 +157,9 @@ var jsonOutputs = []struct {
 		}
 		defer o.Close()
 		var b strings.Builder
-		p := &pool{results: map[string]int{}, changed: make(chan struct{}), log: newLogger(&b, "json")}
-		p.claimRefused(o, fmt.Errorf("%w: claiming the next row: database is locked", system.ErrBusy))
-		p.report(t.Context(), o, nil, system.Delivery{}, &system.AttemptError{Key: system.KeyPrefix + "case-104", Attempt: 1, MaxAttempts: 3,
+		p := &system.Pool{Log: newLogger(&b, "json")}
+		p.ClaimRefused(o, fmt.Errorf("%w: claiming the next row: database is locked", system.ErrBusy))
+		p.Report(t.Context(), o, nil, system.Delivery{}, &system.AttemptError{Key: system.KeyPrefix + "case-104", Attempt: 1, MaxAttempts: 3,
 			Err: errors.New("local: recording the answer: database is busy")})
 		return append(lines, strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")...)
 	}},

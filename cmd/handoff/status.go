@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/internal/words"
+	"github.com/outboxlab/handoff/system"
 )
 
 // statusEvery is how often work redraws its status line on a terminal: a
@@ -82,12 +83,12 @@ type sample struct {
 
 // showStatus draws the pool's status on s at once and then every
 // statusEvery, until ctx is done.
-func (p *pool) showStatus(ctx context.Context, s *statusLine) {
+func showStatus(ctx context.Context, p *system.Pool, s *statusLine) {
 	tick := time.NewTicker(statusEvery)
 	defer tick.Stop()
 	var window []sample
 	for {
-		results := p.resultCounts()
+		results := p.Results()
 		n := 0
 		for _, c := range results {
 			n += c
@@ -96,24 +97,13 @@ func (p *pool) showStatus(ctx context.Context, s *statusLine) {
 		if len(window) > rateWindow {
 			window = window[1:]
 		}
-		s.draw(statusText(results, rate(window), len(p.outboxes)))
+		s.draw(statusText(results, rate(window), len(p.Outboxes)))
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
 	}
-}
-
-// resultCounts is a copy of the pool's deliveries by result.
-func (p *pool) resultCounts() map[string]int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c := make(map[string]int, len(p.results))
-	for k, v := range p.results {
-		c[k] = v
-	}
-	return c
 }
 
 // rate is the deliveries per second over window, oldest first; 0 until

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/outboxlab/handoff/internal/metrics"
@@ -93,7 +92,7 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		status = &statusLine{w: stderr}
 		logTo = status
 	}
-	p := &pool{untilIdle: *untilIdle, results: map[string]int{}, changed: make(chan struct{}), log: newLogger(logTo, *logFormat)}
+	p := &system.Pool{UntilIdle: *untilIdle, Log: newLogger(logTo, *logFormat)}
 	var ready []readiness
 	for i := range *workers {
 		o := opts
@@ -103,11 +102,11 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer app.Close()
-		p.outboxes = append(p.outboxes, app)
+		p.Outboxes = append(p.Outboxes, app)
 	}
 	if remote != nil {
-		p.crm = remote.sender
-		if err := bindCRM(ctx, p.outboxes[0], remote.contract.Identity, remote.url, remote.taskKey); err != nil {
+		p.Receiver = remote.sender
+		if err := bindCRM(ctx, p.Outboxes[0], remote.contract.Identity, remote.url, remote.taskKey); err != nil {
 			return err
 		}
 		ready = append(ready, readiness{"receiver", func(ctx context.Context) error {
@@ -123,12 +122,12 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer crm.Close()
-		p.crm = crm
+		p.Receiver = crm
 		identity, err := crm.Identity(ctx)
 		if err != nil {
 			return err
 		}
-		if err := bindCRM(ctx, p.outboxes[0], identity, *crmPath, fileTaskKey(crm)); err != nil {
+		if err := bindCRM(ctx, p.Outboxes[0], identity, *crmPath, fileTaskKey(crm)); err != nil {
 			return err
 		}
 		ready = append(ready, readiness{"receiver", func(ctx context.Context) error {
@@ -139,7 +138,7 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// The counts of a scrape, and the readiness check, read the app
 	// database through a handle of their own, so that they never wait
 	// behind a worker's transaction, nor a worker behind them.
-	watched := p.outboxes[0]
+	watched := p.Outboxes[0]
 	if *metricsAddr != "" {
 		o := opts
 		o.Worker = prefix + ":metrics"
@@ -150,39 +149,43 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer w.Close()
 		watched = w
 	}
-	p.metrics = metrics.NewWorker(watched)
-	p.crm = p.metrics.Timed(p.crm)
+	counted := metrics.NewWorker(watched)
+	p.Observer = counted
+	p.Receiver = counted.Timed(p.Receiver)
 	if *metricsAddr != "" {
 		ready = append([]readiness{{"app database", watched.Ping}}, ready...)
 		// The operations address closes when work returns.
 		ops, stopOps := context.WithCancel(ctx)
 		defer stopOps()
-		addr, err := serveOps(ops, *metricsAddr, opsHandler(p.metrics.Handler(p.log), ready), p.log)
+		addr, err := serveOps(ops, *metricsAddr, opsHandler(counted.Handler(p.Log), ready), p.Log)
 		if err != nil {
 			return err
 		}
-		p.log.Info("serving metrics", "url", "http://"+addr.String()+"/metrics")
+		p.Log.Info("serving metrics", "url", "http://"+addr.String()+"/metrics")
 	}
 	// A worker of another process that died on this host holds leases
 	// no worker will release under its name: release them now, before
 	// any worker claims (a live one's are kept, see workerGone).
-	released, err := p.outboxes[0].ReleaseGone(ctx, workerGone)
+	released, err := p.Outboxes[0].ReleaseGone(ctx, workerGone)
 	if err != nil {
-		return stopped(ctx, err)
+		if ctx.Err() != nil {
+			return nil // an interrupt before any worker started is a clean stop
+		}
+		return err
 	}
 	for worker, n := range released {
-		p.log.Info("released the leases of a worker gone", "worker", worker, "released_leases", n)
-		p.metrics.Released(n)
+		p.Log.Info("released the leases of a worker gone", "worker", worker, "released_leases", n)
+		counted.Released(n)
 	}
 	start := time.Now()
-	err = p.runShowing(ctx, status)
+	err = runShowing(ctx, p, status)
 	elapsed := time.Since(start)
 	// The summary is read after an interrupt too.
-	counts, cerr := countStates(context.WithoutCancel(ctx), p.outboxes[0])
+	counts, cerr := countStates(context.WithoutCancel(ctx), p.Outboxes[0])
 	if err == nil {
 		err = cerr
 	}
-	p.summary(stdout, elapsed, counts, ctx.Err() != nil)
+	workSummary(stdout, p, elapsed, counts, ctx.Err() != nil)
 	return err
 }
 
@@ -229,220 +232,38 @@ func newLogger(w io.Writer, format string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, nil))
 }
 
-// pool is the workers of one work command: one Outbox each, one CRM (a
-// file, or the sender to a URL).
-type pool struct {
-	outboxes  []*system.Outbox
-	crm       system.Receiver
-	log       *slog.Logger
-	untilIdle bool
-	metrics   *metrics.Worker // nil: nothing counted
-
-	mu      sync.Mutex
-	results map[string]int // deliveries by result, "error" for an *system.AttemptError
-	// changed is closed, and replaced, whenever a worker of the pool has
-	// worked on a row: the idle workers wake up, since the row may be
-	// eligible again or the last one pending may be done.
-	changed chan struct{}
-}
-
-// run runs every worker until ctx is cancelled or, with untilIdle, until
-// each has found nothing pending. A worker that fails for good cancels
-// the others; its error is returned.
-func (p *pool) run(ctx context.Context) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
-	for _, o := range p.outboxes {
-		wg.Go(func() {
-			if err := p.worker(ctx, o); err != nil {
-				cancel(fmt.Errorf("worker %s: %w", o.Worker(), err))
-			}
-		})
-	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
-}
-
-// runShowing is run with the status line drawn on status, unless it is
+// runShowing runs p with the status line drawn on status, unless it is
 // nil, and erased at the end.
-func (p *pool) runShowing(ctx context.Context, status *statusLine) error {
+func runShowing(ctx context.Context, p *system.Pool, status *statusLine) error {
 	if status == nil {
-		return p.run(ctx)
+		return p.Run(ctx)
 	}
 	drawing, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p.showStatus(drawing, status)
+		showStatus(drawing, p, status)
 	}()
-	err := p.run(ctx)
+	err := p.Run(ctx)
 	stop()
 	<-done
 	status.clear()
 	return err
 }
 
-// worker releases the leases held under its name, then delivers one row
-// after the other through a Pipeline, which records the last answer and
-// claims the next row while it sends one. An interrupt stops the
-// claiming, not a delivery under way: the rows already claimed are sent
-// (each bounded by its send timeout) and their answers recorded, so it
-// leaves no lease behind.
-func (p *pool) worker(ctx context.Context, o *system.Outbox) error {
-	released, err := o.Recover(ctx)
-	if err != nil {
-		return stopped(ctx, err)
-	}
-	if p.metrics != nil {
-		p.metrics.Released(released)
-	}
-	p.log.Info("worker started", "worker", o.Worker(), "released_leases", released)
-	defer p.log.Info("worker stopped", "worker", o.Worker())
-	deliveries, err := o.Pipeline(p.crm)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		for {
-			d, flushed, err := deliveries.Flush(ctx)
-			if !flushed {
-				return
-			}
-			p.report(ctx, o, deliveries, d, err)
-		}
-	}()
-	for ctx.Err() == nil {
-		wake := p.changes()
-		d, err := deliveries.Next(ctx)
-		switch {
-		case p.report(ctx, o, deliveries, d, err):
-			continue
-		case errors.Is(err, system.ErrBusy) || errors.Is(err, system.ErrCommitUnknown):
-			// A claim the database refused, or whose commit it may
-			// have lost: if it committed, its lease runs out.
-			p.claimRefused(o, err)
-			sleep(ctx, nil, maxIdleWait)
-			continue
-		case err != nil:
-			return stopped(ctx, err)
-		case d.NextEligible.IsZero() && p.untilIdle:
-			return nil
-		}
-		sleep(ctx, wake, idleWait(d.NextEligible, time.Now()))
-	}
-	return nil
-}
-
-// report logs a delivery that the worker made, one line each, and says
-// whether it was one: an attempt that failed after it was counted, or a
-// row sent, retried, blocked or stale.
-func (p *pool) report(ctx context.Context, o *system.Outbox, deliveries *system.Pipeline, d system.Delivery, err error) bool {
-	if p.metrics != nil {
-		p.metrics.Delivery(d, err)
-	}
-	var attempt *system.AttemptError
-	switch {
-	case errors.As(err, &attempt):
-		p.done("error")
-		p.log.Warn("delivery", "worker", o.Worker(), "key", attempt.Key, "result", "error", "attempt", attempt.Attempt,
-			"remote_id", 0, "last_error", attempt.Err.Error())
-		return true
-	case err != nil || d.Result == system.Idle:
-		return false
-	}
-	p.done(string(d.Result))
-	level := slog.LevelInfo
-	if d.Result == system.ResultBlocked || d.Result == system.ResultStale {
-		level = slog.LevelWarn
-	}
-	attrs := []any{"worker", o.Worker(), "key", d.Key, "result", string(d.Result), "attempt", d.Attempts,
-		"remote_id", d.RemoteID, "last_error", d.LastError}
-	if heard := deliveries.Heard(); heard != nil && d.Result != system.ResultSent {
-		attrs = append(attrs, "cause", heard.Error())
-	}
-	p.log.Log(ctx, level, "delivery", attrs...)
-	return true
-}
-
-// claimRefused logs a claim of o's worker that the database refused, or
-// whose commit it may have lost (err): the worker waits, then claims again.
-func (p *pool) claimRefused(o *system.Outbox, err error) {
-	p.log.Warn("database", "worker", o.Worker(), "error", err.Error())
-}
-
-// stopped is err, or nil when ctx was cancelled: an interrupt during a
-// worker's start or a claim is a clean stop.
-func stopped(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
-}
-
-// How long an idle worker sleeps: until the earliest time a pending row
-// becomes eligible, but never less than minIdleWait (no busy poll when
-// that time has just passed) nor more than maxIdleWait (new approvals,
-// and rows other processes release, are seen within it).
-const (
-	minIdleWait = 5 * time.Millisecond
-	maxIdleWait = time.Second
-)
-
-// idleWait is how long an idle worker sleeps when the earliest pending
-// row becomes eligible at next (zero: none is pending).
-func idleWait(next, now time.Time) time.Duration {
-	if next.IsZero() {
-		return maxIdleWait
-	}
-	return min(max(next.Sub(now), minIdleWait), maxIdleWait)
-}
-
-// sleep waits d, or until wake is closed or ctx is cancelled.
-func sleep(ctx context.Context, wake <-chan struct{}, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-wake:
-	case <-t.C:
-	}
-}
-
-// changes returns the channel that is closed when a worker of the pool
-// next works on a row.
-func (p *pool) changes() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.changed
-}
-
-// done counts a delivery with result and wakes the idle workers.
-func (p *pool) done(result string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.results[result]++
-	close(p.changed)
-	p.changed = make(chan struct{})
-}
-
-// summary prints what the pool did, and where the outbox stands.
-func (p *pool) summary(w io.Writer, elapsed time.Duration, states map[system.State]int, interrupted bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// workSummary prints what the pool p did, and where the outbox stands.
+func workSummary(w io.Writer, p *system.Pool, elapsed time.Duration, states map[system.State]int, interrupted bool) {
+	results := p.Results()
 	n := 0
-	for _, c := range p.results {
+	for _, c := range results {
 		n += c
 	}
 	how := ""
 	if interrupted {
 		how = " (interrupted: deliveries under way finished)"
 	}
-	fmt.Fprintf(w, "work: %s by %s in %v (%.1f/s)%s: %s\n", words.HowMany(n, "delivery"), words.HowMany(len(p.outboxes), "worker"), elapsed.Round(time.Millisecond),
-		float64(n)/max(elapsed.Seconds(), 1e-9), how, counts(p.results))
+	fmt.Fprintf(w, "work: %s by %s in %v (%.1f/s)%s: %s\n", words.HowMany(n, "delivery"), words.HowMany(len(p.Outboxes), "worker"), elapsed.Round(time.Millisecond),
+		float64(n)/max(elapsed.Seconds(), 1e-9), how, counts(results))
 	fmt.Fprintf(w, "outbox: %d pending, %d sent, %d blocked\n", states[system.Pending], states[system.Sent], states[system.Blocked])
 }
 

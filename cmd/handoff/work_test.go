@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/outboxlab/handoff/internal/words"
@@ -225,26 +224,6 @@ func TestWorkProcesses(t *testing.T) {
 		t.Errorf("the processes made %d deliveries in all, fewer than the %d rows", total, rows)
 	}
 	delivered(t, app, crm, rows, false, false)
-}
-
-// TestIdleWait: an idle worker sleeps until the next row is eligible,
-// within bounds: never a busy poll, never so long that it misses new work.
-func TestIdleWait(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, tt := range []struct {
-		next time.Time
-		want time.Duration
-	}{
-		{time.Time{}, maxIdleWait},
-		{now.Add(200 * time.Millisecond), 200 * time.Millisecond},
-		{now.Add(time.Hour), maxIdleWait},
-		{now, minIdleWait},
-		{now.Add(-time.Second), minIdleWait},
-	} {
-		if got := idleWait(tt.next, now); got != tt.want {
-			t.Errorf("idleWait(%v): got %v, want %v", tt.next, got, tt.want)
-		}
-	}
 }
 
 // lastLines returns the last n lines of s.
