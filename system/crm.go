@@ -75,7 +75,7 @@ func OpenCRMWith(ctx context.Context, path string, opts CRMOptions) (*CRM, error
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	q, err := openDB(ctx, path, crmDatabase, opts.Durability, opts.BusyTimeout, opts.Now)
+	q, err := openDB(ctx, path, crmDatabase, opts.Durability, opts.BusyTimeout, opts.Now, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,11 @@ package system
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -165,10 +168,25 @@ func driverClass(err error) error {
 	if errors.Is(err, syscall.ENOSPC) {
 		return ErrFull
 	}
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+	if errors.Is(err, syscall.ECONNREFUSED) || connectionLost(err) {
 		return ErrUnavailable
 	}
 	return nil
+}
+
+// connectionLost reports whether err says the connection to the server
+// ended under a statement: reset, closed, or cut before a whole answer.
+// The server rolled back whatever was not committed.
+func connectionLost(err error) bool {
+	if pgconn.SafeToRetry(err) {
+		return true // the connection was closed before the statement left
+	}
+	for _, lost := range []error{syscall.ECONNRESET, net.ErrClosed, io.EOF, io.ErrUnexpectedEOF, driver.ErrBadConn} {
+		if errors.Is(err, lost) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitable reports whether a connection that failed with err is worth

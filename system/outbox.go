@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net"
@@ -132,6 +133,12 @@ type Options struct {
 	// connection as it is.
 	WrapConn func(net.Conn) net.Conn
 
+	// WrapSQLite, on SQLite, wraps the connector of the handle's
+	// connections to the file: for a harness that cuts them all at once,
+	// as a process that dies does (its open transaction rolled back), or
+	// for diagnostics. nil connects as sql.Open("sqlite", …) would.
+	WrapSQLite func(driver.Connector) driver.Connector
+
 	// Dial, on PostgreSQL, makes each connection to the server (a cancel
 	// request's too) in place of a dial of the URL's host, and no TLS is
 	// negotiated on what it returns: for a tunnel that is secure itself,
@@ -250,7 +257,7 @@ func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 	if IsPostgres(path) {
 		q, err = openPostgres(ctx, path, opts, false)
 	} else {
-		q, err = openDB(ctx, path, appDatabase, opts.Durability, opts.BusyTimeout, opts.Now)
+		q, err = openDB(ctx, path, appDatabase, opts.Durability, opts.BusyTimeout, opts.Now, opts.WrapSQLite)
 	}
 	if err != nil {
 		return nil, err

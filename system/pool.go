@@ -44,6 +44,24 @@ type PoolObserver interface {
 	Released(n int)
 }
 
+// PoolMaxAttempts is the attempt budget of handoff work's workers: more
+// than the contract's default of 3, so that with the default backoff a
+// receiver down for a minute or two blocks no row.
+const PoolMaxAttempts = 20
+
+// RetryBound is what a row's attempts add up to under opts when every
+// one fails: the longest the backoffs between them can be (each jitter
+// at its ceiling), and that plus every send taking its whole send
+// timeout, the longest from a row's first attempt to its block.
+func (opts Options) RetryBound() (backoff, total time.Duration) {
+	if !opts.NoBackoff {
+		for n := 1; n < opts.MaxAttempts; n++ {
+			backoff += BackoffCeiling(opts.BackoffBase, opts.BackoffCap, n)
+		}
+	}
+	return backoff, backoff + time.Duration(opts.MaxAttempts)*opts.SendTimeout
+}
+
 // How long an idle worker sleeps: until the earliest time a pending row
 // becomes eligible, but never less than MinIdleWait (no busy poll when
 // that time has just passed) nor more than MaxIdleWait (new approvals,
@@ -113,6 +131,11 @@ func (p *Pool) logger() *slog.Logger {
 // claims the next row while it sends one.
 func (p *Pool) worker(ctx context.Context, o *Outbox) error {
 	released, err := o.Recover(ctx)
+	for passing(err) && ctx.Err() == nil {
+		p.ClaimRefused(o, err)
+		sleep(ctx, nil, MaxIdleWait)
+		released, err = o.Recover(ctx)
+	}
 	if err != nil {
 		return stopped(ctx, err)
 	}
@@ -141,9 +164,11 @@ func (p *Pool) worker(ctx context.Context, o *Outbox) error {
 		switch {
 		case p.Report(ctx, o, deliveries, d, err):
 			continue
-		case errors.Is(err, ErrBusy) || errors.Is(err, ErrCommitUnknown):
-			// A claim the database refused, or whose commit it may
-			// have lost: if it committed, its lease runs out.
+		case passing(err):
+			// A claim the database refused, whose commit it may have
+			// lost, or whose connection ended (the server restarted,
+			// the network dropped it): if it committed, its lease runs
+			// out; the next claim takes a new connection.
 			p.ClaimRefused(o, err)
 			sleep(ctx, nil, MaxIdleWait)
 			continue
@@ -195,6 +220,14 @@ func (p *Pool) Report(ctx context.Context, o *Outbox, deliveries *Pipeline, d De
 // whose commit it may have lost (err): the worker waits, then claims again.
 func (p *Pool) ClaimRefused(o *Outbox, err error) {
 	p.logger().Warn("database", "worker", o.Worker(), "error", err.Error())
+}
+
+// passing reports whether err is a failure of the database that passes:
+// busy, a commit whose outcome is unknown, or a connection that ended
+// (the server restarted, the network dropped it). A worker waits, then
+// tries again; any other error stops the pool.
+func passing(err error) bool {
+	return errors.Is(err, ErrBusy) || errors.Is(err, ErrCommitUnknown) || errors.Is(err, ErrUnavailable)
 }
 
 // stopped is err, or nil when ctx was cancelled: an interrupt during a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+	"modernc.org/sqlite" // the pure-Go driver, registered as "sqlite"
 )
 
 // Durability says how far a commit must reach before it returns.
@@ -185,7 +186,7 @@ func checkWritable(path string) error {
 // that is not a plain file are refused before anything is written. The
 // database runs in WAL mode: a commit appends to the log and syncs once,
 // and readers never block the single writer.
-func openDB(ctx context.Context, path string, k kind, d Durability, busy time.Duration, now func() time.Time) (*statements, error) {
+func openDB(ctx context.Context, path string, k kind, d Durability, busy time.Duration, now func() time.Time, wrap func(driver.Connector) driver.Connector) (*statements, error) {
 	if err := CheckPath(path); err != nil {
 		return nil, err
 	}
@@ -202,7 +203,7 @@ func openDB(ctx context.Context, path string, k kind, d Durability, busy time.Du
 		if err := checkWritable(path); err != nil {
 			return err
 		}
-		db, err = openWriter(ctx, path, synchronous, busy)
+		db, err = openWriter(path, synchronous, busy, wrap)
 		if err != nil || !h.empty && h.version == k.version() {
 			return err
 		}
@@ -212,7 +213,7 @@ func openDB(ctx context.Context, path string, k kind, d Durability, busy time.Du
 		}
 		return nil
 	}, func() (err error) {
-		db, err = openWriter(ctx, path, synchronous, busy)
+		db, err = openWriter(path, synchronous, busy, wrap)
 		return err
 	})
 	if err != nil {
@@ -230,19 +231,27 @@ func openDB(ctx context.Context, path string, k kind, d Durability, busy time.Du
 
 // openWriter opens path for reading and writing: every transaction
 // BEGIN IMMEDIATE, foreign keys on, the synchronous setting and the busy
-// timeout given.
-func openWriter(_ context.Context, path, sync string, busy time.Duration) (*sql.DB, error) {
+// timeout given; wrap, unless nil, wraps its connector.
+func openWriter(path, sync string, busy time.Duration, wrap func(driver.Connector) driver.Connector) (*sql.DB, error) {
 	dsn := fmt.Sprintf("%s?_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(%s)&_pragma=cell_size_check(1)",
 		path, busy.Milliseconds(), sync)
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, driverError("opening "+path, err)
+	var c driver.Connector = dsnConnector{dsn}
+	if wrap != nil {
+		c = wrap(c)
 	}
+	db := sql.OpenDB(c)
 	// One connection: SQLite serialises writers anyway, and a single
 	// connection keeps every statement of a transaction on it.
 	db.SetMaxOpenConns(1)
 	return db, nil
 }
+
+// dsnConnector connects to the SQLite database dsn names, as
+// sql.Open("sqlite", dsn) does.
+type dsnConnector struct{ dsn string }
+
+func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.Driver().Open(c.dsn) }
+func (c dsnConnector) Driver() driver.Driver                        { return &sqlite.Driver{} }
 
 // The handles this process holds on each database file, by absolute path.
 // POSIX locks belong to a process and are all dropped by the first close

@@ -30,7 +30,7 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	name := fs.String("worker", "", "name the workers NAME:1 to NAME:N (default HOST:PID); a stable name lets a restarted process release its leases at once")
 	lease := fs.Duration("lease", system.DefaultLease, "how long a claim keeps other workers off a row")
 	sendTimeout := fs.Duration("send-timeout", system.DefaultSendTimeout, "the longest one send may take; shorter than --lease")
-	maxAttempts := fs.Int("max-attempts", defaultWorkAttempts, "attempts before a row blocks")
+	maxAttempts := fs.Int("max-attempts", system.PoolMaxAttempts, "attempts before a row blocks")
 	maxAge := fs.Duration("max-age", 0, "time budget: a row approved longer ago than this blocks instead of being sent; 0 means none")
 	backoffBase := fs.Duration("backoff-base", system.DefaultBackoffBase, "the backoff ceiling after the first transient failure, doubled after each next one; 0 retries at once")
 	backoffCap := fs.Duration("backoff-cap", system.DefaultBackoffCap, "the longest backoff ceiling")
@@ -267,36 +267,18 @@ func workSummary(w io.Writer, p *system.Pool, elapsed time.Duration, states map[
 	fmt.Fprintf(w, "outbox: %d pending, %d sent, %d blocked\n", states[system.Pending], states[system.Sent], states[system.Blocked])
 }
 
-// defaultWorkAttempts is work's attempt budget: more than the contract's
-// default of 3, so that with the default backoff a receiver down for a
-// minute or two blocks no row (see workDefaultsHelp).
-const defaultWorkAttempts = 20
-
-// retryBound is what a row's attempts add up to under opts when every
-// one fails: the longest the backoffs between them can be (each jitter
-// at its ceiling), and that plus every send taking its whole send
-// timeout, the longest from a row's first attempt to its block.
-func retryBound(opts system.Options) (backoff, total time.Duration) {
-	if !opts.NoBackoff {
-		for n := 1; n < opts.MaxAttempts; n++ {
-			backoff += system.BackoffCeiling(opts.BackoffBase, opts.BackoffCap, n)
-		}
-	}
-	return backoff, backoff + time.Duration(opts.MaxAttempts)*opts.SendTimeout
-}
-
 // workDefaultsHelp says what work's defaults add up to, for its help.
 func workDefaultsHelp() string {
-	opts := system.Options{MaxAttempts: defaultWorkAttempts, BackoffBase: system.DefaultBackoffBase, BackoffCap: system.DefaultBackoffCap,
+	opts := system.Options{MaxAttempts: system.PoolMaxAttempts, BackoffBase: system.DefaultBackoffBase, BackoffCap: system.DefaultBackoffCap,
 		SendTimeout: system.DefaultSendTimeout}
-	backoff, total := retryBound(opts)
+	backoff, total := opts.RetryBound()
 	return fmt.Sprintf("Defaults that ride out a restart of the receiver: --max-attempts %d with --backoff-base %s and --backoff-cap %s "+
 		"spread a failing row's attempts over up to %s of backoff (full jitter: about half that on average). "+
 		"A receiver down for a minute or two (a restart, a deploy) blocks no row: the chance that a row spends its %d attempts within two minutes is below one in a trillion. "+
 		"One gone for good blocks each row within %s of its first attempt (the backoff, and %d sends of at most --send-timeout %s); --max-age adds a time budget. "+
 		"deliver, one attempt by hand, keeps the contract's %d attempts.",
-		defaultWorkAttempts, shortDuration(system.DefaultBackoffBase), shortDuration(system.DefaultBackoffCap), shortDuration(backoff),
-		defaultWorkAttempts, shortDuration(total), defaultWorkAttempts, shortDuration(system.DefaultSendTimeout), system.DefaultMaxAttempts)
+		system.PoolMaxAttempts, shortDuration(system.DefaultBackoffBase), shortDuration(system.DefaultBackoffCap), shortDuration(backoff),
+		system.PoolMaxAttempts, shortDuration(total), system.PoolMaxAttempts, shortDuration(system.DefaultSendTimeout), system.DefaultMaxAttempts)
 }
 
 // shortDuration is d as Go writes it, without the zero units it ends

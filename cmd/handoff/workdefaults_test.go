@@ -87,7 +87,7 @@ func deliverAll(t *testing.T, app *system.Outbox, r system.Receiver, now *time.T
 // work's help states, which the worst jitter reaches.
 func TestWorkDefaultsRideOutARestart(t *testing.T) {
 	defaults := workFlagDefaults(t)
-	backoff, total := retryBound(defaults)
+	backoff, total := defaults.RetryBound()
 	if help := workDefaultsHelp(); !strings.Contains(help, "up to "+shortDuration(backoff)+" of backoff") || !strings.Contains(help, "within "+shortDuration(total)) {
 		t.Errorf("work's help does not state what its defaults add up to (%v of backoff, %v in all):\n%s", backoff, total, help)
 	}

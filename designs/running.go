@@ -1,0 +1,141 @@
+package designs
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/outboxlab/handoff/system"
+)
+
+// Running is an outbox as it runs in production: its own workers, polls,
+// timers and backoff, judged by what it did rather than step by step
+// (docs/spec.md, "Verifying an outbox as it runs"). The harness boots it
+// inside a testing/synctest bubble, where the time package is virtual,
+// approves through it at drawn times, crashes and boots it again, answers
+// its requests with drawn faults, and checks the history checks H1–H7
+// against what its receiver saw.
+type Running struct {
+	// Name is how the catalog, the CLI and saved schedules call it.
+	Name string
+	// Summary says in one line what runs.
+	Summary string
+	// Doc, for a fragile running design, says the mistake, why someone
+	// makes it, what it does to the work, and the check that catches it.
+	Doc string
+	// Failure, for a fragile design, is what it does to the work:
+	// DuplicateTask or LostWork.
+	Failure string
+	// CaughtBy, for a fragile design, is the history check that catches it
+	// (H1 to H7).
+	CaughtBy string
+	// Budget is the most requests the outbox sends for one key before it
+	// gives up (blocks or discards the key); 0 means it has none, and H4
+	// then checks no request count.
+	Budget int
+	// Settle is how long, at most, the outbox takes to finish every key
+	// once every fault has healed: its budget's backoff and send timeouts,
+	// and its leases. The harness runs virtual time that long past the
+	// last fault (and stops early once every key is final).
+	Settle time.Duration
+	// SQLiteOnly says the outbox runs only on SQLite.
+	SQLiteOnly bool
+	// Boot starts the app as a process does when it boots: it opens the
+	// app database (through p's connections, which a crash cuts), starts
+	// the workers with their production settings, sending through
+	// p.Receiver, and returns without waiting for them. ctx is cancelled
+	// when the process crashes or the run ends.
+	Boot func(ctx context.Context, p Process) (Booted, error)
+}
+
+// Process is what one boot of a Running design gets from the harness:
+// where its database is, the connections to it, and the receiver. A
+// crash cuts every connection the process made, at once (open
+// transactions are lost), refuses its new ones, and drops its requests.
+type Process interface {
+	// Backend is "sqlite" or "postgres".
+	Backend() string
+	// Database is the app database: a SQLite file's path, or a
+	// PostgreSQL URL whose schema (schema=) is the run's own.
+	Database() string
+	// WrapSQLite wraps the connector of a database/sql handle on the
+	// SQLite file (system.Options.WrapSQLite takes it).
+	WrapSQLite(driver.Connector) driver.Connector
+	// Dial connects to PostgreSQL, in place of a dial of the URL's host
+	// (system.Options.Dial; pgx's DialFunc).
+	Dial(ctx context.Context, network, addr string) (net.Conn, error)
+	// Receiver is the harness's receiver, reached in memory. Its answers
+	// carry the spec's sentinels (system.ErrTransient with a RetryHint,
+	// system.ErrRejected); a reply lost or too slow is ErrTransient.
+	Receiver() system.Receiver
+}
+
+// Booted is a running process of a Running design.
+type Booted interface {
+	// Approve records an approval in the app's real transaction and
+	// returns its action key and payload as the app derives them; nil
+	// means it committed, an error that it did not, or that its outcome
+	// is unknown (a lost COMMIT's reply).
+	Approve(ctx context.Context, caseID, title string) (key, payload string, err error)
+	// Read reads every key the outbox shows, and where it stands.
+	Read(ctx context.Context) (map[string]RunningRow, error)
+	// Stop stops every goroutine the boot started and closes what it
+	// opened, and returns once they are gone. After a crash its
+	// connections are cut already: Stop must not wait for them.
+	Stop() error
+}
+
+// RowState is where a key stands in a running outbox, as Read shows it.
+type RowState string
+
+// The states Read may show. A key Read does not show at all is gone: a
+// job deleted once done.
+const (
+	// RowPending: not yet delivered; the outbox will try (again).
+	RowPending RowState = "pending"
+	// RowSent: the receiver's task is recorded (TaskID).
+	RowSent RowState = "sent"
+	// RowDone: delivered, and the task id not kept.
+	RowDone RowState = "done"
+	// RowBlocked: the outbox gave up and shows the key for a person, with
+	// its Reason.
+	RowBlocked RowState = "blocked"
+	// RowDiscarded: the outbox gave up and keeps the key, with its
+	// Reason, where a person can find it (a dead-letter table, say).
+	RowDiscarded RowState = "discarded"
+)
+
+// RunningRow is one key of a running outbox, as Read shows it.
+type RunningRow struct {
+	State  RowState
+	TaskID int64 // for RowSent
+	// Attempts is how many sends the outbox counted for the key, or -1
+	// when it does not keep them.
+	Attempts int
+	// Reason says why a blocked or discarded key was given up.
+	Reason string
+}
+
+// Final reports whether the row's state is one the outbox leaves alone.
+func (r RunningRow) Final() bool { return r.State != RowPending }
+
+// ErrRunning is a running design that cannot run: a part missing.
+var ErrRunning = errors.New("designs: invalid running design")
+
+// Check reports whether r can run, as an ErrRunning error.
+func (r Running) Check() error {
+	switch {
+	case r.Name == "":
+		return fmt.Errorf("%w: a running design needs a Name", ErrRunning)
+	case r.Boot == nil:
+		return fmt.Errorf("%w %s: it needs Boot", ErrRunning, r.Name)
+	case r.Budget < 0:
+		return fmt.Errorf("%w %s: Budget is %d, want 0 (none) or more", ErrRunning, r.Name, r.Budget)
+	case r.Settle <= 0:
+		return fmt.Errorf("%w %s: Settle is %v, want how long it takes to finish every key once faults heal", ErrRunning, r.Name, r.Settle)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package designs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/outboxlab/handoff/system"
+)
+
+// poolWorkers is how many workers a boot of Pool runs.
+const poolWorkers = 2
+
+// poolOptions are the options of handoff work's workers, by default.
+func poolOptions() system.Options {
+	opts, err := system.Options{MaxAttempts: system.PoolMaxAttempts}.WithDefaults()
+	if err != nil {
+		panic(err) // the defaults are valid
+	}
+	return opts
+}
+
+// poolSettle is how long Pool takes to finish every key once faults
+// heal: a row's whole retry bound, and a lease that a crash left.
+func poolSettle() time.Duration {
+	opts := poolOptions()
+	_, total := opts.RetryBound()
+	return total + opts.Lease
+}
+
+// Pool is the handoff's own worker pool as handoff work runs it:
+// system.Pool's pipelined workers, each with a stable name, with work's
+// defaults (20 attempts, backoff from 1 s to 5 min with full jitter, a
+// 30 s lease, a 10 s send timeout), on either backend.
+var Pool = Running{
+	Name:    "pool",
+	Summary: fmt.Sprintf("handoff work: %d pipelined workers of system.Pool with work's defaults", poolWorkers),
+	Budget:  system.PoolMaxAttempts,
+	Settle:  poolSettle(),
+	Boot:    bootPool,
+}
+
+// bootPool opens the app database as handoff work does, a handle for
+// each worker and one for the app's approvals, and starts the workers.
+func bootPool(ctx context.Context, p Process) (Booted, error) {
+	opts := poolOptions()
+	opts.Durability = system.ProcessSafe // a crash here is a process's: the OS keeps what was written
+	opts.WrapSQLite, opts.Dial, opts.MaxConns = p.WrapSQLite, p.Dial, 2
+	b := &poolBoot{}
+	open := func(worker string) (*system.Outbox, error) {
+		o := opts
+		o.Worker = worker
+		ob, err := system.Open(ctx, p.Database(), o)
+		if err == nil {
+			b.closers = append(b.closers, ob)
+		}
+		return ob, err
+	}
+	app, err := open("app")
+	if err != nil {
+		return nil, err
+	}
+	b.app = app
+	b.pool = &system.Pool{Receiver: p.Receiver()}
+	for i := range poolWorkers {
+		o, err := open(fmt.Sprintf("pool:%d", i+1))
+		if err != nil {
+			b.close()
+			return nil, err
+		}
+		b.pool.Outboxes = append(b.pool.Outboxes, o)
+	}
+	run, cancel := context.WithCancel(ctx)
+	b.cancel, b.done = cancel, make(chan error, 1)
+	go func() { b.done <- b.pool.Run(run) }()
+	return b, nil
+}
+
+// poolBoot is one boot of Pool.
+type poolBoot struct {
+	app     *system.Outbox
+	pool    *system.Pool
+	closers []*system.Outbox
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+func (b *poolBoot) Approve(ctx context.Context, caseID, title string) (string, string, error) {
+	a, err := system.NewApproval(caseID, title)
+	if err != nil {
+		return "", "", err
+	}
+	_, err = b.app.RecordApproval(ctx, caseID, title)
+	return a.Key, a.Payload, err
+}
+
+func (b *poolBoot) Read(ctx context.Context) (map[string]RunningRow, error) {
+	snap, err := b.app.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return outboxRows(snap), nil
+}
+
+// outboxRows is a snapshot of package system's outbox as Read shows it.
+func outboxRows(snap system.Snapshot) map[string]RunningRow {
+	rows := make(map[string]RunningRow, len(snap.Outbox))
+	for _, r := range snap.Outbox {
+		rows[r.Key] = RunningRow{State: RowState(r.State), TaskID: r.RemoteID, Attempts: r.Attempts, Reason: r.LastError}
+	}
+	return rows
+}
+
+func (b *poolBoot) Stop() error {
+	b.cancel()
+	err := <-b.done
+	return errors.Join(err, b.close())
+}
+
+func (b *poolBoot) close() error {
+	var errs []error
+	for _, o := range b.closers {
+		errs = append(errs, o.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,271 @@
+package running
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A Schedule is one run of a running design, as the harness draws it and
+// a person reads it: when the app approves what, when its process
+// crashes or loses a database connection or a COMMIT's reply, when the
+// receiver is down, and what the receiver does with each request it
+// gets, by the request's number. Goroutine scheduling is not in it: a
+// replay of a schedule may interleave the workers otherwise.
+type Schedule struct {
+	Design  string
+	Backend string
+	Events  []Event      // by time
+	Answers []AnswerRule // by request number
+}
+
+// Event is something the harness does at a virtual time since the
+// start of the run.
+type Event struct {
+	At   time.Duration
+	Kind EventKind
+	// Case and Title, for an approval.
+	Case, Title string
+	// For, for an outage: how long the receiver is down.
+	For time.Duration
+}
+
+// EventKind names an Event.
+type EventKind string
+
+// The events of a schedule.
+const (
+	// Approve: the app approves Case with Title, through the running
+	// process.
+	Approve EventKind = "approve"
+	// Crash: every goroutine of the process stopped and every connection
+	// of it cut at once (open transactions lost), then the app boots
+	// again.
+	Crash EventKind = "crash"
+	// Reset: every database connection of the process is cut; the
+	// process lives on.
+	Reset EventKind = "reset"
+	// CommitLost: the next COMMIT of the process is carried out and its
+	// reply lost.
+	CommitLost EventKind = "commit-lost"
+	// Outage: the receiver takes no request for For: each fails before
+	// it acts.
+	Outage EventKind = "outage"
+)
+
+// AnswerRule is what the receiver does with its Nth request (1 is the
+// first); a request without a rule is answered.
+type AnswerRule struct {
+	N      int
+	Answer Answer
+	// Wait: for Hold, how long the request is held before the receiver
+	// takes it; for Busy and Throttled, the Retry-After hint.
+	Wait time.Duration
+}
+
+// Answer is what the receiver does with one request.
+type Answer string
+
+// The answers the harness draws: every class the sender maps.
+const (
+	// Answered: the task is created (or the key replayed) and the reply
+	// arrives.
+	Answered Answer = "answer"
+	// LostReply: the task is created (or replayed); the reply is lost.
+	LostReply Answer = "lost-reply"
+	// Slow: the task is created; the reply comes after the client gave
+	// up (its send timeout).
+	Slow Answer = "slow"
+	// Hold: the worker that sends is paused for Wait, longer than any
+	// lease or visibility timeout, then the request goes out.
+	Hold Answer = "hold"
+	// Busy: 503 with a retry hint, before acting.
+	Busy Answer = "503"
+	// Throttled: 429 with a retry hint, before acting.
+	Throttled Answer = "429"
+	// InFlight: 409, the key in flight elsewhere, before acting.
+	InFlight Answer = "409"
+	// Failed: 500 after acting: the task exists.
+	Failed Answer = "500"
+	// Refused: 400, refused for good, before acting.
+	Refused Answer = "400"
+)
+
+// answers are the Answers a schedule file may name.
+var answers = []Answer{Answered, LostReply, Slow, Hold, Busy, Throttled, InFlight, Failed, Refused}
+
+// ErrSchedule is a schedule file that cannot be read: its message names
+// the line.
+var ErrSchedule = errors.New("running: bad schedule")
+
+// Last is the time of the last event, and the end of the last outage.
+func (s Schedule) Last() time.Duration {
+	var last time.Duration
+	for _, e := range s.Events {
+		last = max(last, e.At+e.For)
+	}
+	return last
+}
+
+// rule returns the answer rule of the nth request.
+func (s Schedule) rule(n int) AnswerRule {
+	for _, r := range s.Answers {
+		if r.N == n {
+			return r
+		}
+	}
+	return AnswerRule{N: n, Answer: Answered}
+}
+
+// String is the schedule as its file holds it.
+func (s Schedule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "design %s\nbackend %s\n", s.Design, s.Backend)
+	for _, e := range s.Events {
+		fmt.Fprintf(&b, "at %s %s", e.At, e.Kind)
+		switch e.Kind {
+		case Approve:
+			fmt.Fprintf(&b, " %s %s", e.Case, strconv.Quote(e.Title))
+		case Outage:
+			fmt.Fprintf(&b, " %s", e.For)
+		}
+		b.WriteByte('\n')
+	}
+	for _, r := range s.Answers {
+		fmt.Fprintf(&b, "request %d %s", r.N, r.Answer)
+		if r.Wait > 0 {
+			fmt.Fprintf(&b, " %s", r.Wait)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// ParseSchedule reads a schedule file; name is how errors call it.
+// Lines starting with # are comments.
+func ParseSchedule(name string, r io.Reader) (Schedule, error) {
+	var s Schedule
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		if err := s.parseLine(text); err != nil {
+			return Schedule{}, fmt.Errorf("%w: %s:%d: %v", ErrSchedule, name, line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return Schedule{}, fmt.Errorf("%w: %s: %v", ErrSchedule, name, err)
+	}
+	switch {
+	case s.Design == "":
+		return Schedule{}, fmt.Errorf("%w: %s: no design line (design NAME)", ErrSchedule, name)
+	case s.Backend == "":
+		return Schedule{}, fmt.Errorf("%w: %s: no backend line (backend sqlite or backend postgres)", ErrSchedule, name)
+	}
+	return s, nil
+}
+
+func (s *Schedule) parseLine(text string) error {
+	word, rest, _ := strings.Cut(text, " ")
+	switch word {
+	case "design":
+		s.Design = strings.TrimSpace(rest)
+	case "backend":
+		s.Backend = strings.TrimSpace(rest)
+		if s.Backend != "sqlite" && s.Backend != "postgres" {
+			return fmt.Errorf("backend %q: want sqlite or postgres", s.Backend)
+		}
+	case "at":
+		e, err := parseEvent(rest)
+		if err != nil {
+			return err
+		}
+		if n := len(s.Events); n > 0 && e.At < s.Events[n-1].At {
+			return fmt.Errorf("at %s comes before the line above (%s): events are in time order", e.At, s.Events[n-1].At)
+		}
+		s.Events = append(s.Events, e)
+	case "request":
+		r, err := parseRule(rest)
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(s.Answers, func(o AnswerRule) bool { return o.N == r.N }) {
+			return fmt.Errorf("request %d has a rule already", r.N)
+		}
+		s.Answers = append(s.Answers, r)
+	default:
+		return fmt.Errorf("%q: want design, backend, at or request", word)
+	}
+	return nil
+}
+
+func parseEvent(text string) (Event, error) {
+	at, rest, _ := strings.Cut(text, " ")
+	d, err := time.ParseDuration(at)
+	if err != nil || d < 0 {
+		return Event{}, fmt.Errorf("at %q: want a time since the start, such as 1m30s", at)
+	}
+	kind, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
+	e := Event{At: d, Kind: EventKind(kind)}
+	switch e.Kind {
+	case Approve:
+		c, title, _ := strings.Cut(strings.TrimSpace(args), " ")
+		if e.Title, err = strconv.Unquote(strings.TrimSpace(title)); err != nil || c == "" {
+			return Event{}, fmt.Errorf("approve %q: want approve CASE \"TITLE\"", args)
+		}
+		e.Case = c
+	case Outage:
+		if e.For, err = time.ParseDuration(strings.TrimSpace(args)); err != nil || e.For <= 0 {
+			return Event{}, fmt.Errorf("outage %q: want outage DURATION, such as outage 40s", args)
+		}
+	case Crash, Reset, CommitLost:
+		if strings.TrimSpace(args) != "" {
+			return Event{}, fmt.Errorf("%s takes nothing after it, got %q", kind, args)
+		}
+	default:
+		return Event{}, fmt.Errorf("event %q: want approve, crash, reset, commit-lost or outage", kind)
+	}
+	return e, nil
+}
+
+func parseRule(text string) (AnswerRule, error) {
+	fields := strings.Fields(text)
+	if len(fields) < 2 || len(fields) > 3 {
+		return AnswerRule{}, fmt.Errorf("request %q: want request N ANSWER [WAIT]", text)
+	}
+	n, err := strconv.Atoi(fields[0])
+	if err != nil || n < 1 {
+		return AnswerRule{}, fmt.Errorf("request %q: N is the request's number, from 1", fields[0])
+	}
+	r := AnswerRule{N: n, Answer: Answer(fields[1])}
+	if !slices.Contains(answers, r.Answer) {
+		return AnswerRule{}, fmt.Errorf("answer %q: want one of %s", fields[1], answerList())
+	}
+	waits := r.Answer == Hold || r.Answer == Busy || r.Answer == Throttled
+	switch {
+	case waits && len(fields) != 3:
+		return AnswerRule{}, fmt.Errorf("request %d %s needs how long, such as %s 45s", n, r.Answer, r.Answer)
+	case !waits && len(fields) == 3:
+		return AnswerRule{}, fmt.Errorf("request %d %s takes no time after it", n, r.Answer)
+	case waits:
+		if r.Wait, err = time.ParseDuration(fields[2]); err != nil || r.Wait <= 0 {
+			return AnswerRule{}, fmt.Errorf("request %d %s %q: want a duration, such as 45s", n, r.Answer, fields[2])
+		}
+	}
+	return r, nil
+}
+
+func answerList() string {
+	names := make([]string, len(answers))
+	for i, a := range answers {
+		names[i] = string(a)
+	}
+	return strings.Join(names, ", ")
+}

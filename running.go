@@ -1,0 +1,295 @@
+package handoff
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/explore"
+	"github.com/outboxlab/handoff/internal/running"
+	"github.com/outboxlab/handoff/internal/words"
+)
+
+// ScheduleExt ends the name of a saved running schedule.
+const ScheduleExt = ".schedule"
+
+// DefaultReplays is how many times VerifyRunning replays a schedule to
+// say how often its failure reproduces.
+const DefaultReplays = 10
+
+// RunningOptions say where VerifyRunning runs a design and what it
+// replays.
+type RunningOptions struct {
+	// Backend is where the app database lives: the zero value is a
+	// SQLite file, new for every schedule; Postgres a schema of its own
+	// on the server PostgresURL names, emptied between schedules.
+	Backend     Backend
+	PostgresURL string
+	// Corpus is a folder of saved schedules (*.schedule), replayed
+	// before the search; with HANDOFF_SAVE=1, a failure's minimal
+	// schedule is saved there. "" means none.
+	Corpus string
+	// Replays is how many times a failing schedule runs again to say how
+	// often it reproduces; 0 means DefaultReplays.
+	Replays int
+}
+
+// VerifyRunning checks design d as it runs (docs/spec.md, "Verifying an
+// outbox as it runs"): its own workers, inside a testing/synctest bubble
+// whose clock is virtual, under schedules of approvals, crashes, lost
+// connections and COMMIT replies, an outage, and each request's answer
+// drawn by rapid (-rapid.checks of them), judged by the history checks
+// H1–H7. It replays the saved schedules of opts.Corpus first. A failure
+// shrinks to a minimal schedule and fails t once, with the schedule, the
+// timeline of the run, and how often it reproduced in opts.Replays runs.
+func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
+	t.Helper()
+	if err := d.Check(); err != nil {
+		t.Fatal(err)
+	}
+	opts.Backend = cmp.Or(opts.Backend, SQLite)
+	opts.Replays = cmp.Or(opts.Replays, DefaultReplays)
+	if err := backend.Check(backend.Backend(opts.Backend), opts.PostgresURL); err != nil {
+		t.Fatal(err)
+	}
+	if d.SQLiteOnly && opts.Backend != SQLite {
+		t.Fatalf("handoff: design %s runs only on SQLite, not %s", d.Name, opts.Backend)
+	}
+	db := newRunningDatabase(t, opts)
+	paths, err := filepath.Glob(filepath.Join(cmp.Or(opts.Corpus, "-"), "*"+ScheduleExt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		t.Run("replay/"+filepath.Base(path), func(t *testing.T) {
+			s, err := readSchedule(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Design, s.Backend = d.Name, string(opts.Backend)
+			if f, n := replaySchedule(t, d, db, s, opts.Replays); f != nil {
+				t.Fatalf("%s: %s", path, runningFailure(*f, n, opts.Replays))
+			}
+			t.Logf("%s: every check held in %d runs", path, opts.Replays)
+		})
+	}
+	var last *running.Result
+	var st runningStats
+	prop := func(rt *rapid.T) {
+		s := running.Draw(rt, d.Name, string(opts.Backend))
+		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: string(opts.Backend)}, s)
+		st.add(res)
+		if res.Violation != nil {
+			last = &res
+			rt.Fatalf("%v", res.Violation)
+		}
+	}
+	failed, account := explore.CheckQuietly(t, prop)
+	t.Logf("design %s on %s: %s", d.Name, opts.Backend, st)
+	if !failed {
+		return
+	}
+	if last == nil {
+		t.Fatalf("the harness itself failed:\n%s", account)
+	}
+	f, n := replaySchedule(t, d, db, last.Schedule, opts.Replays)
+	if f == nil {
+		f = last
+	}
+	saved := ""
+	if os.Getenv(SaveEnv) != "" && opts.Corpus != "" {
+		path, err := saveSchedule(opts.Corpus, *f)
+		if err != nil {
+			saved = fmt.Sprintf("\n(not saved: %v)", err)
+		} else {
+			saved = "\nsaved the minimal schedule as " + path
+		}
+	} else {
+		saved = fmt.Sprintf("\n%s=1 go test -run '^%s$' saves it into the corpus folder (RunningOptions.Corpus)", SaveEnv, t.Name())
+	}
+	t.Fatalf("%s%s", runningFailure(*f, n, opts.Replays), saved)
+}
+
+// replaySchedule runs s times times and returns the first failing run,
+// and in how many runs a check broke.
+func replaySchedule(t *testing.T, d designs.Running, db *runningDatabase, s running.Schedule, times int) (*running.Result, int) {
+	var first *running.Result
+	n := 0
+	for range times {
+		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: s.Backend}, s)
+		if res.Violation != nil {
+			n++
+			if first == nil {
+				first = &res
+			}
+		}
+	}
+	return first, n
+}
+
+// runningFailure is the failure of a running design, for a person: the
+// check that broke, how often it reproduced, the schedule and the run's
+// timeline.
+func runningFailure(res running.Result, reproduced, runs int) string {
+	var b strings.Builder
+	v := res.Violation
+	fmt.Fprintf(&b, "design %s on %s broke %s (%s) at %s of virtual time:\n  %s\n", res.Schedule.Design, res.Schedule.Backend, v.Check, running.CheckName(v.Check), v.At, v.Detail)
+	if reproduced == 0 {
+		fmt.Fprintf(&b, "it did not reproduce in %d more runs of the same schedule: goroutine scheduling decides it; the run that broke is below\n", runs)
+	} else {
+		fmt.Fprintf(&b, "it reproduced in %d of %d runs of the same schedule\n", reproduced, runs)
+	}
+	fmt.Fprintf(&b, "\nthe schedule (a %s file):\n\n%s\nwhat happened (virtual time):\n", ScheduleExt, res.Schedule)
+	for _, line := range timeline(res) {
+		fmt.Fprintf(&b, "  %s\n", line)
+	}
+	return b.String()
+}
+
+// timeline merges what the harness did with what the receiver saw, in
+// time order.
+func timeline(res running.Result) []string {
+	type line struct {
+		at   time.Duration
+		text string
+	}
+	var lines []line
+	for _, l := range res.Log {
+		lines = append(lines, line{-1, l})
+	}
+	for _, q := range res.Requests {
+		lines = append(lines, line{q.At, fmt.Sprintf("%8s  request %d from boot %d for %s: %s", q.At.Round(time.Millisecond), q.N, q.Generation, q.Key, cmp.Or(q.Outcome, "under way"))})
+	}
+	// The harness's lines are in order already; a request goes before the
+	// first harness line logged after it.
+	out := make([]string, 0, len(lines))
+	var reqs []line
+	for _, l := range lines {
+		if l.at >= 0 {
+			reqs = append(reqs, l)
+		}
+	}
+	slices.SortStableFunc(reqs, func(a, b line) int { return cmp.Compare(a.at, b.at) })
+	for _, l := range res.Log {
+		at, _ := time.ParseDuration(strings.Fields(l)[0])
+		for len(reqs) > 0 && reqs[0].at < at {
+			out = append(out, reqs[0].text)
+			reqs = reqs[1:]
+		}
+		out = append(out, l)
+	}
+	for _, r := range reqs {
+		out = append(out, r.text)
+	}
+	return out
+}
+
+// runningStats is what a search ran.
+type runningStats struct {
+	schedules, requests, boots int
+	virtual                    time.Duration
+	answers                    map[running.Answer]int
+	events                     map[running.EventKind]int
+}
+
+func (s *runningStats) add(res running.Result) {
+	if s.answers == nil {
+		s.answers, s.events = map[running.Answer]int{}, map[running.EventKind]int{}
+	}
+	s.schedules++
+	s.requests += len(res.Requests)
+	s.boots += res.Boots
+	s.virtual += res.Virtual
+	for _, q := range res.Requests {
+		s.answers[q.Answer]++
+	}
+	for _, e := range res.Schedule.Events {
+		s.events[e.Kind]++
+	}
+}
+
+func (s runningStats) String() string {
+	var answers, events []string
+	for a, n := range s.answers {
+		answers = append(answers, fmt.Sprintf("%s %d", a, n))
+	}
+	for e, n := range s.events {
+		events = append(events, fmt.Sprintf("%s %d", e, n))
+	}
+	slices.Sort(answers)
+	slices.Sort(events)
+	return fmt.Sprintf("%s, %s, %s, %s of virtual time; events: %s; answers: %s",
+		words.HowMany(s.schedules, "schedule"), words.HowMany(s.requests, "request"), words.HowMany(s.boots, "boot"),
+		s.virtual.Round(time.Second), strings.Join(events, ", "), strings.Join(answers, ", "))
+}
+
+// readSchedule reads the schedule file at path.
+func readSchedule(path string) (running.Schedule, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return running.Schedule{}, err
+	}
+	defer f.Close()
+	return running.ParseSchedule(path, f)
+}
+
+// saveSchedule writes a failing run's schedule into dir, named after its
+// design, the check it broke and its content, and returns its path.
+func saveSchedule(dir string, res running.Result) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	text := fmt.Sprintf("# broke %s (%s): %s\n%s", res.Violation.Check, running.CheckName(res.Violation.Check), res.Violation.Detail, res.Schedule)
+	h := fnv.New32a()
+	h.Write([]byte(res.Schedule.String()))
+	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%08x%s", res.Schedule.Design, strings.ToLower(res.Violation.Check), h.Sum32(), ScheduleExt))
+	return path, os.WriteFile(path, []byte(text), 0o644)
+}
+
+// runningDatabase gives each run an app database of its own: a new
+// SQLite file, or the schema of the test on PostgreSQL emptied.
+type runningDatabase struct {
+	backend Backend
+	dir     string
+	schema  *backend.Schema
+	runs    int
+}
+
+func newRunningDatabase(t *testing.T, opts RunningOptions) *runningDatabase {
+	db := &runningDatabase{backend: opts.Backend, dir: t.TempDir()}
+	if opts.Backend == Postgres {
+		s, err := backend.NewSchema(t.Context(), opts.PostgresURL, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close(context.Background()) })
+		db.schema = s
+	}
+	return db
+}
+
+// next is the app database of the next run.
+func (db *runningDatabase) next(t *testing.T) string {
+	db.runs++
+	if db.schema == nil {
+		return filepath.Join(db.dir, fmt.Sprintf("app-%d.db", db.runs))
+	}
+	if err := db.schema.Drop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.schema.Make(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return db.schema.Target()
+}
