@@ -84,18 +84,7 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 			t.Logf("%s: every check held in %d runs", path, opts.Replays)
 		})
 	}
-	var last *running.Result
-	var st runningStats
-	prop := func(rt *rapid.T) {
-		s := running.Draw(rt, d.Name, string(opts.Backend))
-		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: string(opts.Backend)}, s)
-		st.add(res)
-		if res.Violation != nil {
-			last = &res
-			rt.Fatalf("%v", res.Violation)
-		}
-	}
-	failed, account := explore.CheckQuietly(t, prop)
+	last, st, failed, account := searchRunning(t, d, db, opts.Backend)
 	t.Logf("design %s on %s: %s", d.Name, opts.Backend, st)
 	if !failed {
 		return
@@ -119,6 +108,26 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 		saved = fmt.Sprintf("\n%s=1 go test -run '^%s$' saves it into the corpus folder (RunningOptions.Corpus)", SaveEnv, t.Name())
 	}
 	t.Fatalf("%s%s", runningFailure(*f, n, opts.Replays), saved)
+}
+
+// searchRunning runs the rapid property on d: schedules drawn, each run
+// in a bubble of its own, until a check breaks and the schedule shrinks.
+// It returns the last failing run (the minimal one), what the search ran,
+// whether the check failed, and rapid's account of a failure.
+func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, b Backend) (*running.Result, runningStats, bool, string) {
+	var last *running.Result
+	var st runningStats
+	prop := func(rt *rapid.T) {
+		s := running.Draw(rt, d.Name, string(b))
+		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: string(b)}, s)
+		st.add(res)
+		if res.Violation != nil {
+			last = &res
+			rt.Fatalf("%v", res.Violation)
+		}
+	}
+	failed, account := explore.CheckQuietly(t, prop)
+	return last, st, failed, account
 }
 
 // replaySchedule runs s times times and returns the first failing run,
