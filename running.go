@@ -96,18 +96,23 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	if f == nil {
 		f = last
 	}
-	saved := ""
+	reproduce := fmt.Sprintf("%s=1 go test -run '^%s$' saves it into the corpus folder (RunningOptions.Corpus), which every run replays", SaveEnv, t.Name())
+	saved, savedPath := "\n"+reproduce, ""
 	if os.Getenv(SaveEnv) != "" && opts.Corpus != "" {
 		path, err := saveSchedule(opts.Corpus, *f)
 		if err != nil {
 			saved = fmt.Sprintf("\n(not saved: %v)", err)
 		} else {
-			saved = "\nsaved the minimal schedule as " + path
+			saved, savedPath = "\nsaved the minimal schedule as "+path, path
 		}
-	} else {
-		saved = fmt.Sprintf("\n%s=1 go test -run '^%s$' saves it into the corpus folder (RunningOptions.Corpus)", SaveEnv, t.Name())
 	}
-	t.Fatalf("%s%s", runningFailure(*f, n, opts.Replays), saved)
+	picture := reportPath(t, savedPath)
+	if err := running.WriteReport(picture, running.Page{Result: *f, Reproduced: n, Runs: opts.Replays, Reproduce: reproduce}); err != nil {
+		picture = fmt.Sprintf("\n(no report: %v)", err)
+	} else {
+		picture = "\nthe failure as a page: " + picture
+	}
+	t.Fatalf("%s%s%s", runningFailure(*f, n, opts.Replays), picture, saved)
 }
 
 // searchRunning runs the rapid property on d: schedules drawn, each run
@@ -159,49 +164,8 @@ func runningFailure(res running.Result, reproduced, runs int) string {
 	} else {
 		fmt.Fprintf(&b, "it reproduced in %d of %d runs of the same schedule\n", reproduced, runs)
 	}
-	fmt.Fprintf(&b, "\nthe schedule (a %s file):\n\n%s\nwhat happened (virtual time):\n", ScheduleExt, res.Schedule)
-	for _, line := range timeline(res) {
-		fmt.Fprintf(&b, "  %s\n", line)
-	}
+	fmt.Fprintf(&b, "\nthe schedule (a %s file):\n\n%s\nwhat happened (virtual time):\n\n%s", ScheduleExt, res.Schedule, res.Story())
 	return b.String()
-}
-
-// timeline merges what the harness did with what the receiver saw, in
-// time order.
-func timeline(res running.Result) []string {
-	type line struct {
-		at   time.Duration
-		text string
-	}
-	var lines []line
-	for _, l := range res.Log {
-		lines = append(lines, line{-1, l})
-	}
-	for _, q := range res.Requests {
-		lines = append(lines, line{q.At, fmt.Sprintf("%8s  request %d from boot %d for %s: %s", q.At.Round(time.Millisecond), q.N, q.Generation, q.Key, cmp.Or(q.Outcome, "under way"))})
-	}
-	// The harness's lines are in order already; a request goes before the
-	// first harness line logged after it.
-	out := make([]string, 0, len(lines))
-	var reqs []line
-	for _, l := range lines {
-		if l.at >= 0 {
-			reqs = append(reqs, l)
-		}
-	}
-	slices.SortStableFunc(reqs, func(a, b line) int { return cmp.Compare(a.at, b.at) })
-	for _, l := range res.Log {
-		at, _ := time.ParseDuration(strings.Fields(l)[0])
-		for len(reqs) > 0 && reqs[0].at < at {
-			out = append(out, reqs[0].text)
-			reqs = reqs[1:]
-		}
-		out = append(out, l)
-	}
-	for _, r := range reqs {
-		out = append(out, r.text)
-	}
-	return out
 }
 
 // runningStats is what a search ran.

@@ -1,20 +1,103 @@
-package handoff_test
+package handoff
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 
-	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/pgtest"
 )
 
 // TestVerifyRunningPool verifies the handoff's own worker pool, as
-// handoff work runs it, as it runs: on SQLite.
+// handoff work runs it, as it runs, on SQLite, replaying the saved
+// schedules of corpus/running first. As the child of
+// TestVerifyRunningReportsWhatBroke it verifies the running design that
+// one names, with the corpus folder it names.
 func TestVerifyRunningPool(t *testing.T) {
-	handoff.VerifyRunning(t, designs.Pool, handoff.RunningOptions{Corpus: "corpus/running"})
+	d, corpus := designs.Pool, "corpus/running"
+	if name := os.Getenv(verifyDesignEnv); name != "" {
+		var err error
+		if d, err = designs.LookupRunning(name); err != nil {
+			t.Fatal(err)
+		}
+		corpus = os.Getenv(verifyCorpusEnv)
+	}
+	VerifyRunning(t, d, RunningOptions{Corpus: corpus})
 }
 
-// TestVerifyRunningPoolOnPostgres verifies it on PostgreSQL.
+// TestVerifyRunningPoolOnPostgres verifies the pool on PostgreSQL, where
+// connections are also reset and lose a COMMIT's reply.
 func TestVerifyRunningPoolOnPostgres(t *testing.T) {
-	handoff.VerifyRunning(t, designs.Pool, handoff.RunningOptions{Backend: handoff.Postgres, PostgresURL: pgtest.Server(t), Corpus: "corpus/running"})
+	VerifyRunning(t, designs.Pool, RunningOptions{Backend: Postgres, PostgresURL: pgtest.Server(t), Corpus: "corpus/running"})
+}
+
+// TestVerifyRunningReportsWhatBroke runs TestVerifyRunningPool in a
+// child process on a fragile running design whose failure reproduces on
+// every run of its schedule, and checks what the user sees: the test
+// fails once, names the check, says how often the schedule reproduced,
+// shows the schedule and the timeline, writes a page, and with
+// HANDOFF_SAVE=1 saves the schedule, which the next run replays and
+// fails on.
+func TestVerifyRunningReportsWhatBroke(t *testing.T) {
+	corpus, work := t.TempDir(), t.TempDir()
+	child := func(save string) string {
+		return failingVerify(t, "running-new-key", corpus, work, "^TestVerifyRunningPool$", testing.Short(), SaveEnv+"="+save)
+	}
+	out := child("1")
+	for _, want := range []string{"--- FAIL: TestVerifyRunningPool", "broke H2 (every task is an approved action, with its payload)",
+		"it reproduced in 10 of 10 runs", "the schedule (a .schedule file):", "what happened (virtual time):",
+		"saved the minimal schedule as " + corpus, "the failure as a page: " + corpus} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "the schedule (a .schedule file)"); n != 1 {
+		t.Errorf("the failure is printed %d times, want once:\n%s", n, out)
+	}
+	if strings.Contains(out, "[rapid]") {
+		t.Errorf("the output shows rapid's own lines:\n%s", out)
+	}
+	saved, err := filepath.Glob(filepath.Join(corpus, "*.schedule"))
+	if err != nil || len(saved) != 1 {
+		t.Fatalf("saved %v (%v), want one schedule", saved, err)
+	}
+	page, err := os.ReadFile(strings.TrimSuffix(saved[0], ".schedule") + ".html")
+	if err != nil || !strings.Contains(string(page), "H2 broke at") || !strings.Contains(string(page), "<th>receiver</th>") {
+		t.Errorf("no page beside the saved schedule, or one without the verdict and the receiver's lane (%v)", err)
+	}
+	out = child("")
+	if want := "--- FAIL: TestVerifyRunningPool/replay/" + filepath.Base(saved[0]); !strings.Contains(out, want) || !regexp.MustCompile(`reproduced in \d+ of 10 runs`).MatchString(out) {
+		t.Errorf("the next run does not fail on the saved schedule (want %q, and how often it reproduced):\n%s", want, out)
+	}
+}
+
+// TestRunningCatalog: the search of the running mode catches every
+// fragile running design, on SQLite, with the check its catalog entry
+// names, and passes the plain worker they are built on.
+func TestRunningCatalog(t *testing.T) {
+	for _, d := range append([]designs.Running{designs.Plain}, designs.RunningFragile...) {
+		t.Run(d.Name, func(t *testing.T) {
+			start := time.Now()
+			db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
+			last, st, failed, account := searchRunning(t, d, db, SQLite)
+			t.Logf("%s in %v", st, time.Since(start).Round(time.Millisecond))
+			switch {
+			case d.CaughtBy == "" && failed:
+				t.Fatalf("the plain worker failed:\n%s", account)
+			case d.CaughtBy == "":
+				return
+			case !failed:
+				t.Fatalf("design %s was not caught", d.Name)
+			case last == nil:
+				t.Fatalf("the harness failed:\n%s", account)
+			case last.Violation.Check != d.CaughtBy:
+				t.Fatalf("design %s broke %s, its catalog entry says %s:\n%s", d.Name, last.Violation.Check, d.CaughtBy, runningFailure(*last, 0, 0))
+			}
+			t.Logf("caught by %s: %s", last.Violation.Check, last.Violation.Detail)
+		})
+	}
 }

@@ -312,24 +312,31 @@ func verifyProperty(t *testing.T, d designs.Design, opts VerifyOptions) {
 // folder, so that the next run of the same test writes over it.
 func writeReport(t *testing.T, scenarioPath string, in report.Input) string {
 	t.Helper()
-	path := report.Beside(scenarioPath)
-	if scenarioPath == "" {
-		wd, _ := os.Getwd()
-		h := fnv.New32a()
-		h.Write([]byte(wd))
-		name := strings.Map(func(r rune) rune {
-			if r == '/' || r == '\\' || r == ' ' || r == ':' {
-				return '_'
-			}
-			return r
-		}, t.Name())
-		path = filepath.Join(os.TempDir(), "handoff-reports", fmt.Sprintf("%s-%08x.html", name, h.Sum32()))
-	}
-	written, err := report.WriteFile(path, in)
+	written, err := report.WriteFile(reportPath(t, scenarioPath), in)
 	if err != nil {
 		return fmt.Sprintf("\n(no report: %v)", err)
 	}
 	return "\nthe failure as a picture: " + written
+}
+
+// reportPath is where the report of a failure of t goes: beside the
+// scenario at scenarioPath, or, for "", in a folder of the system's
+// temporary folder, named after the test and its package's folder, so
+// that the next run of the same test writes over it.
+func reportPath(t *testing.T, scenarioPath string) string {
+	if scenarioPath != "" {
+		return report.Beside(scenarioPath)
+	}
+	wd, _ := os.Getwd()
+	h := fnv.New32a()
+	h.Write([]byte(wd))
+	name := strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == ' ' || r == ':' {
+			return '_'
+		}
+		return r
+	}, t.Name())
+	return filepath.Join(os.TempDir(), "handoff-reports", fmt.Sprintf("%s-%08x.html", name, h.Sum32()))
 }
 
 // crashedWhere says where Enumerate crashed a scenario: every step that

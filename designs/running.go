@@ -139,3 +139,19 @@ func (r Running) Check() error {
 	}
 	return nil
 }
+
+// AllRunning is every running design: the handoff's pool, the plain
+// polling worker, then the fragile running catalog.
+func AllRunning() []Running {
+	return append([]Running{Pool, Plain}, RunningFragile...)
+}
+
+// LookupRunning returns the running design called name.
+func LookupRunning(name string) (Running, error) {
+	for _, r := range AllRunning() {
+		if r.Name == name {
+			return r, nil
+		}
+	}
+	return Running{}, fmt.Errorf("designs: unknown running design %q (see handoff designs)", name)
+}

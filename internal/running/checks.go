@@ -131,7 +131,7 @@ func (h *history) settled(at time.Duration, rows map[string]designs.RunningRow, 
 			switch {
 			case row.Reason == "":
 				return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is %s with no reason a person could act on", key, row.State)}
-			case !s.refused[key] && !budgetSpent:
+			case !s.refused[key] && !s.refused[h.payload(key)] && !budgetSpent:
 				return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is %s (%s) after %d of its %d attempts, and the receiver refused none of its requests", key, row.State, row.Reason, row.Attempts, h.budget)}
 			}
 		default:
@@ -142,6 +142,16 @@ func (h *history) settled(at time.Duration, rows map[string]designs.RunningRow, 
 		return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("still pending when the horizon passed, every fault healed: %s", strings.Join(open, ", "))}
 	}
 	return nil
+}
+
+// payload is the payload approved for key, "" when none is known.
+func (h *history) payload(key string) string {
+	for _, a := range h.approvals {
+		if a.Key == key {
+			return a.Payload
+		}
+	}
+	return ""
 }
 
 // committedKeys are the keys of the approvals that committed, sorted.

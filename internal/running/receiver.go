@@ -21,7 +21,7 @@ type Receiver struct {
 	tasks    []Task
 	byKey    map[string]int64 // the task of each key
 	requests []Request
-	refused  map[string]bool // keys the receiver refused for good
+	refused  map[string]bool // keys and payloads the receiver refused for good
 }
 
 // Task is one task the receiver created.
@@ -91,7 +91,7 @@ func (r *Receiver) create(ctx context.Context, p *process, key, payload string) 
 		return 0, fmt.Errorf("%w: 409 in flight", system.ErrTransient)
 	case Refused:
 		r.mu.Lock()
-		r.refused[key] = true
+		r.refused[key], r.refused[payload] = true, true
 		r.mu.Unlock()
 		done(true, "400: refused for good, before acting")
 		return 0, fmt.Errorf("%w: 400", system.ErrRejected)
@@ -154,8 +154,8 @@ func (r *Receiver) store(key, payload string) (int64, bool, error) {
 // seen is what the receiver knows at one moment.
 type seen struct {
 	tasks    []Task
-	requests map[string]int // requests that reached it, by key
-	refused  map[string]bool
+	requests map[string]int  // requests that reached it, by key
+	refused  map[string]bool // keys and payloads refused for good
 }
 
 // snapshot is what the receiver knows now.

@@ -25,9 +25,10 @@ type Result struct {
 	Violation *Violation // nil when every check held
 	Requests  []Request
 	Tasks     []Task
-	Log       []string      // what the harness did and read, with virtual times
-	Virtual   time.Duration // the virtual time the run took
-	Boots     int
+	Log       []Entry // what the harness did and read
+
+	Virtual time.Duration // the virtual time the run took
+	Boots   int
 }
 
 // checkEvery is how often, in virtual time, the harness reads the
@@ -59,7 +60,7 @@ type runner struct {
 	start time.Time
 	rec   *Receiver
 	h     *history
-	log   []string
+	log   []Entry
 	boots int
 
 	p      *process
@@ -69,9 +70,13 @@ type runner struct {
 
 func (r *runner) now() time.Duration { return time.Since(r.start) }
 
-func (r *runner) logf(format string, args ...any) {
-	r.log = append(r.log, fmt.Sprintf("%8s  %s", r.now().Round(time.Millisecond), fmt.Sprintf(format, args...)))
+// logf records what happened now in lane.
+func (r *runner) logf(lane, format string, args ...any) {
+	r.log = append(r.log, Entry{At: r.now(), Lane: lane, Text: fmt.Sprintf(format, args...)})
 }
+
+// bootLane names the lane of the process's boot gen.
+func bootLane(gen int) string { return fmt.Sprintf("boot %d", gen) }
 
 func (r *runner) run(ctx context.Context) Result {
 	v := r.events(ctx)
@@ -104,7 +109,7 @@ func (r *runner) events(ctx context.Context) *Violation {
 		}
 	}
 	horizon := r.s.Last() + r.cfg.Design.Settle
-	r.logf("the last fault is over at %s; the horizon is %s", r.s.Last(), horizon)
+	r.logf(LaneHarness, "the last fault is over at %s; the horizon is %s", r.s.Last(), horizon)
 	for {
 		wait := min(checkEvery, horizon-r.now())
 		if wait > 0 {
@@ -115,7 +120,7 @@ func (r *runner) events(ctx context.Context) *Violation {
 			return v
 		}
 		if r.h.final(rows) && r.quiet() || r.now() >= horizon {
-			r.logf("read: %s", showRows(rows))
+			r.logf(LaneHarness, "read:%s", showRows(rows))
 			return r.h.settled(r.now(), rows, r.rec.snapshot())
 		}
 	}
@@ -137,7 +142,7 @@ func (r *runner) apply(ctx context.Context, e Event) *Violation {
 	case Approve:
 		return r.approve(ctx, e)
 	case Crash:
-		r.logf("crash: every goroutine of boot %d stopped, its connections cut", r.p.gen)
+		r.logf(bootLane(r.p.gen), "crash: every goroutine stopped, every connection cut")
 		r.p.crash()
 		if err := r.stop(); err != nil {
 			return &Violation{Check: "run", At: r.now(), Detail: err.Error()}
@@ -146,12 +151,12 @@ func (r *runner) apply(ctx context.Context, e Event) *Violation {
 			return &Violation{Check: "run", At: r.now(), Detail: err.Error()}
 		}
 	case Reset:
-		r.logf("reset: %d database connections of boot %d cut", r.p.reset(), r.p.gen)
+		r.logf(bootLane(r.p.gen), "reset: %d database connections cut", r.p.reset())
 	case CommitLost:
-		r.logf("commit-lost: the next COMMIT of boot %d loses its reply", r.p.gen)
+		r.logf(bootLane(r.p.gen), "commit-lost: the next COMMIT loses its reply")
 		r.p.loseCommitReply()
 	case Outage:
-		r.logf("outage: the receiver is down until %s", e.At+e.For)
+		r.logf(LaneReceiver, "outage: down until %s", e.At+e.For)
 	}
 	return nil
 }
@@ -162,9 +167,9 @@ func (r *runner) approve(ctx context.Context, e Event) *Violation {
 	a := approval{At: r.now(), Case: e.Case, Title: e.Title, Key: key, Payload: payload, Committed: err == nil}
 	if err != nil {
 		a.Err = err.Error()
-		r.logf("approve %s: %v (outcome unknown)", e.Case, err)
+		r.logf(LaneApp, "approve %s: %v (outcome unknown)", e.Case, err)
 	} else {
-		r.logf("approve %s: committed %s", e.Case, key)
+		r.logf(LaneApp, "approve %s: committed %s", e.Case, key)
 	}
 	r.h.approvals = append(r.h.approvals, a)
 	if !a.Committed {
@@ -219,7 +224,7 @@ func (r *runner) boot(ctx context.Context) error {
 		return fmt.Errorf("boot %d of %s: %w", r.boots, r.cfg.Design.Name, err)
 	}
 	r.p, r.booted, r.cancel = p, b, cancel
-	r.logf("boot %d", r.boots)
+	r.logf(bootLane(r.boots), "booted")
 	return nil
 }
 

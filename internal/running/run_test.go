@@ -9,8 +9,21 @@ import (
 	"github.com/outboxlab/handoff/internal/running"
 )
 
+// parse reads a schedule given inline.
+func parse(t *testing.T, text string) running.Schedule {
+	t.Helper()
+	s, err := running.ParseSchedule("inline", strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestPoolRunsASchedule: the pool delivers through a lost reply, a
+// crash that strikes a paused worker's held request, and an outage, one
+// task per key, and the run's history says so.
 func TestPoolRunsASchedule(t *testing.T) {
-	s, err := running.ParseSchedule("inline", strings.NewReader(`design pool
+	s := parse(t, `design pool
 backend sqlite
 at 0s approve case-1 "Call about the approved repair plan"
 at 100ms approve case-2 "Second"
@@ -19,16 +32,67 @@ at 3s approve case-3 "Third"
 at 4s outage 30s
 request 1 lost-reply
 request 2 hold 45s
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	res := running.Run(t, running.Config{Design: designs.Pool, Database: filepath.Join(t.TempDir(), "app.db"), Backend: "sqlite"}, s)
-	t.Logf("log:\n%s", strings.Join(res.Log, "\n"))
-	for _, r := range res.Requests {
-		t.Logf("request %+v", r)
-	}
 	if res.Violation != nil {
-		t.Fatal(res.Violation)
+		t.Fatalf("%v\n%s", res.Violation, res.Story())
+	}
+	if len(res.Tasks) != 3 || res.Boots != 2 {
+		t.Fatalf("got %d tasks in %d boots, want 3 in 2:\n%s", len(res.Tasks), res.Boots, res.Story())
+	}
+	for _, want := range []string{
+		"request 1 for harbor:create-followup:v1:case-1: created task 1; the reply was lost",
+		"request 2 for harbor:create-followup:v1:case-1: held 45s, and the process crashed meanwhile: never left",
+		"replayed task 1",
+		"boot 1               crash: every goroutine stopped, every connection cut",
+	} {
+		if !strings.Contains(res.Story(), want) {
+			t.Errorf("the story lacks %q:\n%s", want, res.Story())
+		}
+	}
+	if res.Virtual > 5*60e9 {
+		t.Errorf("the run went on for %v of virtual time after every key was sent", res.Virtual)
+	}
+}
+
+// TestScheduleFile: a schedule reads back as it was written, and a bad
+// line is refused with its line number and what it wants.
+func TestScheduleFile(t *testing.T) {
+	text := `design pool
+backend postgres
+at 0s approve case-1 "Rappeler: plan de réparation"
+at 1.5s crash
+at 2s reset
+at 2s commit-lost
+at 1m0s outage 40s
+request 1 lost-reply
+request 3 hold 45s
+request 4 503 2s
+request 7 400
+`
+	if got := parse(t, text).String(); got != text {
+		t.Errorf("written back:\n%s\nwant:\n%s", got, text)
+	}
+	for _, tt := range []struct{ text, want string }{
+		{"backend sqlite\nat 0s crash\n", "no design line"},
+		{"design pool\nat 0s crash\n", "no backend line"},
+		{"design pool\nbackend mysql\n", "inline:2: backend \"mysql\": want sqlite or postgres"},
+		{"design pool\nbackend sqlite\nat 2s crash\nat 1s crash\n", "inline:4: at 1s comes before"},
+		{"design pool\nbackend sqlite\nat soon crash\n", "inline:3: at \"soon\""},
+		{"design pool\nbackend sqlite\nat 1s explode\n", "inline:3: event \"explode\""},
+		{"design pool\nbackend sqlite\nat 1s approve case-1 untitled\n", "want approve CASE \"TITLE\""},
+		{"design pool\nbackend sqlite\nat 1s outage\n", "want outage DURATION"},
+		{"design pool\nbackend sqlite\nat 1s crash now\n", "crash takes nothing after it"},
+		{"design pool\nbackend sqlite\nrequest 0 lost-reply\n", "N is the request's number, from 1"},
+		{"design pool\nbackend sqlite\nrequest 1 418\n", "answer \"418\": want one of"},
+		{"design pool\nbackend sqlite\nrequest 1 hold\n", "request 1 hold needs how long"},
+		{"design pool\nbackend sqlite\nrequest 1 400 2s\n", "request 1 400 takes no time after it"},
+		{"design pool\nbackend sqlite\nrequest 1 400\nrequest 1 500\n", "request 1 has a rule already"},
+		{"design pool\nbackend sqlite\nwhen 1s crash\n", "\"when\": want design, backend, at or request"},
+	} {
+		_, err := running.ParseSchedule("inline", strings.NewReader(tt.text))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: got %v, want an error with %q", tt.text, err, tt.want)
+		}
 	}
 }
