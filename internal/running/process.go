@@ -28,6 +28,7 @@ var errCommitReplyLost = errors.New("running: the connection died before the COM
 // process is one boot of a running design: every connection it made, so
 // that a crash cuts them all at once, and its generation's receiver.
 type process struct {
+	watch    *watchdog
 	gen      int
 	backend  string
 	database string
@@ -158,8 +159,24 @@ func (p *process) Dial(ctx context.Context, network, addr string) (net.Conn, err
 // whose COMMIT's reply it can lose.
 type netConn struct {
 	net.Conn
-	p      *process
-	failed atomic.Pointer[error]
+	p       *process
+	failed  atomic.Pointer[error]
+	reading atomic.Bool // a read waits for the server
+}
+
+// cutWaiting closes, from outside the bubble, every connection of the
+// process whose read waits for the server, and says how many it closed.
+func (p *process) cutWaiting() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for c := range p.conns {
+		if nc, ok := c.(*netConn); ok && nc.reading.Load() {
+			nc.Conn.Close()
+			n++
+		}
+	}
+	return n
 }
 
 // commitQuery is the message pgx sends to commit a transaction: a simple
@@ -188,6 +205,7 @@ func (c *netConn) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	n, err := c.Conn.Write(b)
+	c.p.watch.moved()
 	if err == nil && bytes.Equal(b, commitQuery) && c.p.takeCommit() {
 		c.p.untrack(c)
 		c.cut(nil)
@@ -199,7 +217,10 @@ func (c *netConn) Read(b []byte) (int, error) {
 	if err := c.fail(); err != nil {
 		return 0, err
 	}
+	c.reading.Store(true)
 	n, err := c.Conn.Read(b)
+	c.reading.Store(false)
+	c.p.watch.moved()
 	if ferr := c.fail(); ferr != nil {
 		return 0, ferr
 	}
@@ -261,6 +282,7 @@ func (c *sqlConn) do(f func() error) error {
 	if c.failed != nil {
 		return driver.ErrBadConn
 	}
+	defer c.p.watch.moved()
 	return f()
 }
 

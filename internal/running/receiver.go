@@ -51,6 +51,7 @@ func newReceiver(s Schedule, start time.Time) *Receiver {
 
 // create is CreateTask for the process p.
 func (r *Receiver) create(ctx context.Context, p *process, key, payload string) (int64, error) {
+	p.watch.moved()
 	r.mu.Lock()
 	n := len(r.requests) + 1
 	rule := r.schedule.rule(n)

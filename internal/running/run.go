@@ -1,6 +1,7 @@
 package running
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"testing"
@@ -17,6 +18,9 @@ type Config struct {
 	// run), or a PostgreSQL URL whose schema is the run's own and empty.
 	Database string
 	Backend  string
+	// Stall is how long, in real time, the run may make no progress at
+	// all before the watchdog stops it; 0 means DefaultStall.
+	Stall time.Duration
 }
 
 // Result is what one run of a schedule did.
@@ -45,8 +49,12 @@ const stopWait = time.Minute
 // It fails t only when the bubble itself does (a goroutine left behind).
 func Run(t *testing.T, cfg Config, s Schedule) Result {
 	var res Result
+	w := &watchdog{stall: cmp.Or(cfg.Stall, DefaultStall)}
+	done := make(chan struct{})
+	defer close(done)
+	go w.watch(done)
 	synctest.Test(t, func(t *testing.T) {
-		r := &runner{cfg: cfg, s: s, start: time.Now(), h: &history{budget: cfg.Design.Budget}}
+		r := &runner{cfg: cfg, s: s, start: time.Now(), h: &history{budget: cfg.Design.Budget}, watch: w}
 		r.rec = newReceiver(s, r.start)
 		res = r.run(t.Context())
 	})
@@ -56,6 +64,7 @@ func Run(t *testing.T, cfg Config, s Schedule) Result {
 // runner is one run in its bubble.
 type runner struct {
 	cfg   Config
+	watch *watchdog
 	s     Schedule
 	start time.Time
 	rec   *Receiver
@@ -69,6 +78,19 @@ type runner struct {
 }
 
 func (r *runner) now() time.Duration { return time.Since(r.start) }
+
+// sleep waits d of virtual time, and reports why the watchdog stopped
+// the run, if it did.
+func (r *runner) sleep(d time.Duration) *Violation {
+	if d > 0 {
+		time.Sleep(d)
+	}
+	r.watch.moved()
+	if why := r.watch.reason(); why != "" {
+		return &Violation{Check: "run", At: r.now(), Detail: why}
+	}
+	return nil
+}
 
 // logf records what happened now in lane.
 func (r *runner) logf(lane, format string, args ...any) {
@@ -100,7 +122,9 @@ func (r *runner) events(ctx context.Context) *Violation {
 		return &Violation{Check: "run", Detail: err.Error()}
 	}
 	for _, e := range r.s.Events {
-		time.Sleep(e.At - r.now())
+		if v := r.sleep(e.At - r.now()); v != nil {
+			return v
+		}
 		if v := r.apply(ctx, e); v != nil {
 			return v
 		}
@@ -111,9 +135,8 @@ func (r *runner) events(ctx context.Context) *Violation {
 	horizon := r.s.Last() + r.cfg.Design.Settle
 	r.logf(LaneHarness, "the last fault is over at %s; the horizon is %s", r.s.Last(), horizon)
 	for {
-		wait := min(checkEvery, horizon-r.now())
-		if wait > 0 {
-			time.Sleep(wait)
+		if v := r.sleep(min(checkEvery, horizon-r.now())); v != nil {
+			return v
 		}
 		rows, v := r.check(ctx)
 		if v != nil {
@@ -175,9 +198,9 @@ func (r *runner) approve(ctx context.Context, e Event) *Violation {
 	if !a.Committed {
 		return nil
 	}
-	rows, err := r.read(ctx)
-	if err != nil {
-		return &Violation{Check: "run", At: r.now(), Detail: err.Error()}
+	rows, v := r.read(ctx)
+	if v != nil {
+		return v
 	}
 	if _, ok := rows[key]; !ok {
 		return &Violation{Check: "H3", At: r.now(), Detail: fmt.Sprintf("approve %s committed, and the outbox does not show %s", e.Case, key)}
@@ -190,16 +213,16 @@ func (r *runner) approve(ctx context.Context, e Event) *Violation {
 // it (a row sent, or gone, has its task).
 func (r *runner) check(ctx context.Context) (map[string]designs.RunningRow, *Violation) {
 	before := r.rec.snapshot()
-	rows, err := r.read(ctx)
-	if err != nil {
-		return nil, &Violation{Check: "run", At: r.now(), Detail: err.Error()}
+	rows, v := r.read(ctx)
+	if v != nil {
+		return nil, v
 	}
 	return rows, r.h.check(r.now(), before, rows, r.rec.snapshot())
 }
 
 // read reads the outbox through the running process, trying again for
 // a minute while its connections come back after a fault.
-func (r *runner) read(ctx context.Context) (map[string]designs.RunningRow, error) {
+func (r *runner) read(ctx context.Context) (map[string]designs.RunningRow, *Violation) {
 	var last error
 	for range 60 {
 		rows, err := r.booted.Read(ctx)
@@ -207,16 +230,18 @@ func (r *runner) read(ctx context.Context) (map[string]designs.RunningRow, error
 			return rows, nil
 		}
 		last = err
-		time.Sleep(time.Second)
+		if v := r.sleep(time.Second); v != nil {
+			return nil, v
+		}
 	}
-	return nil, fmt.Errorf("reading the outbox failed for a minute: %w", last)
+	return nil, &Violation{Check: "run", At: r.now(), Detail: fmt.Sprintf("reading the outbox failed for a minute: %v", last)}
 }
 
 // boot starts a new process of the design.
 func (r *runner) boot(ctx context.Context) error {
 	r.boots++
 	ctx, cancel := context.WithCancel(ctx)
-	p := &process{gen: r.boots, backend: r.cfg.Backend, database: r.cfg.Database, receiver: r.rec, conns: map[cuttable]struct{}{}, crashed: make(chan struct{})}
+	p := &process{watch: r.watch, gen: r.boots, backend: r.cfg.Backend, database: r.cfg.Database, receiver: r.rec, conns: map[cuttable]struct{}{}, crashed: make(chan struct{})}
 	b, err := r.cfg.Design.Boot(ctx, p)
 	if err != nil {
 		cancel()
@@ -224,6 +249,7 @@ func (r *runner) boot(ctx context.Context) error {
 		return fmt.Errorf("boot %d of %s: %w", r.boots, r.cfg.Design.Name, err)
 	}
 	r.p, r.booted, r.cancel = p, b, cancel
+	r.watch.watching(p)
 	r.logf(bootLane(r.boots), "booted")
 	return nil
 }

@@ -1,6 +1,11 @@
 package running_test
 
 import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/outboxlab/handoff/internal/pgtest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,5 +99,52 @@ request 7 400
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: got %v, want an error with %q", tt.text, err, tt.want)
 		}
+	}
+}
+
+// listening is a running design whose boot listens for PostgreSQL's
+// notifications, as a queue library does by default: a goroutine that
+// waits on a real socket, which stops virtual time.
+var listening = designs.Running{Name: "listening", Settle: time.Minute, Boot: func(ctx context.Context, p designs.Process) (designs.Booted, error) {
+	cfg, err := pgx.ParseConfig(p.Database())
+	if err != nil {
+		return nil, err
+	}
+	delete(cfg.RuntimeParams, "schema")
+	cfg.DialFunc = p.Dial
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN jobs"); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		conn.WaitForNotification(ctx) // returns once the connection is cut
+	}()
+	return listener{done}, nil
+}}
+
+type listener struct{ done chan struct{} }
+
+func (l listener) Approve(context.Context, string, string) (string, string, error) {
+	return "", "", nil
+}
+func (l listener) Read(context.Context) (map[string]designs.RunningRow, error) { return nil, nil }
+func (l listener) Stop() error {
+	<-l.done
+	return nil
+}
+
+// TestListenIsRefused: a design that waits on a real socket (a LISTEN)
+// stops virtual time; the run fails after the stall with the option to
+// change, instead of hanging.
+func TestListenIsRefused(t *testing.T) {
+	s := parse(t, "design listening\nbackend postgres\nat 1s crash\n")
+	res := running.Run(t, running.Config{Design: listening, Database: pgtest.URL(t), Backend: "postgres", Stall: time.Second}, s)
+	if res.Violation == nil || res.Violation.Check != "run" || !strings.Contains(res.Violation.Detail, "poll-only") {
+		t.Fatalf("got %v, want the run stopped with the option to change", res.Violation)
 	}
 }

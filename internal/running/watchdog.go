@@ -1,0 +1,101 @@
+package running
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultStall is how long, in real time, a run may make no progress at
+// all before the watchdog says why virtual time stopped.
+const DefaultStall = 20 * time.Second
+
+// watchdog watches a run from outside its bubble, in real time. Virtual
+// time passes only when every goroutine of the bubble waits on something
+// of the bubble; one blocked on a real socket (a LISTEN, a server on a
+// real port) stops it for good, and the run would hang. When nothing has
+// moved for the stall, the watchdog cuts the database connections that
+// are waiting for an answer, and the run fails with what to change; if
+// none is waiting, it panics with every goroutine's stack, rather than
+// let the test hang.
+type watchdog struct {
+	stall    time.Duration
+	progress atomic.Int64
+	stuck    atomic.Pointer[string] // why the run was stopped, once it was
+
+	mu   sync.Mutex
+	proc *process // the running process
+}
+
+// moved records progress: a statement, a request, a step of the harness.
+func (w *watchdog) moved() { w.progress.Add(1) }
+
+// watching sets the process whose connections the watchdog cuts.
+func (w *watchdog) watching(p *process) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.proc = p
+}
+
+// reason is why the watchdog stopped the run, "" when it did not.
+func (w *watchdog) reason() string {
+	if r := w.stuck.Load(); r != nil {
+		return *r
+	}
+	return ""
+}
+
+// watch polls until done is closed.
+func (w *watchdog) watch(done <-chan struct{}) {
+	tick := time.NewTicker(w.stall / 20)
+	defer tick.Stop()
+	last, since := w.progress.Load(), time.Now()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		if now := w.progress.Load(); now != last || w.reason() != "" {
+			last, since = now, time.Now()
+			continue
+		}
+		if time.Since(since) < w.stall {
+			continue
+		}
+		w.mu.Lock()
+		p := w.proc
+		w.mu.Unlock()
+		if p != nil && p.cutWaiting() > 0 {
+			why := fmt.Sprintf("virtual time stopped: a goroutine of boot %d waited %s of real time on a database connection that had nothing to send it "+
+				"(a LISTEN for notifications, or a lock held by a transaction left open). Inside the bubble time passes only while every goroutine waits "+
+				"on the bubble, never on a real socket: run the library without listening (poll-only; River: Config.PollOnly), and end every transaction",
+				p.gen, w.stall)
+			w.stuck.Store(&why)
+			continue
+		}
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		panic(fmt.Sprintf("running: virtual time stopped: nothing in the run moved for %s of real time, and no database connection of it waits for an answer, "+
+			"so a goroutine waits on something outside the bubble, such as a server on a real port or a real socket; "+
+			"a running design must reach the receiver in memory and start no server (see docs/verify.md). The goroutines:\n%s", w.stall, netStacks(stacks)))
+	}
+}
+
+// netStacks keeps, of every goroutine's stack, those that wait on the
+// network, or all when none does.
+func netStacks(all string) string {
+	var keep []string
+	for _, g := range strings.Split(all, "\n\n") {
+		if strings.Contains(g, "internal/poll") || strings.Contains(g, "net.") {
+			keep = append(keep, g)
+		}
+	}
+	if len(keep) == 0 {
+		return all
+	}
+	return strings.Join(keep, "\n\n")
+}
