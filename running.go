@@ -66,6 +66,9 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	if d.SQLiteOnly && opts.Backend != SQLite {
 		t.Fatalf("handoff: design %s runs only on SQLite, not %s", d.Name, opts.Backend)
 	}
+	for _, line := range d.Unchecked {
+		t.Logf("not checked: %s", line)
+	}
 	db := newRunningDatabase(t, opts)
 	paths, err := filepath.Glob(filepath.Join(cmp.Or(opts.Corpus, "-"), "*"+ScheduleExt))
 	if err != nil {

@@ -43,6 +43,14 @@ type Running struct {
 	Settle time.Duration
 	// SQLiteOnly says the outbox runs only on SQLite.
 	SQLiteOnly bool
+	// Unchecked lists what of the outbox's time-based behaviour a run
+	// cannot judge: the bubble's clock is virtual, and a database that
+	// stamps times itself (now() in SQL, a default of CURRENT_TIMESTAMP)
+	// reads the real one. A library that takes a clock (River's time
+	// generator) is given the virtual one; where it takes none, say here
+	// what reads the database's clock, and VerifyRunning says it is not
+	// checked.
+	Unchecked []string
 	// Boot starts the app as a process does when it boots: it opens the
 	// app database (through p's connections, which a crash cuts), starts
 	// the workers with their production settings, sending through
