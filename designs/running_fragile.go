@@ -174,6 +174,12 @@ func (w *plainWorker) claim(ctx context.Context) (job, bool, error) {
 	if err != nil {
 		return job{}, false, err
 	}
+	if j.attempts >= plainBudget {
+		// Its last try died before it settled: give up now, without a send.
+		_, err := w.o.DB().ExecContext(ctx, w.o.Query(`UPDATE outbox SET state = 'blocked', last_error = ?, lease_owner = NULL, lease_until = 0, fence = fence + 1
+			WHERE seq = ? AND fence = ? AND state = 'pending'`), system.LastErrorBudgetExhausted, j.seq, j.fence)
+		return job{}, false, err
+	}
 	count := 1
 	if w.mistake == mistakeCountAfter {
 		count = 0

@@ -269,10 +269,12 @@ type sqlConn struct {
 	failed error // set by a cut
 	closed bool
 	// What is open on the connection: SQLite closes a connection that
-	// has a statement unfinalized only once it is, so a cut rolls back,
-	// and closes each, first.
-	tx   driver.Tx
-	open map[interface{ Close() error }]struct{}
+	// has a statement unfinalized only once it is, so a cut closes every
+	// set of rows, rolls back, and closes every statement first, in that
+	// order (rows read through a statement must close before it).
+	tx    driver.Tx
+	rows  map[driver.Rows]struct{}
+	stmts map[driver.Stmt]struct{}
 }
 
 // do runs f on the connection unless it was cut.
@@ -314,23 +316,34 @@ func (c *sqlConn) cutLocked(err error) {
 // statement and set of rows, then the connection.
 func (c *sqlConn) closeLocked() error {
 	c.closed = true
+	for r := range c.rows {
+		r.Close()
+	}
 	if c.tx != nil {
 		c.tx.Rollback()
 		c.tx = nil
 	}
-	for o := range c.open {
-		o.Close()
+	for st := range c.stmts {
+		st.Close()
 	}
-	c.open = nil
+	c.rows, c.stmts = nil, nil
 	return c.conn.Close()
 }
 
-// opened records o as open on the connection; c.mu is held.
-func (c *sqlConn) opened(o interface{ Close() error }) {
-	if c.open == nil {
-		c.open = map[interface{ Close() error }]struct{}{}
+// openedRows records rows as open on the connection; c.mu is held.
+func (c *sqlConn) openedRows(r driver.Rows) {
+	if c.rows == nil {
+		c.rows = map[driver.Rows]struct{}{}
 	}
-	c.open[o] = struct{}{}
+	c.rows[r] = struct{}{}
+}
+
+// openedStmt records st as open on the connection; c.mu is held.
+func (c *sqlConn) openedStmt(st driver.Stmt) {
+	if c.stmts == nil {
+		c.stmts = map[driver.Stmt]struct{}{}
+	}
+	c.stmts[st] = struct{}{}
 }
 
 func (c *sqlConn) Prepare(query string) (driver.Stmt, error) {
@@ -346,7 +359,7 @@ func (c *sqlConn) PrepareContext(ctx context.Context, query string) (driver.Stmt
 			st, err = c.conn.Prepare(query)
 		}
 		if err == nil {
-			c.opened(st)
+			c.openedStmt(st)
 		}
 		return err
 	})
@@ -411,7 +424,7 @@ func (c *sqlConn) QueryContext(ctx context.Context, query string, args []driver.
 	err := c.do(func() (err error) {
 		r, err = qc.QueryContext(ctx, query, args)
 		if err == nil {
-			c.opened(r)
+			c.openedRows(r)
 		}
 		return err
 	})
@@ -481,7 +494,7 @@ func (s *sqlStmt) Close() error {
 	if s.c.closed {
 		return nil
 	}
-	delete(s.c.open, s.st)
+	delete(s.c.stmts, s.st)
 	return s.st.Close()
 }
 
@@ -501,7 +514,7 @@ func (s *sqlStmt) Query(args []driver.Value) (driver.Rows, error) {
 	err := s.c.do(func() (err error) {
 		r, err = s.st.Query(args) //nolint:staticcheck // the driver's own fallback
 		if err == nil {
-			s.c.opened(r)
+			s.c.openedRows(r)
 		}
 		return err
 	})
@@ -533,7 +546,7 @@ func (s *sqlStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (d
 	err := s.c.do(func() (err error) {
 		r, err = sc.QueryContext(ctx, args)
 		if err == nil {
-			s.c.opened(r)
+			s.c.openedRows(r)
 		}
 		return err
 	})
@@ -556,7 +569,7 @@ func (r *sqlRows) Close() error {
 	if r.c.closed {
 		return nil
 	}
-	delete(r.c.open, r.rows)
+	delete(r.c.rows, r.rows)
 	return r.rows.Close()
 }
 
