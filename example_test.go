@@ -2,10 +2,12 @@ package handoff_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/handoff"
 	"github.com/outboxlab/handoff/designs"
@@ -109,4 +111,89 @@ func ExampleFailure_Save() {
 	}
 	fmt.Printf("%s breaks invariant %d at line %d\n", filepath.Base(path), again.Violation.Invariant, again.Line)
 	// Output: found-two-writes-invariant-2.txt breaks invariant 2 at line 10
+}
+
+// VerifyRunning runs your outbox as it is deployed, its own workers on a
+// virtual clock, and judges its history. A running design boots your app
+// as a process does: it opens the database through the connections the
+// harness gives (so that a crash cuts them all), starts the workers with
+// their production settings, sending through the harness's receiver, and
+// returns how to approve, read and stop. Here the handoff's own pool
+// stands in for your library's client.
+func ExampleVerifyRunning() {
+	design := designs.Running{
+		Name:    "my-queue",
+		Summary: "two workers of my queue's client, production settings",
+		Budget:  system.PoolMaxAttempts, // the most sends for one key
+		Settle:  2 * time.Hour,          // how long to finish every key once faults heal
+		Boot: func(ctx context.Context, p designs.Process) (designs.Booted, error) {
+			opts := system.Options{MaxAttempts: system.PoolMaxAttempts, WrapSQLite: p.WrapSQLite, Dial: p.Dial, Worker: "app"}
+			app, err := system.Open(ctx, p.Database(), opts) // your client, opened on p's connections
+			if err != nil {
+				return nil, err
+			}
+			pool := &system.Pool{Receiver: p.Receiver()}
+			for _, name := range []string{"w1", "w2"} {
+				opts.Worker = name
+				o, err := system.Open(ctx, p.Database(), opts)
+				if err != nil {
+					return nil, err
+				}
+				pool.Outboxes = append(pool.Outboxes, o)
+			}
+			run, stop := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- pool.Run(run) }() // your client's Start
+			return &myQueue{app: app, pool: pool, stop: stop, done: done}, nil
+		},
+	}
+	// In a file such as queue_test.go of your module:
+	testVerifyRunning := func(t *testing.T) {
+		handoff.VerifyRunning(t, design, handoff.RunningOptions{
+			Corpus: "testdata/running", // saved schedules; HANDOFF_SAVE=1 saves a failure's here
+		})
+	}
+	_ = testVerifyRunning
+}
+
+// myQueue is one boot of the example's app.
+type myQueue struct {
+	app  *system.Outbox
+	pool *system.Pool
+	stop context.CancelFunc
+	done chan error
+}
+
+// Approve records an approval in the app's transaction, and says the
+// key and payload it derives.
+func (q *myQueue) Approve(ctx context.Context, caseID, title string) (string, string, error) {
+	a, err := system.NewApproval(caseID, title)
+	if err != nil {
+		return "", "", err
+	}
+	_, err = q.app.RecordApproval(ctx, caseID, title)
+	return a.Key, a.Payload, err
+}
+
+// Read says where every key stands.
+func (q *myQueue) Read(ctx context.Context) (map[string]designs.RunningRow, error) {
+	snap, err := q.app.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := map[string]designs.RunningRow{}
+	for _, r := range snap.Outbox {
+		rows[r.Key] = designs.RunningRow{State: designs.RowState(r.State), TaskID: r.RemoteID, Attempts: r.Attempts, Reason: r.LastError}
+	}
+	return rows, nil
+}
+
+// Stop ends the workers and closes what the boot opened.
+func (q *myQueue) Stop() error {
+	q.stop()
+	err := <-q.done
+	for _, o := range q.pool.Outboxes {
+		o.Close()
+	}
+	return errors.Join(err, q.app.Close())
 }
