@@ -9,8 +9,10 @@ import (
 	"github.com/outboxlab/handoff/system"
 )
 
-// poolWorkers is how many workers a boot of Pool runs.
-const poolWorkers = 2
+// poolWorkers is how many workers a boot of Pool runs: handoff work's
+// default. On PostgreSQL a boot holds up to two connections for each,
+// and two for the app's approvals and reads.
+const poolWorkers = system.DefaultPoolWorkers
 
 // poolOptions are the options of handoff work's workers, by default.
 func poolOptions() system.Options {
@@ -31,8 +33,8 @@ func poolSettle() time.Duration {
 
 // Pool is the handoff's own worker pool as handoff work runs it:
 // system.Pool's pipelined workers, each with a stable name, with work's
-// defaults (20 attempts, backoff from 1 s to 5 min with full jitter, a
-// 30 s lease, a 10 s send timeout), on either backend.
+// defaults (four workers, 20 attempts, backoff from 1 s to 5 min with
+// full jitter, a 30 s lease, a 10 s send timeout), on either backend.
 var Pool = Running{
 	Name:    "pool",
 	Summary: fmt.Sprintf("handoff work: %d pipelined workers of system.Pool with work's defaults", poolWorkers),

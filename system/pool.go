@@ -44,6 +44,10 @@ type PoolObserver interface {
 	Released(n int)
 }
 
+// DefaultPoolWorkers is how many workers handoff work runs in one
+// process by default.
+const DefaultPoolWorkers = 4
+
 // PoolMaxAttempts is the attempt budget of handoff work's workers: more
 // than the contract's default of 3, so that with the default backoff a
 // receiver down for a minute or two blocks no row.

@@ -26,7 +26,7 @@ func work(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	appPath := fs.String("app", "", "app database (must exist)")
 	crmPath := fs.String("crm", "", "CRM database (must exist: handoff crm init); or --crm-url")
 	crmURL := fs.String("crm-url", "", "the CRM's HTTP receiver (handoff crm serve, or one with its contract), instead of --crm")
-	workers := fs.Int("workers", 4, "workers in this process, each with its own database handle and name")
+	workers := fs.Int("workers", system.DefaultPoolWorkers, "workers in this process, each with its own database handle and name")
 	name := fs.String("worker", "", "name the workers NAME:1 to NAME:N (default HOST:PID); a stable name lets a restarted process release its leases at once")
 	lease := fs.Duration("lease", system.DefaultLease, "how long a claim keeps other workers off a row")
 	sendTimeout := fs.Duration("send-timeout", system.DefaultSendTimeout, "the longest one send may take; shorter than --lease")
