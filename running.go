@@ -74,6 +74,9 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if opts.Corpus != "" && paths == nil {
+		t.Logf("no schedule of yours to replay: %s holds no *%s file (%s=1 saves a failure's there)", opts.Corpus, ScheduleExt, SaveEnv)
+	}
 	for _, path := range paths {
 		t.Run("replay/"+filepath.Base(path), func(t *testing.T) {
 			s, err := readSchedule(path)

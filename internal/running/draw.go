@@ -71,4 +71,4 @@ func Draw(t *rapid.T, design, backend string) Schedule {
 
 // drawnAnswers weighs the answers: most requests are answered.
 var drawnAnswers = []Answer{Answered, Answered, Answered, Answered, Answered, Answered,
-	LostReply, Slow, Hold, Busy, Throttled, InFlight, Failed, Refused}
+	LostReply, Slow, Hold, Busy, Throttled, InFlight, Failed, Refused, Conflict}

@@ -90,10 +90,14 @@ func (r *Receiver) create(ctx context.Context, p *process, key, payload string) 
 	case InFlight:
 		done(true, "409: in flight elsewhere, before acting")
 		return 0, fmt.Errorf("%w: 409 in flight", system.ErrTransient)
-	case Refused:
+	case Refused, Conflict:
 		r.mu.Lock()
 		r.refused[key], r.refused[payload] = true, true
 		r.mu.Unlock()
+		if rule.Answer == Conflict {
+			done(true, "422: the key holds another payload, before acting")
+			return 0, fmt.Errorf("%w: 422", system.ErrKeyConflict)
+		}
 		done(true, "400: refused for good, before acting")
 		return 0, fmt.Errorf("%w: 400", system.ErrRejected)
 	}

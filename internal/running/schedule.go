@@ -94,10 +94,13 @@ const (
 	Failed Answer = "500"
 	// Refused: 400, refused for good, before acting.
 	Refused Answer = "400"
+	// Conflict: 422, the receiver holds the key with another payload (put
+	// there by another system), before acting.
+	Conflict Answer = "422"
 )
 
 // answers are the Answers a schedule file may name.
-var answers = []Answer{Answered, LostReply, Slow, Hold, Busy, Throttled, InFlight, Failed, Refused}
+var answers = []Answer{Answered, LostReply, Slow, Hold, Busy, Throttled, InFlight, Failed, Refused, Conflict}
 
 // ErrSchedule is a schedule file that cannot be read: its message names
 // the line.
