@@ -129,7 +129,7 @@ func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, b Backe
 	var last *running.Result
 	var st runningStats
 	prop := func(rt *rapid.T) {
-		s := running.Draw(rt, d.Name, string(b))
+		s := running.Draw(rt, d.Name, string(b), d.Lease)
 		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: string(b)}, s)
 		st.add(res)
 		if res.Violation != nil {

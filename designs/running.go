@@ -36,6 +36,10 @@ type Running struct {
 	// gives up (blocks or discards the key); 0 means it has none, and H4
 	// then checks no request count.
 	Budget int
+	// Lease is how long a job stays with the worker that took it before
+	// another may take it: a lease, a visibility timeout, a rescue
+	// horizon. The harness pauses some workers for longer (0 means 30 s).
+	Lease time.Duration
 	// Settle is how long, at most, the outbox takes to finish every key
 	// once every fault has healed: its budget's backoff and send timeouts,
 	// and its leases. The harness runs virtual time that long past the
@@ -142,6 +146,8 @@ func (r Running) Check() error {
 		return fmt.Errorf("%w %s: it needs Boot", ErrRunning, r.Name)
 	case r.Budget < 0:
 		return fmt.Errorf("%w %s: Budget is %d, want 0 (none) or more", ErrRunning, r.Name, r.Budget)
+	case r.Lease < 0:
+		return fmt.Errorf("%w %s: Lease is %v, want 0 (30 s) or more", ErrRunning, r.Name, r.Lease)
 	case r.Settle <= 0:
 		return fmt.Errorf("%w %s: Settle is %v, want how long it takes to finish every key once faults heal", ErrRunning, r.Name, r.Settle)
 	}

@@ -21,7 +21,7 @@ var RunningFragile = []Running{
 		Doc:      "The worker makes the request's idempotency key from the job and its attempt (\"so that the receiver can tell retries apart\"). A retry after a lost reply is then a new request to the receiver, which creates a second task: one follow-up, two employees. Caught by H2: the receiver holds a task whose key no approval holds.",
 		Failure:  DuplicateTask,
 		CaughtBy: "H2",
-		Budget:   plainBudget, Settle: plainSettle,
+		Budget:   plainBudget, Lease: plainLease, Settle: plainSettle,
 		Boot: bootPlain(mistakeNewKey),
 	},
 	{
@@ -30,7 +30,7 @@ var RunningFragile = []Running{
 		Doc:      "The worker deletes a job once the receiver refuses it or its retries are spent, as a queue drops a dead job to keep its table small. Nobody is told: the approved follow-up is gone, with no task and nothing for a person to look at. Caught by H6: a key the outbox no longer shows has no task.",
 		Failure:  LostWork,
 		CaughtBy: "H6",
-		Budget:   plainBudget, Settle: plainSettle,
+		Budget:   plainBudget, Lease: plainLease, Settle: plainSettle,
 		Boot: bootPlain(mistakeDiscard),
 	},
 	{
@@ -39,7 +39,7 @@ var RunningFragile = []Running{
 		Doc:      "The worker adds one to a job's attempts when the handler returns an error, as most job runners count failures, not tries. A worker that dies during the send counts nothing, so the retry after the crash is free: a crash loop sends without end, past any budget. Caught by H4: the receiver saw more requests for a key than the outbox counts attempts.",
 		Failure:  DuplicateTask,
 		CaughtBy: "H4",
-		Budget:   plainBudget, Settle: plainSettle,
+		Budget:   plainBudget, Lease: plainLease, Settle: plainSettle,
 		Boot: bootPlain(mistakeCountAfter),
 	},
 	{
@@ -48,7 +48,7 @@ var RunningFragile = []Running{
 		Doc:      "The worker marks the job sent, then sends (\"at most once: never a duplicate\"). A worker that dies between the two, or a send that fails, leaves a job shown sent that the receiver never got. Caught by H5: a row shown sent names no task of the receiver.",
 		Failure:  LostWork,
 		CaughtBy: "H5",
-		Budget:   plainBudget, Settle: plainSettle,
+		Budget:   plainBudget, Lease: plainLease, Settle: plainSettle,
 		Boot: bootPlain(mistakeAckFirst),
 	},
 }
@@ -58,7 +58,7 @@ var RunningFragile = []Running{
 var Plain = Running{
 	Name:    "plain",
 	Summary: "a plain polling worker on the handoff's tables: count, lease, send, settle fenced",
-	Budget:  plainBudget, Settle: plainSettle,
+	Budget:  plainBudget, Lease: plainLease, Settle: plainSettle,
 	Boot: bootPlain(""),
 }
 

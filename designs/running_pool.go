@@ -39,6 +39,7 @@ var Pool = Running{
 	Name:    "pool",
 	Summary: fmt.Sprintf("handoff work: %d pipelined workers of system.Pool with work's defaults", poolWorkers),
 	Budget:  system.PoolMaxAttempts,
+	Lease:   poolOptions().Lease,
 	Settle:  poolSettle(),
 	Boot:    bootPool,
 }

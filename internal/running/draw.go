@@ -17,12 +17,20 @@ var titles = []string{
 	"Follow up: 🔧 parts arrived",
 }
 
-// Draw draws a schedule for design on backend: approvals, crashes,
+// defaultLease is the lease a design that declares none is paused past.
+const defaultLease = 30 * time.Second
+
+// Draw draws a schedule for a design whose jobs stay with a worker for
+// lease (0: defaultLease) on backend: approvals, crashes,
 // connection resets and lost COMMIT replies (on PostgreSQL, where the
 // database is at the other end of a connection), and an outage at drawn times
 // within the first two minutes, and an answer for each of the first
-// requests. Shrinking makes a failure's schedule small.
-func Draw(t *rapid.T, design, backend string) Schedule {
+// requests, a paused worker held past the lease. Shrinking makes a
+// failure's schedule small.
+func Draw(t *rapid.T, design, backend string, lease time.Duration) Schedule {
+	if lease == 0 {
+		lease = defaultLease
+	}
 	s := Schedule{Design: design, Backend: backend}
 	at := func(label string) time.Duration {
 		return time.Duration(rapid.IntRange(0, 120_000).Draw(t, label)) * time.Millisecond
@@ -60,7 +68,7 @@ func Draw(t *rapid.T, design, backend string) Schedule {
 		r := AnswerRule{N: n, Answer: a}
 		switch a {
 		case Hold:
-			r.Wait = time.Duration(rapid.IntRange(31, 300).Draw(t, "hold seconds")) * time.Second
+			r.Wait = lease + time.Duration(rapid.IntRange(1, 300).Draw(t, "hold seconds past the lease"))*time.Second
 		case Busy, Throttled:
 			r.Wait = time.Duration(rapid.IntRange(1, 60).Draw(t, "retry after seconds")) * time.Second
 		}

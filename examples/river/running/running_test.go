@@ -1,0 +1,46 @@
+package riverrunning
+
+import (
+	"cmp"
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/outboxlab/handoff"
+)
+
+// TestVerifyRunning verifies River's own client as it runs, on SQLite,
+// replaying the saved schedules of testdata/running first.
+func TestVerifyRunning(t *testing.T) {
+	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running"})
+}
+
+// TestVerifyRunningOnPostgres is TestVerifyRunning on PostgreSQL, through
+// River's pgx driver.
+func TestVerifyRunningOnPostgres(t *testing.T) {
+	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t)})
+}
+
+// postgresURL is the server the PostgreSQL tests use: HANDOFF_POSTGRES_URL,
+// or the local one. A server that does not answer skips the test, unless
+// the variable names it; the variable set to off skips it too.
+func postgresURL(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("HANDOFF_POSTGRES_URL") == "off" {
+		t.Skip("the PostgreSQL tests did not run: HANDOFF_POSTGRES_URL=off")
+	}
+	url := cmp.Or(os.Getenv("HANDOFF_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		if os.Getenv("HANDOFF_POSTGRES_URL") != "" {
+			t.Fatalf("HANDOFF_POSTGRES_URL names a server that does not answer: %v", err)
+		}
+		t.Skipf("the PostgreSQL tests did not run: no server answers at %s (set HANDOFF_POSTGRES_URL=postgres://…)", url)
+	}
+	conn.Close(ctx)
+	return url
+}
