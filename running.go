@@ -121,6 +121,41 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	t.Fatalf("%s%s%s", runningFailure(*f, n, opts.Replays), picture, saved)
 }
 
+// RunningReplay is what ReplayRunning saw: in how many of its runs a
+// check broke, and the first that broke and how.
+type RunningReplay struct {
+	Runs, Broke   int
+	Check, Detail string
+}
+
+// ReplayRunning runs the schedule file at path on d opts.Replays times
+// (DefaultReplays when 0), on opts' backend, and says how often a check
+// broke: for a test that keeps a finding (a schedule that must break
+// the design), or one that shows a schedule no longer does. It fails t
+// only for a file it cannot read or a design that cannot run.
+func ReplayRunning(t *testing.T, d designs.Running, path string, opts RunningOptions) RunningReplay {
+	t.Helper()
+	if err := d.Check(); err != nil {
+		t.Fatal(err)
+	}
+	opts.Backend = cmp.Or(opts.Backend, SQLite)
+	opts.Replays = cmp.Or(opts.Replays, DefaultReplays)
+	s, err := readSchedule(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Design, s.Backend = d.Name, string(opts.Backend)
+	f, n := replaySchedule(t, d, newRunningDatabase(t, opts), s, opts.Replays)
+	r := RunningReplay{Runs: opts.Replays, Broke: n}
+	if f != nil {
+		r.Check, r.Detail = f.Violation.Check, f.Violation.Detail
+		t.Logf("%s: %s broke in %d of %d runs: %s", path, r.Check, n, r.Runs, r.Detail)
+	} else {
+		t.Logf("%s: every check held in %d runs", path, r.Runs)
+	}
+	return r
+}
+
 // searchRunning runs the rapid property on d: schedules drawn, each run
 // in a bubble of its own, until a check breaks and the schedule shrinks.
 // It returns the last failing run (the minimal one), what the search ran,

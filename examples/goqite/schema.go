@@ -10,9 +10,9 @@ import (
 	"maragu.dev/goqite"
 )
 
-// goqiteSQLite is goqite v0.4.0's schema_sqlite.sql, as its README tells
+// GoqiteSQLite is goqite v0.4.0's schema_sqlite.sql, as its README tells
 // a user to run it.
-const goqiteSQLite = `create table goqite (
+const GoqiteSQLite = `create table goqite (
   id text primary key default ('m_' || lower(hex(randomblob(16)))),
   created text not null default (strftime('%Y-%m-%dT%H:%M:%fZ')),
   updated text not null default (strftime('%Y-%m-%dT%H:%M:%fZ')),
@@ -29,11 +29,11 @@ end;
 
 create index goqite_queue_priority_created_idx on goqite (queue, priority desc, created);`
 
-// goqitePostgres is goqite v0.4.0's schema_postgres.sql with one change:
+// GoqitePostgres is goqite v0.4.0's schema_postgres.sql with one change:
 // a message id's 16 random bytes come from the built-in gen_random_uuid
 // instead of pgcrypto's gen_random_bytes, the same 32 hexadecimal digits
 // after "m_", so that no extension is installed on a shared server.
-const goqitePostgres = `create or replace function update_timestamp()
+const GoqitePostgres = `create or replace function update_timestamp()
 returns trigger as $$
 begin
    new.updated = now();
@@ -176,10 +176,10 @@ type flavor struct {
 }
 
 var (
-	sqliteFlavor = flavor{goqite: goqite.SQLFlavorSQLite, goqiteSchema: goqiteSQLite, appSchema: appSQLite,
+	sqliteFlavor = flavor{goqite: goqite.SQLFlavorSQLite, goqiteSchema: GoqiteSQLite, appSchema: appSQLite,
 		tables: `select name from sqlite_schema where type = 'table'`,
 		title:  func(s string) any { return s }}
-	postgresFlavor = flavor{goqite: goqite.SQLFlavorPostgreSQL, goqiteSchema: goqitePostgres, appSchema: appPostgres,
+	postgresFlavor = flavor{goqite: goqite.SQLFlavorPostgreSQL, goqiteSchema: GoqitePostgres, appSchema: appPostgres,
 		tables: `select tablename from pg_tables where schemaname = current_schema()`,
 		title:  func(s string) any { return []byte(s) }, txOptions: &sql.TxOptions{Isolation: sql.LevelSerializable}}
 )

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -53,10 +54,26 @@ func Run(t *testing.T, cfg Config, s Schedule) Result {
 	done := make(chan struct{})
 	defer close(done)
 	go w.watch(done)
+	defer func() {
+		// A goroutine the design left waiting for good after its Stop
+		// makes the bubble panic as its root returns: a failure of the
+		// design's Stop, said as one.
+		if p := recover(); p != nil {
+			msg := fmt.Sprint(p)
+			if !strings.Contains(msg, "blocked goroutines remain") {
+				panic(p)
+			}
+			res.Violation = &Violation{Check: "run", At: res.Virtual, Detail: fmt.Sprintf("Stop returned, and a goroutine the boot started still waits a minute of virtual time later (%s): Stop must end every goroutine it started", msg)}
+		}
+	}()
 	synctest.Test(t, func(t *testing.T) {
 		r := &runner{cfg: cfg, s: s, start: time.Now(), h: &history{budget: cfg.Design.Budget}, watch: w}
 		r.rec = newReceiver(s, r.start)
 		res = r.run(t.Context())
+		// A goroutine that outlives Stop by a timer's sleep (a library's
+		// housekeeping that checks its context between sleeps) ends in
+		// this minute.
+		time.Sleep(stopWait)
 	})
 	return res
 }
