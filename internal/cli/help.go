@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,10 +7,10 @@ import (
 	"io"
 )
 
-// helpCmd lists the commands, or shows the help of one.
-func helpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Help lists the commands, or shows the help of one.
+func Help(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("help", flag.ContinueOnError)
-	if err := parse(fs, args, stderr, true); err != nil {
+	if err := Parse(fs, args, stderr, true); err != nil {
 		return err
 	}
 	switch fs.NArg() {
@@ -19,13 +19,13 @@ func helpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	case 1:
 	default:
-		return fmt.Errorf("%w: help takes one command, got %d arguments", errUsage, fs.NArg())
+		return fmt.Errorf("%w: help takes one command, got %d arguments", ErrUsage, fs.NArg())
 	}
-	c, ok := lookup(fs.Arg(0))
+	c, ok := Lookup(fs.Arg(0))
 	if !ok {
-		return fmt.Errorf("%w: unknown command %q", errUsage, fs.Arg(0))
+		return fmt.Errorf("%w: unknown command %q", ErrUsage, fs.Arg(0))
 	}
-	cfs, err := c.flagSet(ctx)
+	cfs, err := c.FlagSet(ctx)
 	if err != nil {
 		return err
 	}
