@@ -35,17 +35,6 @@ var (
 	design  = flag.String("design", designs.Handoff.Name, "TestSimulation, FuzzSimulation: the design to explore")
 )
 
-// TestMain says in one line, on the standard error, when the PostgreSQL
-// suite did not run. go test shows it for a package that fails, and with
-// -v; for a package that passes, go test ./... keeps it back.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if r := pgtest.Reason(); r != "" {
-		fmt.Fprintf(os.Stderr, "handoff: %s\n", strings.Join(strings.Fields(r), " "))
-	}
-	os.Exit(code)
-}
-
 // TestSimulation explores random fault sequences against the design
 // -design names (the real one by default) and fails with the minimal
 // scenario that breaks an invariant. Use -rapid.checks to explore more,

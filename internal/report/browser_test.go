@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/outboxlab/handoff/internal/notrun"
 )
 
 // chromium is where Debian's chromium package puts the browser the
@@ -38,9 +39,11 @@ var docsPicture = flag.Bool("docs-picture", false, "TestBrowser: write the scree
 // it skipped.
 func TestBrowser(t *testing.T) {
 	if testing.Short() {
+		notrun.Say("the browser test did not run: -short leaves it out")
 		t.Skip("the browser test did not run: -short leaves the browser out")
 	}
 	if _, err := os.Stat(chromium); err != nil {
+		notrun.Say(fmt.Sprintf("the browser test did not run: no Chromium at %s (apt-get install -y chromium)", chromium))
 		t.Skipf("no Chromium at %s, the browser test did not run (apt-get install chromium)", chromium)
 	}
 	dir := t.TempDir()
