@@ -63,4 +63,6 @@ func commandTable() []cli.Command {
 	}
 }
 
-func init() { cli.Register("handoff-sim", "./cmd/handoff-sim", commandTable()) }
+func init() {
+	cli.Register("handoff-sim", "./cmd/handoff-sim", "approve, deliver, work and the product's other commands are handoff's (go run ./cmd/handoff help)", commandTable())
+}

@@ -124,3 +124,14 @@ func TestMessagesNameTheCommandOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestProductCommandsAreHandoffs: the product's commands are not the
+// harness's, and asking the harness for one says where they are.
+func TestProductCommandsAreHandoffs(t *testing.T) {
+	for _, name := range []string{"approve", "deliver", "work", "crm", "trial", "version"} {
+		code, stdout, stderr := runCLI(t, name, "--help")
+		if code != 2 || stdout != "" || !strings.Contains(stderr, `unknown command "`+name+`"`) || !strings.Contains(stderr, "are handoff's (go run ./cmd/handoff help)") {
+			t.Errorf("handoff-sim %s: got exit %d, stdout %q, stderr %q; want 2 and a pointer to handoff", name, code, stdout, stderr)
+		}
+	}
+}

@@ -155,7 +155,9 @@ func commandTable() []cli.Command {
 	}
 }
 
-func init() { cli.Register("handoff", "./cmd/handoff", commandTable()) }
+func init() {
+	cli.Register("handoff", "./cmd/handoff", "explore, replay and the harness's other commands are handoff-sim's (go run ./cmd/handoff-sim help)", commandTable())
+}
 
 // The machinery's names, as this package's commands use them.
 var (

@@ -181,3 +181,14 @@ func TestMessagesNameTheCommandOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestHarnessCommandsAreHandoffSims: the harness's commands are not the
+// product's, and asking the product for one says where they are.
+func TestHarnessCommandsAreHandoffSims(t *testing.T) {
+	for _, name := range []string{"explore", "designs", "enumerate", "replay", "report"} {
+		code, stdout, stderr := runCLI(t, name, "--help")
+		if code != 2 || stdout != "" || !strings.Contains(stderr, `unknown command "`+name+`"`) || !strings.Contains(stderr, "are handoff-sim's (go run ./cmd/handoff-sim help)") {
+			t.Errorf("handoff %s: got exit %d, stdout %q, stderr %q; want 2 and a pointer to handoff-sim", name, code, stdout, stderr)
+		}
+	}
+}

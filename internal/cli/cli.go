@@ -76,19 +76,21 @@ const UsageExit = "usage error: a bad flag or argument, an unknown command, desi
 // environment is mended may.
 const EnvironmentExit = "the environment failed, not the design: the PostgreSQL server took no connection within --connect-wait (it was full, starting or not running), or the disk under the run's folder is full; the message says how many connections the run needs"
 
-// program is the binary's: its name, how go run runs it, and its command
-// table, in the order help lists it (see Register).
+// program is the binary's: its name, how go run runs it, its command
+// table, in the order help lists it, and where the other binary's
+// commands are (see Register).
 var program struct {
-	name, dir string
-	commands  []Command
+	name, dir, elsewhere string
+	commands             []Command
 }
 
 // Register makes commands the command table of the program called name,
-// which go run runs as "go run DIR". A binary registers once, in its
-// package's init, before anything runs; the help command of the table is
-// Help.
-func Register(name, dir string, commands []Command) {
-	program.name, program.dir, program.commands = name, dir, commands
+// which go run runs as "go run DIR"; elsewhere tells a person who gives a
+// command it does not have where the other binary's commands are. A
+// binary registers once, in its package's init, before anything runs; the
+// help command of the table is Help.
+func Register(name, dir, elsewhere string, commands []Command) {
+	program.name, program.dir, program.elsewhere, program.commands = name, dir, elsewhere, commands
 }
 
 // Commands is the registered command table, in the order help lists it.
@@ -116,7 +118,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	c, ok := Lookup(name)
 	if !ok {
-		fmt.Fprintf(stderr, "%s: unknown command %q\nsee %s help\n", program.name, name, program.name)
+		fmt.Fprintf(stderr, "%s: unknown command %q\nsee %s help; %s\n", program.name, name, program.name, program.elsewhere)
 		return 2
 	}
 	return c.Exit(c.Run(ctx, args[1:], stdout, stderr), stdout, stderr)

@@ -41,7 +41,7 @@ func TestShellWord(t *testing.T) {
 func TestInvokedAs(t *testing.T) {
 	saved := program
 	t.Cleanup(func() { program = saved })
-	Register("handoff", "./cmd/handoff", nil)
+	Register("handoff", "./cmd/handoff", "", nil)
 	for _, tt := range []struct{ arg0, want string }{
 		{"handoff", "handoff"},
 		{"/usr/local/bin/handoff", "/usr/local/bin/handoff"},
