@@ -13,9 +13,10 @@ import (
 	"github.com/outboxlab/handoff/system"
 )
 
-// BackendFlags are the --backend and --postgres-url flags of the commands
-// that run the harness (explore, replay): where the simulated app
-// database lives.
+// BackendFlags are the --backend, --postgres-url and --connect-wait flags
+// of the commands that run the harness or real processes on a backend
+// (explore, designs, replay, report, trial): where the app database
+// lives.
 type BackendFlags struct {
 	name, url *string
 	// Wait is --connect-wait: how long a connection waits for the server.

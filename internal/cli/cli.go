@@ -57,7 +57,7 @@ type Command struct {
 	// alerting) has it.
 	Attention string
 	// Environment says that the command runs the harness, and may end
-	// with exit status 4, EnvironmentExit, when what it runs on fails.
+	// with exit status 4, environmentExit, when what it runs on fails.
 	Environment bool
 	// AtLeastOne lists integer flags that must be 1 or more when given,
 	// NonNegative duration flags that must be 0 or more, Positive
@@ -71,10 +71,10 @@ type Command struct {
 // UsageExit is what exit status 2 means, for every command.
 const UsageExit = "usage error: a bad flag or argument, an unknown command, design or fault name, or a number out of range"
 
-// EnvironmentExit is what exit status 4 means, for the commands that run
+// environmentExit is what exit status 4 means, for the commands that run
 // the harness: nothing was proved either way, and running again when the
 // environment is mended may.
-const EnvironmentExit = "the environment failed, not the design: the PostgreSQL server took no connection within --connect-wait (it was full, starting or not running), or the disk under the run's folder is full; the message says how many connections the run needs"
+const environmentExit = "the environment failed, not the design: the PostgreSQL server took no connection within --connect-wait (it was full, starting or not running), or the disk under the run's folder is full; the message says how many connections the run needs"
 
 // program is the binary's: its name, how go run runs it, its command
 // table, in the order help lists it, and where the other binary's
@@ -236,7 +236,7 @@ func (c Command) printHelp(w io.Writer, fs *flag.FlagSet) error {
 		fmt.Fprintf(w, "\n%s\n", c.Operands)
 	}
 	if c.Details != "" {
-		fmt.Fprintf(w, "\n%s\n", Wrap(c.Details, HelpWidth))
+		fmt.Fprintf(w, "\n%s\n", wrap(c.Details, helpWidth))
 	}
 	words := map[string]string{}
 	for _, m := range placeholder.FindAllStringSubmatch(c.Args, -1) {
@@ -268,7 +268,7 @@ func (c Command) printHelp(w io.Writer, fs *flag.FlagSet) error {
 		fmt.Fprintf(tw, "  3\t%s\n", c.Attention)
 	}
 	if c.Environment {
-		fmt.Fprintf(tw, "  4\t%s\n", EnvironmentExit)
+		fmt.Fprintf(tw, "  4\t%s\n", environmentExit)
 	}
 	return tw.Flush()
 }
@@ -327,14 +327,14 @@ func printUsage(w io.Writer) {
 		rule += fmt.Sprintf("; 4 (%s) the environment failed, not the design", strings.Join(environment, ", "))
 	}
 	rule += fmt.Sprintf(". %s help COMMAND (or %s COMMAND --help) shows a command's flags and what each exit status means for it.", program.name, program.name)
-	fmt.Fprintf(w, "\n%s\n", Wrap(rule, 74))
+	fmt.Fprintf(w, "\n%s\n", wrap(rule, 74))
 }
 
-// HelpWidth is the width help wraps its paragraphs to.
-const HelpWidth = 100
+// helpWidth is the width help wraps its paragraphs to.
+const helpWidth = 100
 
-// Wrap breaks text into lines of at most width characters, between words.
-func Wrap(text string, width int) string {
+// wrap breaks text into lines of at most width characters, between words.
+func wrap(text string, width int) string {
 	var b strings.Builder
 	line := 0
 	for i, word := range strings.Fields(text) {
