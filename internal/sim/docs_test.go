@@ -71,52 +71,85 @@ func TestDirectivesDocumented(t *testing.T) {
 	}
 }
 
-// TestDirectiveCommentsListTheirFaults: the line of a directive that its
-// handler's doc comment shows lists in its [fault=...] exactly the faults
-// the directive table gives the directive, and a directive that takes
-// none shows none: the list is copied by hand, so a fault added to the
-// table or taken out of it would otherwise leave the comment behind.
-func TestDirectiveCommentsListTheirFaults(t *testing.T) {
-	faultArg := regexp.MustCompile(`\[fault=([^\]]+)\]`)
+// TestDirectivesListTheirFaults: the line of a directive that its
+// handler's doc comment shows, and its row in docs/scenarios.md, list in
+// their [fault=...] (or, where the row writes fault=…, in its "faults:"
+// list) exactly the faults the directive table gives the directive, and
+// a directive that takes none shows none: the lists are copied by hand,
+// so a fault added to the table or taken out of it would otherwise leave
+// them behind.
+func TestDirectivesListTheirFaults(t *testing.T) {
+	scenarios := readDoc(t, "scenarios.md")
 	for _, d := range Directives() {
+		var table []string
+		for _, k := range FaultsOf(d) {
+			table = append(table, k.String())
+		}
 		b, err := os.ReadFile("directive_" + d + ".go")
 		if err != nil {
 			t.Errorf("directive %s: %v", d, err)
 			continue
 		}
-		var documented []string
+		var comment []string
 		for _, line := range regexp.MustCompile(`(?m)^//\t`+d+`\b.*$`).FindAllString(string(b), -1) {
-			m := faultArg.FindStringSubmatch(line)
-			if m == nil {
-				continue
-			}
-			// "throttled retry-after=MS" is throttled with its argument;
-			// in "mangled spoil=cut-body|not-json", not-json is no fault
-			// but another value of the argument before it.
-			valueOf := ""
-			for _, alt := range strings.Split(m[1], "|") {
-				word := strings.Fields(alt)[0]
-				if _, err := faults.ParseKind(word, faults.All...); err == nil {
-					documented = append(documented, word)
-					valueOf = ""
-					if strings.Contains(alt, "=") {
-						valueOf = word
-					}
-				} else if valueOf == "" {
-					t.Errorf("directive_%s.go's doc comment lists %q as a fault, which is none", d, word)
-				}
+			comment = append(comment, faultsOfLine(t, "directive_"+d+".go's doc comment", line)...)
+		}
+		row := regexp.MustCompile("(?m)^\\| `" + d + "\\b([^`]*)` \\|(.*)$").FindStringSubmatch(scenarios)
+		if row == nil {
+			t.Errorf("docs/scenarios.md has no row for %s", d)
+			continue
+		}
+		documented := faultsOfLine(t, "docs/scenarios.md's row of "+d, strings.ReplaceAll(row[1], `\|`, "|"))
+		if strings.Contains(row[1], "fault=…") {
+			_, list, _ := strings.Cut(row[2], "faults: ")
+			for _, m := range regexp.MustCompile("^(?:`([a-z-]+)`(?:, )?)+").FindAllString(list, -1) {
+				documented = append(documented, strings.Split(strings.NewReplacer("`", "", " ", "").Replace(m), ",")...)
 			}
 		}
-		var table []string
-		for _, k := range FaultsOf(d) {
-			table = append(table, k.String())
-		}
-		slices.Sort(documented)
-		slices.Sort(table)
-		if documented, table = slices.Compact(documented), slices.Compact(table); !slices.Equal(documented, table) {
-			t.Errorf("directive_%s.go's doc comment lists the faults %v; the directive table gives it %v", d, documented, table)
+		for where, listed := range map[string][]string{"directive_" + d + ".go's doc comment": comment, "docs/scenarios.md's row of " + d: documented} {
+			if !sameSet(listed, table) {
+				t.Errorf("%s lists the faults %v; the directive table gives %s %v", where, listed, d, table)
+			}
 		}
 	}
+}
+
+// faultArg is the fault argument of a directive's line: [fault=a|b].
+var faultArg = regexp.MustCompile(`\[fault=([^\]]+)\]`)
+
+// faultsOfLine returns the faults a directive's line lists in its
+// [fault=...]: "throttled retry-after=MS" is throttled with its argument,
+// and in "mangled spoil=cut-body|not-json", not-json is no fault but
+// another value of the argument before it.
+func faultsOfLine(t *testing.T, where, line string) []string {
+	t.Helper()
+	m := faultArg.FindStringSubmatch(line)
+	if m == nil || m[1] == "…" {
+		return nil
+	}
+	var listed []string
+	valueOf := ""
+	for _, alt := range strings.Split(m[1], "|") {
+		word := strings.Fields(alt)[0]
+		if _, err := faults.ParseKind(word, faults.All...); err == nil {
+			listed = append(listed, word)
+			valueOf = ""
+			if strings.Contains(alt, "=") {
+				valueOf = word
+			}
+		} else if valueOf == "" {
+			t.Errorf("%s lists %q as a fault, which is none", where, word)
+		}
+	}
+	return listed
+}
+
+// sameSet reports whether a and b hold the same strings.
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
 // numberWords are the numbers the documentation spells out.
