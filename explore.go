@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -101,8 +102,8 @@ func (r Report) StepsPerSecond() float64 {
 // cleanly.
 func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 	r, err := explore.Explore(ctx, explore.ExploreConfig{
-		Design: cfg.Design, Checks: cmpOr(cfg.Checks, DefaultChecks), Steps: cmpOr(cfg.Steps, DefaultSteps), Seed: cmpOr(cfg.Seed, 1),
-		Parallel: cfg.Parallel, Backend: backend.Backend(cmpOr(cfg.Backend, SQLite)), PostgresURL: cfg.PostgresURL, Dir: cfg.Dir})
+		Design: cfg.Design, Checks: cmp.Or(cfg.Checks, DefaultChecks), Steps: cmp.Or(cfg.Steps, DefaultSteps), Seed: cmp.Or(cfg.Seed, 1),
+		Parallel: cfg.Parallel, Backend: backend.Backend(cmp.Or(cfg.Backend, SQLite)), PostgresURL: cfg.PostgresURL, Dir: cfg.Dir})
 	if err != nil {
 		return Report{}, err
 	}
@@ -119,15 +120,6 @@ func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
 type harnessError struct{ account string }
 
 func (e *harnessError) Error() string { return "handoff: the harness itself failed:\n" + e.account }
-
-// cmpOr is v, or def when v is its type's zero value.
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
 
 // Failure is a sequence that broke an invariant, shrunk to a minimal one.
 type Failure struct {

@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -77,7 +78,7 @@ func Replay(ctx context.Context, path string, opts ReplayOptions) (Replayed, err
 	}
 	defer os.RemoveAll(dir)
 	env, err := sim.NewEnv(ctx, sim.Config{Design: opts.Design, Dir: dir, Durability: system.ProcessSafe,
-		Backend: backend.Backend(cmpOr(opts.Backend, SQLite)), PostgresURL: opts.PostgresURL})
+		Backend: backend.Backend(cmp.Or(opts.Backend, SQLite)), PostgresURL: opts.PostgresURL})
 	if err != nil {
 		return Replayed{}, err
 	}

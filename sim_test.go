@@ -33,18 +33,8 @@ var (
 	steps   = flag.Int("steps", DefaultSteps, "TestSimulation, FuzzSimulation: the most random steps a sequence takes")
 	noSwarm = flag.Bool("noswarm", false, "TestSimulation, FuzzSimulation: draw every sequence at the default levels, without swarm testing")
 	design  = flag.String("design", designs.Handoff.Name, "TestSimulation, FuzzSimulation: the design to explore")
+	deep    = flag.Bool("deep", false, "TestFewerViews: also search for no-fencing's counterexample on the design without fences shown, as CI's deeper pass does")
 )
-
-// TestMain says in one line, on the standard error, when the PostgreSQL
-// suite did not run. go test shows it for a package that fails, and with
-// -v; for a package that passes, go test ./... keeps it back.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if r := pgtest.Reason(); r != "" {
-		fmt.Fprintf(os.Stderr, "handoff: %s\n", strings.Join(strings.Fields(r), " "))
-	}
-	os.Exit(code)
-}
 
 // TestSimulation explores random fault sequences against the design
 // -design names (the real one by default) and fails with the minimal

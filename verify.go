@@ -140,7 +140,7 @@ func Verify(t *testing.T, d designs.Design, opts VerifyOptions) {
 // design.
 func nameClash(d designs.Design) error {
 	if c, err := designs.Lookup(d.Name); err == nil && reflect.ValueOf(c.OpenApp).Pointer() != reflect.ValueOf(d.OpenApp).Pointer() {
-		return fmt.Errorf("handoff: %s names a design of the catalog (handoff designs lists them): name yours otherwise", d.Name)
+		return fmt.Errorf("handoff: %s names a design of the catalog (handoff-sim designs lists them): name yours otherwise", d.Name)
 	}
 	return nil
 }

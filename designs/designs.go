@@ -216,7 +216,7 @@ func Lookup(name string) (Design, error) {
 			return d, nil
 		}
 	}
-	return Design{}, fmt.Errorf("designs: unknown design %q (see handoff designs)", name)
+	return Design{}, fmt.Errorf("designs: unknown design %q (see handoff-sim designs)", name)
 }
 
 // WithReceiver is the real handoff in front of a receiver of your own (an

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"io"
 	"time"
 )
 
@@ -29,11 +27,4 @@ func stamp(t time.Time) *string {
 	}
 	s := t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	return &s
-}
-
-// encodeJSON writes v as indented JSON.
-func encodeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

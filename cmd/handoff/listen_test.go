@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"html"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -144,7 +146,10 @@ func TestListenersRefuseWhatIsTooLarge(t *testing.T) {
 }
 
 // TestServerLimits: a client that sends its headers too slowly is cut
-// off, as is one that sends a request too slowly.
+// off, as is one that sends a request too slowly: the server closes the
+// connection, long before the client would have given up on it (a
+// deadline of a minute, not a bound on the server's time: a loaded
+// machine may take longer than the limit to close it).
 func TestServerLimits(t *testing.T) {
 	limits := serverLimits{readHeader: 200 * time.Millisecond, read: 400 * time.Millisecond, write: time.Second, idle: time.Second, maxHeaderBytes: 1 << 10}
 	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -172,18 +177,20 @@ func TestServerLimits(t *testing.T) {
 		if _, err := io.WriteString(conn, tt.sent); err != nil {
 			t.Fatal(err)
 		}
-		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		_, _ = io.Copy(io.Discard, conn) // until the server closes it
+		conn.SetReadDeadline(time.Now().Add(time.Minute))
+		_, err = io.Copy(io.Discard, conn) // until the server closes it
 		took := time.Since(start)
 		conn.Close()
-		if took > tt.within+time.Second {
-			t.Errorf("%s: the server held the connection %v, want it cut after %v", tt.name, took, tt.within)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%s: the server held the connection for %v and did not close it, want it cut after %v", tt.name, took, tt.within)
 		}
 	}
 }
 
 // TestSlowClientOfCRMServe: crm serve cuts off a client that has not sent
-// its headers within its limit (5 s), without waiting for it.
+// its headers within its limit (5 s), not before: the server closes the
+// connection, after the limit and long before the client would have
+// given up (a minute).
 func TestSlowClientOfCRMServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: waits out crm serve's header timeout (5 s)")
@@ -201,10 +208,16 @@ func TestSlowClientOfCRMServe(t *testing.T) {
 	if _, err := io.WriteString(conn, "POST /tasks HTTP/1.1\r\nHost: x\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	_, _ = io.Copy(io.Discard, conn)
-	if took := time.Since(start); took < defaultLimits.readHeader-time.Second || took > defaultLimits.readHeader+3*time.Second {
-		t.Errorf("crm serve held a client that never ended its headers %v, want about %v", took, defaultLimits.readHeader)
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	_, err = io.Copy(io.Discard, conn)
+	took := time.Since(start)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("crm serve held a client that never ended its headers for %v and did not close it, want it cut after %v", took, defaultLimits.readHeader)
+	}
+	// The limit runs from the server's first read, which comes before the
+	// client's first write: a second of slack below it.
+	if took < defaultLimits.readHeader-time.Second {
+		t.Errorf("crm serve cut off a client that never ended its headers after %v, before its limit of %v", took, defaultLimits.readHeader)
 	}
 }
 

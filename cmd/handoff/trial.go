@@ -31,7 +31,7 @@ func trialCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
-	which, postgresURL, err := backendFlags.values(ctx)
+	which, postgresURL, err := backendFlags.Values(ctx)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func trialCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *crmURL != "" {
 		again += " --crm-url " + shellWord(*crmURL)
 	}
-	again += backendFlags.flags()
+	again += backendFlags.Flags()
 	if which == backend.Postgres {
 		// Each worker process and the drain run work with trial's
 		// --workers 2; trial itself records and reads on one connection

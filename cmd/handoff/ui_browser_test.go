@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
+	"github.com/outboxlab/handoff/internal/notrun"
 )
 
 // chromium is where the browser tests find the browser.
@@ -27,9 +28,11 @@ const chromium = "/usr/bin/chromium"
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	if testing.Short() {
+		notrun.Say("the browser tests did not run: -short leaves them out")
 		t.Skip("browser test did not run: -short leaves the browser out")
 	}
 	if _, err := os.Stat(chromium); err != nil {
+		notrun.Say(fmt.Sprintf("the browser tests did not run: no Chromium at %s (apt-get install -y chromium)", chromium))
 		t.Skipf("browser test did not run: no Chromium at %s (apt-get install -y chromium)", chromium)
 	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxlab/handoff/internal/cli"
+
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -17,8 +19,8 @@ import (
 // otherwise, read from its flags.
 func workFlagDefaults(t *testing.T) system.Options {
 	t.Helper()
-	c, _ := lookup("work")
-	fs, err := c.flagSet(t.Context())
+	c, _ := cli.Lookup("work")
+	fs, err := c.FlagSet(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

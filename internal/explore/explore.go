@@ -1,3 +1,14 @@
+// Package explore is the harness's search: the rapid property
+// (Property) that draws a sequence of steps from the model's state (the
+// approvals' edge inputs, swarm mixes of kinds of steps and faults, named
+// workers' phases, time, a person's repairs), applies each to a sim.Env
+// and fails on the first broken invariant; and the explorations that run
+// it outside go test (Explore), in lanes that each keep one pair of
+// databases for many sequences. It drives rapid through a rapid.TB of its
+// own, and sets rapid's flags in one place (Check), so that the
+// command line (handoff-sim explore), handoff.Explore and the tests share
+// one search. It imports rapid, and so testing: only the harness's binary
+// and tests link it.
 package explore
 
 import (

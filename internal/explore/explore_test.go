@@ -171,9 +171,10 @@ func TestExploreInterrupted(t *testing.T) {
 	if seqs := r.Stats.Sequences.Load(); !r.Interrupted || seqs == 0 || seqs >= 100000 || r.Failure != nil {
 		t.Errorf("got interrupted %t after %d sequences, failure %v; want a partial report", r.Interrupted, seqs, r.Failure)
 	}
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("stopping took until %v", d)
-	}
+	// How long it took to stop is logged, not bounded: an exploration
+	// that ignored the interruption would run all 100,000 sequences,
+	// which the check above catches however loaded the machine is.
+	t.Logf("interrupted after %d sequences, %v after it started", r.Stats.Sequences.Load(), time.Since(start))
 	if left, _ := filepath.Glob(filepath.Join(dir, "handoff-explore-*")); len(left) > 0 {
 		t.Errorf("the exploration left %v", left)
 	}

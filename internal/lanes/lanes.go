@@ -35,7 +35,7 @@ func (e refusal) Is(target error) bool { return target == ErrRefused }
 
 // errNotALane is Lane's error when its process was not started by
 // Explore.
-var errNotALane = refusal{errors.New(Command + " runs one lane of handoff explore --parallel N, which starts it and sends it its work; run handoff explore")}
+var errNotALane = refusal{errors.New(Command + " runs one lane of handoff-sim explore --parallel N, which starts it and sends it its work; run handoff-sim explore")}
 
 // errLane says that a lane's process did not end with its report.
 var errLane = errors.New("a lane ended without its report")

@@ -98,11 +98,11 @@ func TestLaneRefused(t *testing.T) {
 		stdin io.Reader
 		want  string
 	}{
-		{"arguments", []string{"--checks", "3"}, strings.NewReader(""), "explore-lane runs one lane of handoff explore --parallel N"},
-		{"no run on its input", nil, strings.NewReader(""), "explore-lane runs one lane of handoff explore --parallel N"},
-		{"text on its input", nil, strings.NewReader("explore please\n"), "explore-lane runs one lane of handoff explore --parallel N"},
+		{"arguments", []string{"--checks", "3"}, strings.NewReader(""), "explore-lane runs one lane of handoff-sim explore --parallel N"},
+		{"no run on its input", nil, strings.NewReader(""), "explore-lane runs one lane of handoff-sim explore --parallel N"},
+		{"text on its input", nil, strings.NewReader("explore please\n"), "explore-lane runs one lane of handoff-sim explore --parallel N"},
 		{"another protocol", nil, run(laneStart{Protocol: "handoff explore-lane 0", Design: "handoff", Checks: 1, Steps: 1, Seed: 1}),
-			"explore-lane runs one lane of handoff explore --parallel N"},
+			"explore-lane runs one lane of handoff-sim explore --parallel N"},
 		{"an unknown design", nil, run(laneStart{Protocol: laneProtocol, Design: "no-such-design", Checks: 1, Steps: 1, Seed: 1}),
 			`designs: unknown design "no-such-design"`},
 	} {

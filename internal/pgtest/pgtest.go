@@ -2,8 +2,9 @@
 // schema on the server that HANDOFF_POSTGRES_URL names or, when it is
 // unset, on this machine's (postgres://postgres@127.0.0.1:5432/test?sslmode=disable),
 // dropped when the test ends. Without a server the test is skipped and
-// Reason says why, in one line; CI sets the URL, so that there a missing
-// server fails instead. With -short and the variable unset, the suite is
+// Reason says why, in one line, which go test shows without -v (see
+// internal/notrun); CI sets the URL, so that there a missing server fails
+// instead. With -short and the variable unset, the suite is
 // skipped too: the quick suite is SQLite's.
 package pgtest
 
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/outboxlab/handoff/internal/notrun"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -114,6 +116,7 @@ func Server(t testing.TB) string {
 		if explicit {
 			t.Fatal(reason)
 		}
+		notrun.Say(reason)
 		t.Skip(reason)
 	}
 	take(t)

@@ -17,6 +17,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"fmt"
 	"html/template"
@@ -140,7 +141,7 @@ func newView(in Input) view {
 		v.Invariant = fmt.Sprintf("Invariant %d: %s.", in.Violation.Invariant, in.Violation.Name())
 		v.Detail = in.Violation.Detail
 	case len(in.Mismatched) > 0:
-		v.Headline = fmt.Sprintf("%s: %s from the file's", cmpOr(in.Scenario.Name, "the scenario"), words.Agree(len(in.Mismatched), "output", "differs", "differ"))
+		v.Headline = fmt.Sprintf("%s: %s from the file's", cmp.Or(in.Scenario.Name, "the scenario"), words.Agree(len(in.Mismatched), "output", "differs", "differ"))
 	case len(in.Run.Steps) > 0:
 		v.Headline = fmt.Sprintf("design %s kept every invariant in %s", in.Run.Design, words.HowMany(in.Run.Length(), "step"))
 	case in.Coverage != nil:

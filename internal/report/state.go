@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -239,7 +240,7 @@ func cell(m *markup, f, theirs field, ok, showOther bool) {
 	m.open("td", "class", "differs")
 	m.text(f.value)
 	if showOther {
-		m.elText("span", "model: "+cmpOr(theirs.value, "none"), "class", "other")
+		m.elText("span", "model: "+cmp.Or(theirs.value, "none"), "class", "other")
 	}
 	m.end("td")
 }

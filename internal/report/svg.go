@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html"
 	"strconv"
@@ -135,7 +136,7 @@ func diagram(st story) string {
 			y2 = bs[l.to].y + bs[l.to].h/2
 		}
 		m.open("g", "class", "lease "+strings.ReplaceAll(l.end, " ", "-"))
-		m.elText("title", fmt.Sprintf("lease on %s, fence %d, until %s: %s", short(l.key), l.fence, clock(l.until), cmpOr(l.end, "held at the end")))
+		m.elText("title", fmt.Sprintf("lease on %s, fence %d, until %s: %s", short(l.key), l.fence, clock(l.until), cmp.Or(l.end, "held at the end")))
 		m.el("rect", "class", "lease-bar", "x", itoa(x), "y", itoa(y1), "width", "7", "height", itoa(max(y2-y1, 4)), "rx", "2")
 		m.elText("text", fmt.Sprintf("fence %d", l.fence), "class", "lease-label", "x", itoa(x+10), "y", itoa(y1+10))
 		if l.end == "ran out" {
@@ -252,12 +253,4 @@ func drawBreak(m *markup, y, width int) {
 // laneClass is the CSS class suffix of a lane of kind k.
 func laneClass(k laneKind) string {
 	return [...]string{"person", "app", "worker", "network", "receiver", "clock"}[k]
-}
-
-// cmpOr is s, or def when s is empty.
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -19,8 +19,8 @@ type directive struct {
 }
 
 // directives is the scenario language, one row per directive: adding a
-// directive is a handler and a row here (TestDirectives then demands the
-// generators draw it, or says why they do not).
+// directive is a handler and a row here (internal/explore's TestReach then
+// demands the generators draw it, or says why they do not).
 var directives map[string]directive
 
 func init() {

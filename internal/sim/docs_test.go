@@ -2,8 +2,13 @@ package sim
 
 import (
 	"fmt"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,5 +68,203 @@ func TestDirectivesDocumented(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^//\t` + d + `\b`).Match(b) {
 			t.Errorf("directive_%s.go: the handler's doc comment shows no line of the directive (//\t%s ...)", d, d)
 		}
+	}
+}
+
+// TestDirectivesListTheirFaults: the line of a directive that its
+// handler's doc comment shows, and its row in docs/scenarios.md, list in
+// their [fault=...] (or, where the row writes fault=…, in its "faults:"
+// list) exactly the faults the directive table gives the directive, and
+// a directive that takes none shows none: the lists are copied by hand,
+// so a fault added to the table or taken out of it would otherwise leave
+// them behind.
+func TestDirectivesListTheirFaults(t *testing.T) {
+	scenarios := readDoc(t, "scenarios.md")
+	for _, d := range Directives() {
+		var table []string
+		for _, k := range FaultsOf(d) {
+			table = append(table, k.String())
+		}
+		b, err := os.ReadFile("directive_" + d + ".go")
+		if err != nil {
+			t.Errorf("directive %s: %v", d, err)
+			continue
+		}
+		var comment []string
+		for _, line := range regexp.MustCompile(`(?m)^//\t`+d+`\b.*$`).FindAllString(string(b), -1) {
+			comment = append(comment, faultsOfLine(t, "directive_"+d+".go's doc comment", line)...)
+		}
+		row := regexp.MustCompile("(?m)^\\| `" + d + "\\b([^`]*)` \\|(.*)$").FindStringSubmatch(scenarios)
+		if row == nil {
+			t.Errorf("docs/scenarios.md has no row for %s", d)
+			continue
+		}
+		documented := faultsOfLine(t, "docs/scenarios.md's row of "+d, strings.ReplaceAll(row[1], `\|`, "|"))
+		if strings.Contains(row[1], "fault=…") {
+			_, list, _ := strings.Cut(row[2], "faults: ")
+			for _, m := range regexp.MustCompile("^(?:`([a-z-]+)`(?:, )?)+").FindAllString(list, -1) {
+				documented = append(documented, strings.Split(strings.NewReplacer("`", "", " ", "").Replace(m), ",")...)
+			}
+		}
+		for where, listed := range map[string][]string{"directive_" + d + ".go's doc comment": comment, "docs/scenarios.md's row of " + d: documented} {
+			if !sameSet(listed, table) {
+				t.Errorf("%s lists the faults %v; the directive table gives %s %v", where, listed, d, table)
+			}
+		}
+	}
+}
+
+// faultArg is the fault argument of a directive's line: [fault=a|b].
+var faultArg = regexp.MustCompile(`\[fault=([^\]]+)\]`)
+
+// faultsOfLine returns the faults a directive's line lists in its
+// [fault=...]: "throttled retry-after=MS" is throttled with its argument,
+// and in "mangled spoil=cut-body|not-json", not-json is no fault but
+// another value of the argument before it.
+func faultsOfLine(t *testing.T, where, line string) []string {
+	t.Helper()
+	m := faultArg.FindStringSubmatch(line)
+	if m == nil || m[1] == "…" {
+		return nil
+	}
+	var listed []string
+	valueOf := ""
+	for _, alt := range strings.Split(m[1], "|") {
+		word := strings.Fields(alt)[0]
+		if _, err := faults.ParseKind(word, faults.All...); err == nil {
+			listed = append(listed, word)
+			valueOf = ""
+			if strings.Contains(alt, "=") {
+				valueOf = word
+			}
+		} else if valueOf == "" {
+			t.Errorf("%s lists %q as a fault, which is none", where, word)
+		}
+	}
+	return listed
+}
+
+// sameSet reports whether a and b hold the same strings.
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+// numberWords are the numbers the documentation spells out.
+var numberWords = []string{"none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+	"eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"}
+
+// TestDocsCountAndOrderTheInvariants: the README counts the invariants
+// the table checks, in words; the spec states the order the table checks
+// them in, number by number, and the architecture page which one comes
+// last.
+func TestDocsCountAndOrderTheInvariants(t *testing.T) {
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	readme, spec, architecture := flat(readDoc(t, "../README.md")), flat(readDoc(t, "spec.md")), flat(readDoc(t, "architecture.md"))
+	if want := "the harness checks " + numberWords[len(invariants)] + " invariants"; !strings.Contains(readme, want) {
+		t.Errorf("README.md does not say %q: the invariant table has %d", want, len(invariants))
+	}
+	var order []string
+	for _, inv := range invariants {
+		order = append(order, fmt.Sprint(inv.Number))
+	}
+	if want := "in the order " + strings.Join(order, ", "); !strings.Contains(spec, want) {
+		t.Errorf("docs/spec.md does not say %q, the order the table checks the invariants in", want)
+	}
+	if want := fmt.Sprintf("but invariant %d last", invariants[len(invariants)-1].Number); !strings.Contains(architecture, want) {
+		t.Errorf("docs/architecture.md does not say %q", want)
+	}
+}
+
+// TestNamedTestsExist: every test, benchmark or fuzz target that a
+// comment in the module's Go files or a page of its documentation names
+// is defined somewhere in the repository, so that a renamed or removed
+// test cannot leave its name behind.
+func TestNamedTestsExist(t *testing.T) {
+	root := filepath.Join("..", "..")
+	name := regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9]*`)
+	defined := map[string]bool{}
+	type mention struct{ where, name string }
+	var mentions []mention
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		ext := filepath.Ext(path)
+		if d.IsDir() || ext != ".go" && ext != ".md" && path != filepath.Join(root, ".ci", "run") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if ext == ".go" {
+				if m := regexp.MustCompile(`^func ((?:Test|Benchmark|Fuzz)\w+)\(`).FindStringSubmatch(line); m != nil {
+					defined[m[1]] = true
+				}
+				_, comment, ok := strings.Cut(line, "//")
+				if !ok {
+					continue
+				}
+				line = comment
+			}
+			for _, n := range name.FindAllString(line, -1) {
+				mentions = append(mentions, mention{fmt.Sprintf("%s:%d", path, i+1), n})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(defined) < 100 {
+		t.Fatalf("found %d tests in the repository; there were over 300 when this test was written", len(defined))
+	}
+	for _, m := range mentions {
+		if !defined[m.name] && m.name != "TestMain" {
+			t.Errorf("%s names %s, which no file defines", m.where, m.name)
+		}
+	}
+}
+
+// TestEveryPackageHasADoc: every package of the module says what it is
+// in a package comment.
+func TestEveryPackageHasADoc(t *testing.T) {
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if d.Name() == ".git" || d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != root {
+			return filepath.SkipDir // a module of its own (examples/...)
+		}
+		pkgs, err := parser.ParseDir(token.NewFileSet(), path, func(fi fs.FileInfo) bool {
+			return !strings.HasSuffix(fi.Name(), "_test.go")
+		}, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		for name, pkg := range pkgs {
+			documented := false
+			for _, f := range pkg.Files {
+				documented = documented || f.Doc != nil
+			}
+			if !documented {
+				t.Errorf("package %s in %s has no package comment", name, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -127,7 +127,7 @@ func finalRowsUnleased(in checkInput) string {
 // ceiling for the attempt, min(cap, base·2^(attempt−1)). The harness's
 // jitter source returns the drawn jitter whatever ceiling it is given, so
 // that next_attempt_at alone would not show a ceiling too high. (A wrong
-// next_attempt_at breaks invariant 6 too, which is checked first.)
+// next_attempt_at breaks invariant 6 too, which is checked after it.)
 func backoffAsComputed(in checkInput) string {
 	a := in.backoffAfter
 	if a == nil {

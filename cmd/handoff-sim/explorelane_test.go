@@ -44,7 +44,7 @@ func TestLaneCommandRefused(t *testing.T) {
 		err := cmd.Run()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 || stdout.Len() > 0 ||
-			!strings.Contains(stderr.String(), "explore-lane runs one lane of handoff explore --parallel N") {
+			!strings.Contains(stderr.String(), "explore-lane runs one lane of handoff-sim explore --parallel N") {
 			t.Errorf("%s: got %v, stdout %q, stderr %q; want exit status 2 and what the command is for", tt.name, err, stdout.String(), stderr.String())
 		}
 	}
@@ -71,7 +71,7 @@ func TestLaneCommandUnknownDesign(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	var exit *exec.ExitError
-	if want := "handoff explore-lane: unknown design \"no-such-design\" (see handoff designs)\n"; !errors.As(err, &exit) || exit.ExitCode() != 2 || stdout.Len() > 0 || stderr.String() != want {
+	if want := "handoff-sim explore-lane: unknown design \"no-such-design\" (see handoff-sim designs)\n"; !errors.As(err, &exit) || exit.ExitCode() != 2 || stdout.Len() > 0 || stderr.String() != want {
 		t.Errorf("got %v, stdout %q, stderr %q; want exit status 2 and %q", err, stdout.String(), stderr.String(), want)
 	}
 }

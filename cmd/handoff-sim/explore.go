@@ -15,6 +15,7 @@ import (
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/cli"
 	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/internal/lanes"
 	htmlreport "github.com/outboxlab/handoff/internal/report"
@@ -34,14 +35,14 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	checks := fs.Int("checks", explore.DefaultChecks, "random sequences to try")
 	steps := fs.Int("steps", explore.DefaultSteps, "the most random steps a sequence takes")
 	seed := fs.Uint64("seed", 0, "seed of the first sequence (default: a fresh one, printed in the summary)")
-	designName := fs.String("design", designs.Handoff.Name, "design to explore (handoff designs lists them)")
+	designName := fs.String("design", designs.Handoff.Name, "design to explore (handoff-sim designs lists them)")
 	save := fs.String("save", "", "save the minimal failing scenario as a file in this folder")
 	reportPath := fs.String("report", "", "write the run's report to this file: an HTML page of what the run reached, as charts, and of a failure as a picture (default: a failure's, beside the scenario --save saves)")
 	dir := fs.String("dir", "", "folder for the sequences' databases (default: the system's temporary folder)")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	defer func() {
-		if *asJSON && environmental(err) {
-			if jerr := encodeJSON(stdout, environmentFailure{Environment: message(err), ExitStatus: 4}); jerr != nil {
+		if *asJSON && cli.Environmental(err) {
+			if jerr := cli.EncodeJSON(stdout, environmentFailure{Environment: cli.Message(err), ExitStatus: 4}); jerr != nil {
 				err = jerr
 			}
 		}
@@ -50,26 +51,26 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	shardFlag := fs.String("shard", "1/1", "run shard i/n of the run's sequences (every n-th, from the i-th), --checks of them")
 	swarm := fs.Bool("swarm", true, "swarm testing: one sequence in four reweights or switches off kinds of steps and faults")
 	transportName := fs.String("transport", string(sim.InProcess), "how the worker's requests reach the CRM: in-process, or http (crm.Sender through a fault proxy to crm.Server on loopback)")
-	backendFlags := addBackendFlags(fs)
-	if err := parse(fs, args, stderr, false); err != nil {
+	backendFlags := cli.AddBackendFlags(fs)
+	if err := cli.Parse(fs, args, stderr, false); err != nil {
 		return err
 	}
 	// The run's paths are checked before it connects or writes anything:
 	// a report or a scenario it could not write would be found only at
 	// its end.
-	for _, err := range []error{existingFolder("dir", *dir), notAFile("save", *save), notAFolder("report", *reportPath)} {
+	for _, err := range []error{cli.ExistingFolder("dir", *dir), cli.NotAFile("save", *save), cli.NotAFolder("report", *reportPath)} {
 		if err != nil {
 			return err
 		}
 	}
-	which, postgresURL, err := backendFlags.values(ctx)
+	which, postgresURL, err := backendFlags.Values(ctx)
 	if err != nil {
 		return err
 	}
 	var shard, shards int
 	if _, err := fmt.Sscanf(*shardFlag, "%d/%d", &shard, &shards); err != nil || shard < 1 || shard > shards ||
 		fmt.Sprintf("%d/%d", shard, shards) != *shardFlag {
-		return fmt.Errorf("%w: --shard is %q, want i/n with 1 <= i <= n", errUsage, *shardFlag)
+		return fmt.Errorf("%w: --shard is %q, want i/n with 1 <= i <= n", cli.ErrUsage, *shardFlag)
 	}
 	design, err := lookupDesign(*designName)
 	if err != nil {
@@ -80,7 +81,7 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		err = sim.CheckTransport(design, transport)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: --transport: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
+		return fmt.Errorf("%w: --transport: %s", cli.ErrUsage, strings.TrimPrefix(err.Error(), "handoff: "))
 	}
 	// One lane runs here, one goroutine at a time, on one processor; each
 	// of several runs in a process of its own, on one (see lanes.Explore).
@@ -93,28 +94,28 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if *seed == 0 {
 		*seed = new(maphash.Hash).Sum64() | 1
 	}
-	common := fmt.Sprintf("%s explore --design %s --steps %d", invokedAs(os.Args[0]), design.Name, *steps)
+	common := fmt.Sprintf("%s explore --design %s --steps %d", cli.InvokedAs(os.Args[0]), design.Name, *steps)
 	if !*swarm {
 		common += " --swarm=false"
 	}
 	if transport != sim.InProcess {
 		common += " --transport " + string(transport)
 	}
-	common += backendFlags.flags()
+	common += backendFlags.Flags()
 	again := fmt.Sprintf("%s --seed %d --checks %d", common, *seed, *checks)
 	if shards > 1 {
 		again += " --shard " + *shardFlag
 	}
 	fmt.Fprintf(stderr, "exploring design %s (%s) with seed %d; to run it again: %s\n", design.Name, transport, *seed, again)
 	if which == backend.Postgres {
-		fmt.Fprintln(stderr, connectionsNeeded(postgresURL, *parallel))
+		fmt.Fprintln(stderr, cli.ConnectionsNeeded(postgresURL, *parallel))
 	}
 	cfg := explore.ExploreConfig{Design: design, Checks: *checks, Steps: *steps, Seed: *seed, Dir: *dir,
 		Shard: shard, Shards: shards, Parallel: *parallel, NoSwarm: !*swarm, Transport: transport,
-		Backend: which, PostgresURL: postgresURL, ConnectWait: *backendFlags.wait, Progress: progressLine(stderr, *checks)}
+		Backend: which, PostgresURL: postgresURL, ConnectWait: *backendFlags.Wait, Progress: progressLine(stderr, *checks)}
 	report, err := runExploration(ctx, cfg)
-	if err != nil && environmental(err) && which == backend.Postgres {
-		err = fmt.Errorf("%w\n%s", err, connectionsNeeded(postgresURL, *parallel))
+	if err != nil && cli.Environmental(err) && which == backend.Postgres {
+		err = fmt.Errorf("%w\n%s", err, cli.ConnectionsNeeded(postgresURL, *parallel))
 	}
 	if err != nil {
 		return err
@@ -194,7 +195,7 @@ func runExploration(ctx context.Context, cfg explore.ExploreConfig) (explore.Rep
 // progressLine returns the progress callback: a line rewritten in place on
 // a terminal, a line every ten seconds elsewhere.
 func progressLine(w io.Writer, checks int) func(*sim.Stats, time.Duration) {
-	terminal := isTerminal(w)
+	terminal := cli.IsTerminal(w)
 	return func(st *sim.Stats, elapsed time.Duration) {
 		line := fmt.Sprintf("exploring: %s (of %s), %s, %s, %.0f steps/s",
 			words.HowMany(st.Sequences.Load(), "sequence"), words.HowMany(checks, "check"), words.HowMany(st.ShrinkRuns.Load(), "shrink run"), words.HowMany(st.Steps.Load(), "step"),
@@ -210,7 +211,7 @@ func progressLine(w io.Writer, checks int) func(*sim.Stats, time.Duration) {
 
 // progressDone ends an in-place progress line on a terminal.
 func progressDone(w io.Writer) string {
-	if isTerminal(w) {
+	if cli.IsTerminal(w) {
 		return "\n"
 	}
 	return ""
@@ -228,12 +229,12 @@ func printSummary(w io.Writer, r explore.Report, reproduce string) {
 		fmt.Fprint(w, " (interrupted)")
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  faults injected: %s\n", counts(st.Faults))
-	fmt.Fprintf(w, "  transitions:     %s\n", counts(st.Transitions))
-	fmt.Fprintf(w, "  worker results:  %s\n", counts(st.Results))
-	fmt.Fprintf(w, "  other steps:     %s\n", counts(st.Phases))
+	fmt.Fprintf(w, "  faults injected: %s\n", cli.Counts(st.Faults))
+	fmt.Fprintf(w, "  transitions:     %s\n", cli.Counts(st.Transitions))
+	fmt.Fprintf(w, "  worker results:  %s\n", cli.Counts(st.Results))
+	fmt.Fprintf(w, "  other steps:     %s\n", cli.Counts(st.Phases))
 	fmt.Fprintf(w, "  input classes:   %d of %d drawn\n", len(st.InputClasses), len(sim.InputClasses))
-	fmt.Fprintf(w, "  shapes (steps):  %s\n", counts(st.Shapes))
+	fmt.Fprintf(w, "  shapes (steps):  %s\n", cli.Counts(st.Shapes))
 	if r.Failure == nil {
 		fmt.Fprintln(w, "  failures:        0")
 		return
@@ -306,7 +307,7 @@ func printJSON(w io.Writer, r explore.Report, reproduce string) error {
 		s.Violation = &violation{f.Violation.Invariant, f.Violation.Name(), f.Violation.Detail, f.Length()}
 		s.Scenario, s.FailureSeed, s.Reproduce = &scenario, &r.FailureSeed, &reproduce
 	}
-	return encodeJSON(w, s)
+	return cli.EncodeJSON(w, s)
 }
 
 func stringKeys[K ~string](m map[K]int) map[string]int {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,42 +13,44 @@ import (
 	"github.com/outboxlab/handoff/system"
 )
 
-// backendFlags are the --backend and --postgres-url flags of the commands
-// that run the harness (explore, replay): where the simulated app
-// database lives.
-type backendFlags struct {
+// BackendFlags are the --backend, --postgres-url and --connect-wait flags
+// of the commands that run the harness or real processes on a backend
+// (explore, designs, replay, report, trial): where the app database
+// lives.
+type BackendFlags struct {
 	name, url *string
-	wait      *time.Duration
+	// Wait is --connect-wait: how long a connection waits for the server.
+	Wait *time.Duration
 }
 
-// addBackendFlags defines the flags on fs.
-func addBackendFlags(fs *flag.FlagSet) backendFlags {
-	return backendFlags{
+// AddBackendFlags defines the flags on fs.
+func AddBackendFlags(fs *flag.FlagSet) BackendFlags {
+	return BackendFlags{
 		name: fs.String("backend", string(backend.SQLite), "where the app database lives: sqlite (a file per lane), or postgres (a schema per lane on --postgres-url's server, dropped at the end)"),
 		url:  fs.String("postgres-url", backend.Server(), "the PostgreSQL server of --backend postgres; $"+backend.PostgresURLEnv+" sets the default"),
-		wait: fs.Duration("connect-wait", system.DefaultConnectWait, "how long a connection waits, with backoff, for a PostgreSQL server that has no connection to spare or is starting; past it the run ends with exit status 4"),
+		Wait: fs.Duration("connect-wait", system.DefaultConnectWait, "how long a connection waits, with backoff, for a PostgreSQL server that has no connection to spare or is starting; past it the run ends with exit status 4"),
 	}
 }
 
 // values returns the backend and the server's URL: a usage error for a
 // bad flag, and for PostgreSQL an error that says why when the server
 // cannot be reached, before the command makes anything.
-func (b backendFlags) values(ctx context.Context) (backend.Backend, string, error) {
-	which, err := b.backend()
+func (b BackendFlags) Values(ctx context.Context) (backend.Backend, string, error) {
+	which, err := b.Backend()
 	if err != nil {
 		return "", "", err
 	}
 	if which == backend.Postgres && !system.IsPostgres(*b.url) {
-		return "", "", fmt.Errorf("%w: --postgres-url %q is not a PostgreSQL URL (postgres://…)", errUsage, system.Redact(*b.url))
+		return "", "", fmt.Errorf("%w: --postgres-url %q is not a PostgreSQL URL (postgres://…)", ErrUsage, system.Redact(*b.url))
 	}
-	if *b.wait <= 0 {
-		return "", "", fmt.Errorf("%w: --connect-wait is %v, want more than 0", errUsage, *b.wait)
+	if *b.Wait <= 0 {
+		return "", "", fmt.Errorf("%w: --connect-wait is %v, want more than 0", ErrUsage, *b.Wait)
 	}
 	if which == backend.Postgres {
 		// A try that starts within the wait may take a few seconds.
-		ctx, cancel := context.WithTimeout(ctx, *b.wait+5*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, *b.Wait+5*time.Second)
 		defer cancel()
-		if err := system.PingPostgres(ctx, *b.url, *b.wait); err != nil {
+		if err := system.PingPostgres(ctx, *b.url, *b.Wait); err != nil {
 			return "", "", err
 		}
 	}
@@ -57,34 +59,34 @@ func (b backendFlags) values(ctx context.Context) (backend.Backend, string, erro
 
 // backend is the backend --backend names, without a connection to
 // anything: a usage error for a name that is none.
-func (b backendFlags) backend() (backend.Backend, error) {
+func (b BackendFlags) Backend() (backend.Backend, error) {
 	which, err := backend.Parse(*b.name)
 	if err != nil {
-		return "", fmt.Errorf("%w: --backend: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
+		return "", fmt.Errorf("%w: --backend: %s", ErrUsage, strings.TrimPrefix(err.Error(), "handoff: "))
 	}
 	return which, nil
 }
 
 // flags are the flags that say b again in a command line: none for the
 // default backend, the server's URL only when it is not the default.
-func (b backendFlags) flags() string {
+func (b BackendFlags) Flags() string {
 	if *b.name == string(backend.SQLite) {
 		return ""
 	}
 	s := " --backend " + *b.name
 	if *b.url != backend.Server() {
-		s += " --postgres-url " + shellWord(system.Redact(*b.url))
+		s += " --postgres-url " + ShellWord(system.Redact(*b.url))
 	}
-	if *b.wait != system.DefaultConnectWait {
-		s += " --connect-wait " + b.wait.String()
+	if *b.Wait != system.DefaultConnectWait {
+		s += " --connect-wait " + b.Wait.String()
 	}
 	return s
 }
 
-// connectionsNeeded says how many connections to the server at url a run
+// ConnectionsNeeded says how many connections to the server at url a run
 // of the harness in lanes lanes holds at most, and how to stay within a
 // shared server's limit.
-func connectionsNeeded(url string, lanes int) string {
+func ConnectionsNeeded(url string, lanes int) string {
 	n := lanes * sim.PostgresConnections
 	return fmt.Sprintf("on PostgreSQL at %s: this run holds at most %d connections (%d per lane, %s); --parallel sets the lanes",
 		system.Redact(url), n, sim.PostgresConnections, words.HowMany(lanes, "lane"))

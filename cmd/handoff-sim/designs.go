@@ -12,6 +12,7 @@ import (
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/cli"
 	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/internal/words"
 )
@@ -22,29 +23,29 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("designs", flag.ContinueOnError)
 	measure := fs.Int("measure", 0, "explore every fragile design with this many seeds and report how fast each is caught")
 	asJSON := fs.Bool("json", false, "print JSON: the catalog, or with --measure the measurements")
-	backendFlags := addBackendFlags(fs)
-	if err := parse(fs, args, stderr, true); err != nil {
+	backendFlags := cli.AddBackendFlags(fs)
+	if err := cli.Parse(fs, args, stderr, true); err != nil {
 		return err
 	}
 	// The flags are checked together before anything connects.
-	which, err := backendFlags.backend()
+	which, err := backendFlags.Backend()
 	switch {
 	case err != nil:
 		return err
 	case *measure > 0 && fs.NArg() > 0:
-		return fmt.Errorf("%w: --measure measures the whole catalog; give no names", errUsage)
+		return fmt.Errorf("%w: --measure measures the whole catalog; give no names", cli.ErrUsage)
 	case *measure == 0 && which != backend.SQLite:
-		return fmt.Errorf("%w: --backend says where --measure explores; without --measure it has nothing to do", errUsage)
+		return fmt.Errorf("%w: --backend says where --measure explores; without --measure it has nothing to do", cli.ErrUsage)
 	}
 	if *measure > 0 {
-		_, postgresURL, err := backendFlags.values(ctx)
+		_, postgresURL, err := backendFlags.Values(ctx)
 		if err != nil {
 			return err
 		}
 		if which == backend.Postgres {
-			fmt.Fprintln(stderr, connectionsNeeded(postgresURL, 1))
+			fmt.Fprintln(stderr, cli.ConnectionsNeeded(postgresURL, 1))
 		}
-		return measureDesigns(ctx, designs.Fragile, *measure, which, postgresURL, *backendFlags.wait, *asJSON, stdout, stderr)
+		return measureDesigns(ctx, designs.Fragile, *measure, which, postgresURL, *backendFlags.Wait, *asJSON, stdout, stderr)
 	}
 	list := designs.All()
 	if fs.NArg() > 0 {
@@ -102,7 +103,7 @@ func printCatalogJSON(w io.Writer, list []designs.Design) error {
 		}
 		out = append(out, e)
 	}
-	return encodeJSON(w, out)
+	return cli.EncodeJSON(w, out)
 }
 
 // measurement is how one fragile design fared over several seeds.
@@ -174,7 +175,7 @@ func measureDesigns(ctx context.Context, list []designs.Design, seeds int, on ba
 // printMeasurements writes the measurements as a table, or as JSON.
 func printMeasurements(w io.Writer, all []measurement, asJSON bool) error {
 	if asJSON {
-		return encodeJSON(w, all)
+		return cli.EncodeJSON(w, all)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "design\tfound\tmedian sequences\tmedian time to first failure\tshrunk to documented length\tdocumented invariant\t")

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"os/exec"
@@ -24,9 +24,9 @@ func TestShellWord(t *testing.T) {
 		{"it's a $HOME `pwd` *", true},
 		{"", true},
 	} {
-		got := shellWord(tt.word)
+		got := ShellWord(tt.word)
 		if quoted := got != tt.word; quoted != tt.quoted {
-			t.Errorf("shellWord(%q) = %s: quoted %v, want %v", tt.word, got, quoted, tt.quoted)
+			t.Errorf("ShellWord(%q) = %s: quoted %v, want %v", tt.word, got, quoted, tt.quoted)
 		}
 		out, err := exec.CommandContext(t.Context(), sh, "-c", "printf '%s|' "+got).Output()
 		if err != nil || string(out) != tt.word+"|" {
@@ -36,9 +36,12 @@ func TestShellWord(t *testing.T) {
 }
 
 // TestInvokedAs: the command lines explore and trial print to run them
-// again start as the program was started, or with go run ./cmd/handoff
-// when go run or go test built it in a folder that is gone once it ends.
+// again start as the program was started, or with go run and the
+// program's folder (./cmd/handoff here) when go run or go test built it in a folder that is gone once it ends.
 func TestInvokedAs(t *testing.T) {
+	saved := program
+	t.Cleanup(func() { program = saved })
+	Register("handoff", "./cmd/handoff", "", nil)
 	for _, tt := range []struct{ arg0, want string }{
 		{"handoff", "handoff"},
 		{"/usr/local/bin/handoff", "/usr/local/bin/handoff"},
@@ -48,8 +51,8 @@ func TestInvokedAs(t *testing.T) {
 		{"/root/.cache/go-build/3f/3f0c-d/handoff", "go run ./cmd/handoff"},
 		{"/tmp/go-build2718/b001/handoff.test", "go run ./cmd/handoff"},
 	} {
-		if got := invokedAs(tt.arg0); got != tt.want {
-			t.Errorf("invokedAs(%q) = %q, want %q", tt.arg0, got, tt.want)
+		if got := InvokedAs(tt.arg0); got != tt.want {
+			t.Errorf("InvokedAs(%q) = %q, want %q", tt.arg0, got, tt.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/cli"
 )
 
 // The catalog of designs, and --measure.
@@ -22,7 +23,7 @@ func TestDesigns(t *testing.T) {
 		t.Errorf("designs two-writes: exit %d:\n%s", code, stdout)
 	}
 	if code, _, stderr := runCLI(t, "designs", "three-writes"); code != 2 ||
-		stderr != "handoff designs: unknown design \"three-writes\" (see handoff designs)\nsee handoff help designs\n" {
+		stderr != "handoff-sim designs: unknown design \"three-writes\" (see handoff-sim designs)\nsee handoff-sim help designs\n" {
 		t.Errorf("designs three-writes: got exit %d, %q; want 2 and the design named once", code, stderr)
 	}
 	if code, _, _ := runCLI(t, "designs", "--measure", "-1"); code != 2 {
@@ -66,7 +67,7 @@ func TestDesignsMeasureExitStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := lookup("designs")
+	c, _ := cli.Lookup("designs")
 	_, help, _ := runCLI(t, "help", "designs")
 	_, failed, _ := strings.Cut(help, "\n  1  ")
 	failed, _, _ = strings.Cut(failed, "\n")
@@ -77,21 +78,21 @@ func TestDesignsMeasureExitStatus(t *testing.T) {
 		stderr string
 	}{
 		{"as documented", func(*designs.Design) {}, 0, ""},
-		{"documented longer", func(d *designs.Design) { d.MinimalSteps, d.MostSteps = 3, 3 }, 1, "handoff designs: not caught as documented on every seed: two-writes\n"},
-		{"documented with another invariant", func(d *designs.Design) { d.Invariant = 5 }, 1, "handoff designs: not caught as documented on every seed: two-writes\n"},
+		{"documented longer", func(d *designs.Design) { d.MinimalSteps, d.MostSteps = 3, 3 }, 1, "handoff-sim designs: not caught as documented on every seed: two-writes\n"},
+		{"documented with another invariant", func(d *designs.Design) { d.Invariant = 5 }, 1, "handoff-sim designs: not caught as documented on every seed: two-writes\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d := twoWrites
 			tt.change(&d)
 			var stdout, stderr strings.Builder
 			err := measureDesigns(t.Context(), []designs.Design{d}, 1, backend.SQLite, "", 0, false, &stdout, io.Discard)
-			if code := c.exit(err, &stdout, &stderr); code != tt.code || stderr.String() != tt.stderr {
+			if code := c.Exit(err, &stdout, &stderr); code != tt.code || stderr.String() != tt.stderr {
 				t.Fatalf("got exit %d, stderr %q; want %d and %q", code, stderr.String(), tt.code, tt.stderr)
 			}
 			if !strings.Contains(strings.Join(strings.Fields(stdout.String()), " "), " two-writes 1/1 ") {
 				t.Errorf("no measurement of two-writes in:\n%s", stdout.String())
 			}
-			if why, _, _ := strings.Cut(strings.TrimPrefix(tt.stderr, "handoff designs: "), ":"); tt.code == 1 && !strings.Contains(failed, why) {
+			if why, _, _ := strings.Cut(strings.TrimPrefix(tt.stderr, "handoff-sim designs: "), ":"); tt.code == 1 && !strings.Contains(failed, why) {
 				t.Errorf("help designs says exit status 1 means %q, which does not say %q", failed, why)
 			}
 		})

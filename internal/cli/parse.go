@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 // returns a helpRequest for -h or --help, and a usage error (printed once,
 // by run) for every flag problem and every unexpected argument: the flag
 // package's own output is discarded, so stderr is not written to.
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer, positional bool) error {
+func Parse(fs *flag.FlagSet, args []string, stderr io.Writer, positional bool) error {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	if positional {
@@ -28,14 +28,14 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer, positional bool) e
 			return helpRequest{fs}
 		}
 		if msg, ok := durationError(fs, err); ok {
-			return fmt.Errorf("%w: %s", errUsage, msg)
+			return fmt.Errorf("%w: %s", ErrUsage, msg)
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	if !positional && fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+		return fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
 	}
-	if c, ok := lookup(fs.Name()); ok {
+	if c, ok := Lookup(fs.Name()); ok {
 		return c.checkNumbers(fs)
 	}
 	return nil
@@ -74,7 +74,7 @@ func flagsFirst(fs *flag.FlagSet, args []string) []string {
 
 // required returns a usage error naming the flags of fs in names that
 // were not given.
-func required(fs *flag.FlagSet, names ...string) error {
+func Required(fs *flag.FlagSet, names ...string) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var missing []string
@@ -84,17 +84,17 @@ func required(fs *flag.FlagSet, names ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: missing %s", errUsage, strings.Join(missing, ", "))
+		return fmt.Errorf("%w: missing %s", ErrUsage, strings.Join(missing, ", "))
 	}
 	return nil
 }
 
 // operands parses args with fs, flags and operands in any order, and
 // returns the operands.
-func operands(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
+func Operands(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
 	var found []string
 	for {
-		if err := parse(fs, args, stderr, true); err != nil {
+		if err := Parse(fs, args, stderr, true); err != nil {
 			return nil, err
 		}
 		if fs.NArg() == 0 {
@@ -128,37 +128,37 @@ func durationError(fs *flag.FlagSet, err error) (string, bool) {
 	return fmt.Sprintf("--%s is %q, not a duration: write a number and a unit, h, m, s or ms, such as 30s, 90m, or 24h for a day", m[2], m[1]), true
 }
 
-// existingFolder refuses the path of flag name, unless it is empty or a
+// ExistingFolder refuses the path of flag name, unless it is empty or a
 // folder that exists: a usage error, as each path check below is, for a
 // command must not take a bad path for a failure of the run.
-func existingFolder(name, path string) error {
+func ExistingFolder(name, path string) error {
 	if path == "" {
 		return nil
 	}
 	info, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("%w: --%s %s: %w", errUsage, name, path, pathCause(err))
+		return fmt.Errorf("%w: --%s %s: %w", ErrUsage, name, path, pathCause(err))
 	}
 	if !info.IsDir() {
-		return fmt.Errorf("%w: --%s %s: a file, not a folder", errUsage, name, path)
+		return fmt.Errorf("%w: --%s %s: a file, not a folder", ErrUsage, name, path)
 	}
 	return nil
 }
 
-// notAFile refuses the path of flag name, a folder to create if need be,
+// NotAFile refuses the path of flag name, a folder to create if need be,
 // when a file is there.
-func notAFile(name, path string) error {
+func NotAFile(name, path string) error {
 	if info, err := os.Stat(path); err == nil && !info.IsDir() {
-		return fmt.Errorf("%w: --%s %s: a file, not a folder", errUsage, name, path)
+		return fmt.Errorf("%w: --%s %s: a file, not a folder", ErrUsage, name, path)
 	}
 	return nil
 }
 
-// notAFolder refuses the path of flag name, a file to write, when a
+// NotAFolder refuses the path of flag name, a file to write, when a
 // folder is there.
-func notAFolder(name, path string) error {
+func NotAFolder(name, path string) error {
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		return fmt.Errorf("%w: --%s %s: a folder, not a file", errUsage, name, path)
+		return fmt.Errorf("%w: --%s %s: a folder, not a file", ErrUsage, name, path)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/outboxlab/handoff"
+	"github.com/outboxlab/handoff/internal/cli"
 	"github.com/outboxlab/handoff/internal/sim"
 )
 
@@ -50,7 +51,7 @@ func TestOverHTTP(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil || s["transport"] != "http" || s["sequences"] != 3.0 {
 		t.Errorf("explore --transport http --json: exit %d, %v, %v, stderr %s", code, err, s, stderr)
 	}
-	if !strings.Contains(stderr, "exploring design handoff (http) with seed 5; to run it again: "+invokedAs(os.Args[0])+" explore --design handoff --steps 50 --transport http --seed 5") {
+	if !strings.Contains(stderr, "exploring design handoff (http) with seed 5; to run it again: "+cli.InvokedAs(os.Args[0])+" explore --design handoff --steps 50 --transport http --seed 5") {
 		t.Errorf("explore --transport http: stderr %q does not say how to run it again over http", stderr)
 	}
 }

@@ -1,13 +1,22 @@
-package main
+package cli
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 )
 
-// counts prints a map as "k v, k v" in key order.
-func counts[K ~string](m map[K]int) string {
+// EncodeJSON writes v as indented JSON, as every --json output is.
+func EncodeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// Counts prints a map as "k v, k v" in key order, "none" when empty.
+func Counts[K ~string](m map[K]int) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, string(k))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/outboxlab/handoff/internal/cli"
 	"github.com/outboxlab/handoff/internal/lanes"
 )
 
@@ -20,7 +21,7 @@ func exploreLane(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "handoff %s: %s\n", lanes.Command, message(err))
+	fmt.Fprintf(stderr, "handoff-sim %s: %s\n", lanes.Command, cli.Message(err))
 	if errors.Is(err, lanes.ErrRefused) {
 		return 2
 	}

@@ -1,13 +1,13 @@
-package main
+package cli
 
 import (
 	"io"
 	"os"
 )
 
-// isTerminal says whether w is a terminal: a person watches it, and a
+// IsTerminal says whether w is a terminal: a person watches it, and a
 // line can be rewritten in place.
-func isTerminal(w io.Writer) bool {
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/cli"
 	htmlreport "github.com/outboxlab/handoff/internal/report"
 	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
@@ -26,18 +27,18 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	quiet := fs.Bool("quiet", false, "print only mismatches and the summary")
 	reportPath := fs.String("report", "", "write the report of the first file that fails (an HTML page of the run as a picture) to this file (default: every file named that fails gets one beside it, FILE.html for FILE.txt)")
 	transportName := fs.String("transport", string(sim.InProcess), "how the worker's requests reach the CRM in a file that names no transport: in-process, or http")
-	backendFlags := addBackendFlags(fs)
-	if err := parse(fs, args, stderr, true); err != nil {
+	backendFlags := cli.AddBackendFlags(fs)
+	if err := cli.Parse(fs, args, stderr, true); err != nil {
 		return err
 	}
-	if err := notAFolder("report", *reportPath); err != nil {
+	if err := cli.NotAFolder("report", *reportPath); err != nil {
 		return err
 	}
 	transport, err := sim.ParseTransport(*transportName)
 	if err != nil {
-		return fmt.Errorf("%w: --transport: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
+		return fmt.Errorf("%w: --transport: %s", cli.ErrUsage, strings.TrimPrefix(err.Error(), "handoff: "))
 	}
-	backend, postgresURL, err := backendFlags.values(ctx)
+	backend, postgresURL, err := backendFlags.Values(ctx)
 	if err != nil {
 		return err
 	}
@@ -51,7 +52,7 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	steps, mismatches, skipped, reported := 0, 0, 0, 0
 	for _, sc := range scenarios {
-		run, problems, err := replayOne(ctx, sc, sim.Config{Transport: transport, Backend: backend, PostgresURL: postgresURL, ConnectWait: *backendFlags.wait})
+		run, problems, err := replayOne(ctx, sc, sim.Config{Transport: transport, Backend: backend, PostgresURL: postgresURL, ConnectWait: *backendFlags.Wait})
 		if errors.Is(err, sim.ErrOtherBackend) {
 			fmt.Fprintf(stderr, "skipped %v\n", err)
 			skipped++
@@ -131,7 +132,7 @@ func replayOne(ctx context.Context, sc sim.Scenario, cfg sim.Config) (sim.Run, [
 // whose output differs from the file's, and the first invariant a step
 // broke.
 func replayReport(sc sim.Scenario, run sim.Run, problems []sim.Problem) htmlreport.Input {
-	in := htmlreport.Input{Run: run, Scenario: sc, Reproduce: fmt.Sprintf("%s replay %s", invokedAs(os.Args[0]), shellWord(sc.Name))}
+	in := htmlreport.Input{Run: run, Scenario: sc, Reproduce: fmt.Sprintf("%s replay %s", cli.InvokedAs(os.Args[0]), cli.ShellWord(sc.Name))}
 	for i, c := range sc.Cases {
 		if i < len(run.Outcomes) && run.Outcomes[i].Output != c.Want {
 			in.Mismatched = append(in.Mismatched, i)

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/cli"
 	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 )
@@ -22,7 +23,7 @@ import (
 // other file it cannot use).
 func enumerate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("enumerate", flag.ContinueOnError)
-	if err := parse(fs, args, stderr, true); err != nil {
+	if err := cli.Parse(fs, args, stderr, true); err != nil {
 		return err
 	}
 	scenarios, err := readScenarios(fs.Args())

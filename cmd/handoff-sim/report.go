@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/outboxlab/handoff/internal/cli"
 	htmlreport "github.com/outboxlab/handoff/internal/report"
 	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
@@ -22,21 +23,21 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	out := fs.String("out", "", "write the report to this file (default: beside FILE, FILE.html for FILE.txt)")
 	transportName := fs.String("transport", string(sim.InProcess), "how the worker's requests reach the CRM when the file names no transport: in-process, or http")
-	backendFlags := addBackendFlags(fs)
-	if err := parse(fs, args, stderr, true); err != nil {
+	backendFlags := cli.AddBackendFlags(fs)
+	if err := cli.Parse(fs, args, stderr, true); err != nil {
 		return err
 	}
-	if err := notAFolder("out", *out); err != nil {
+	if err := cli.NotAFolder("out", *out); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: report takes one scenario file, got %d", errUsage, fs.NArg())
+		return fmt.Errorf("%w: report takes one scenario file, got %d", cli.ErrUsage, fs.NArg())
 	}
 	transport, err := sim.ParseTransport(*transportName)
 	if err != nil {
-		return fmt.Errorf("%w: --transport: %s", errUsage, strings.TrimPrefix(err.Error(), "handoff: "))
+		return fmt.Errorf("%w: --transport: %s", cli.ErrUsage, strings.TrimPrefix(err.Error(), "handoff: "))
 	}
-	backend, postgresURL, err := backendFlags.values(ctx)
+	backend, postgresURL, err := backendFlags.Values(ctx)
 	if err != nil {
 		return err
 	}
@@ -45,7 +46,7 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	run, problems, err := replayOne(ctx, sc, sim.Config{Transport: transport, Backend: backend, PostgresURL: postgresURL, ConnectWait: *backendFlags.wait})
+	run, problems, err := replayOne(ctx, sc, sim.Config{Transport: transport, Backend: backend, PostgresURL: postgresURL, ConnectWait: *backendFlags.Wait})
 	if errors.Is(err, sim.ErrOtherBackend) {
 		return fmt.Errorf("%v: give --backend to run it", err)
 	}
@@ -58,7 +59,7 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		path = htmlreport.Beside(file)
 	}
 	if path == file {
-		return fmt.Errorf("%w: --out names the scenario file itself", errUsage)
+		return fmt.Errorf("%w: --out names the scenario file itself", cli.ErrUsage)
 	}
 	written, err := htmlreport.WriteFile(path, in)
 	if err != nil {

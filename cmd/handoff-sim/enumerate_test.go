@@ -28,7 +28,7 @@ func TestEnumerateSkipsFragileScenarios(t *testing.T) {
 	real := filepath.Join("..", "..", "corpus", "duplicate-request.txt")
 	code, stdout, stderr := runCLI(t, "enumerate", fragile)
 	if code != 1 || !strings.Contains(stderr, "skipped "+fragile+": a scenario of the fragile design two-writes") ||
-		!strings.Contains(stderr, "handoff enumerate: nothing to enumerate") || stdout != "" {
+		!strings.Contains(stderr, "handoff-sim enumerate: nothing to enumerate") || stdout != "" {
 		t.Errorf("enumerate of a fragile scenario: got exit %d, stdout %q, stderr %q; want 1, the skip and nothing to enumerate", code, stdout, stderr)
 	}
 	code, stdout, stderr = runCLI(t, "enumerate", fragile, real)

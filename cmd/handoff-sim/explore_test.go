@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxlab/handoff/internal/cli"
 	"github.com/outboxlab/handoff/internal/pgtest"
 )
 
@@ -81,19 +82,22 @@ func TestExploreFragileDesign(t *testing.T) {
 func TestExploreReproduceLineOfAnInstalledBinary(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	exe := filepath.Join(dir, "handoff")
-	copyTo(t, os.Args[0], exe)
-	if err := os.Chmod(exe, 0o755); err != nil {
+	exe := filepath.Join(dir, "handoff-sim")
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := &exec.Cmd{Path: exe, Args: []string{"handoff", "explore", "--checks", "2", "--seed", "3", "--parallel", "1", "--dir", dir},
+	if err := os.WriteFile(exe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := &exec.Cmd{Path: exe, Args: []string{"handoff-sim", "explore", "--checks", "2", "--seed", "3", "--parallel", "1", "--dir", dir},
 		Env: append(os.Environ(), "HANDOFF_RUN_MAIN=1")}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("handoff explore: %v:\n%s", err, out)
+		t.Fatalf("handoff-sim explore: %v:\n%s", err, out)
 	}
-	if want := "; to run it again: handoff explore --design handoff --steps 50 --seed 3 --checks 2\n"; !strings.Contains(string(out), want) {
-		t.Errorf("handoff explore: no %q in:\n%s", want, out)
+	if want := "; to run it again: handoff-sim explore --design handoff --steps 50 --seed 3 --checks 2\n"; !strings.Contains(string(out), want) {
+		t.Errorf("handoff-sim explore: no %q in:\n%s", want, out)
 	}
 }
 
@@ -252,7 +256,7 @@ func TestExploreStopped(t *testing.T) {
 			}
 			stderr := bufio.NewReader(stderrPipe)
 			first, err := stderr.ReadString('\n')
-			if err != nil || !strings.Contains(first, "seed 9; to run it again: "+invokedAs(os.Args[0])+" explore") {
+			if err != nil || !strings.Contains(first, "seed 9; to run it again: "+cli.InvokedAs(os.Args[0])+" explore") {
 				cmd.Process.Kill()
 				t.Fatalf("first line on stderr: %q, %v; want the seed and the command", first, err)
 			}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/handoff/internal/lanes"
+	_ "modernc.org/sqlite"
+)
+
+// TestMain, and the helpers the tests of every command share: running
+// the command line, reading files.
+
+// TestMain lets a test run the command line in a process of its own:
+// with HANDOFF_RUN_MAIN set, the test binary is the handoff-sim command.
+// It is the lane command too, as explore --parallel N starts it from its
+// own executable: the test binary, under go test.
+func TestMain(m *testing.M) {
+	if os.Getenv("HANDOFF_RUN_MAIN") != "" || len(os.Args) > 1 && os.Args[1] == lanes.Command {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// cliTimeout bounds a command a test runs in-process: one that never
+// ends is interrupted and fails its test, instead of holding the package
+// until go test's own timeout.
+const cliTimeout = 2 * time.Minute
+
+// runCLI runs the command line in-process and returns its exit status,
+// stdout and stderr.
+func runCLI(t testing.TB, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), cliTimeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, args, &stdout, &stderr)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("handoff-sim %s: still running after %v, interrupted", strings.Join(args, " "), cliTimeout)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// mustRun runs the command line and fails the test unless it exits 0.
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s%s", args, code, stdout, stderr)
+	}
+	return stdout
+}
+
+// folder returns every file in dir with its content.
+func folder(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = string(b)
+	}
+	return files
+}

@@ -1,0 +1,68 @@
+// Package notrun tells whoever ran go test, in one line, that a part of
+// the suite did not run in a package and why: the PostgreSQL suite
+// without a server, the browser tests without Chromium, either under
+// -short. go test shows the output of a package that passed only with
+// -v, so a skip would otherwise go unseen; the line goes to the go
+// command's own standard error when that is a terminal or a pipe (found
+// through Linux's /proc, and never a file, which another writer's offset
+// would overwrite), and to the test's own otherwise, where -v or a
+// failure shows it.
+package notrun
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+)
+
+// said holds the reasons this test binary has given, each said once.
+var said sync.Map
+
+// Say writes "handoff: PACKAGE: REASON" once for each reason in this test
+// binary, PACKAGE being the package under test.
+func Say(reason string) {
+	if _, dup := said.LoadOrStore(reason, true); dup {
+		return
+	}
+	line := fmt.Sprintf("handoff: %s: %s\n", testedPackage(), reason)
+	if w, ok := goCommandStderr(); ok {
+		defer w.Close()
+		if _, err := io.WriteString(w, line); err == nil {
+			return
+		}
+	}
+	io.WriteString(os.Stderr, line)
+}
+
+// testedPackage is the import path of the package this test binary tests.
+func testedPackage() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return strings.TrimSuffix(bi.Path, ".test")
+	}
+	return "this package"
+}
+
+// goCommandStderr opens the standard error of the go command that runs
+// this test binary, when it is a terminal or a pipe.
+func goCommandStderr() (io.WriteCloser, bool) {
+	if runtime.GOOS != "linux" {
+		return nil, false
+	}
+	parent := fmt.Sprintf("/proc/%d/", os.Getppid())
+	if comm, err := os.ReadFile(parent + "comm"); err != nil || strings.TrimSpace(string(comm)) != "go" {
+		return nil, false
+	}
+	info, err := os.Stat(parent + "fd/2")
+	if err != nil || info.Mode()&(os.ModeNamedPipe|os.ModeCharDevice) == 0 {
+		return nil, false
+	}
+	f, err := os.OpenFile(parent+"fd/2", os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, false
+	}
+	return f, true
+}
