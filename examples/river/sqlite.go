@@ -1,4 +1,4 @@
-package riverrunning
+package riveroutbox
 
 import (
 	"context"

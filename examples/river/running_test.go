@@ -8,7 +8,20 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/outboxlab/handoff"
 )
+
+// TestVerifyRunning verifies River's own client as it runs, on SQLite,
+// replaying the saved schedules of testdata/running first.
+func TestVerifyRunning(t *testing.T) {
+	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running"})
+}
+
+// TestVerifyRunningOnPostgres is TestVerifyRunning on PostgreSQL, through
+// River's pgx driver.
+func TestVerifyRunningOnPostgres(t *testing.T) {
+	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t)})
+}
 
 // postgresURL is the server the PostgreSQL tests use: HANDOFF_POSTGRES_URL,
 // or the local one. A server that does not answer skips the test, unless

@@ -1,4 +1,4 @@
-// Package riverrunning is an outbox on River (github.com/riverqueue/river)
+// Package riveroutbox is an outbox on River (github.com/riverqueue/river)
 // as a River user deploys it, for the handoff's running mode
 // (handoff.VerifyRunning): the app inserts a River job in the transaction
 // of its approval, and River's own client (producer, executor, completer,
@@ -6,7 +6,7 @@
 // sends the job's action key and payload to the receiver. Nothing of
 // River's runtime is copied here: the harness boots the client and judges
 // what it did.
-package riverrunning
+package riveroutbox
 
 import (
 	"context"
@@ -175,7 +175,7 @@ func migrate[TTx any](ctx context.Context, drv riverdriver.Driver[TTx], exec fun
 		return err
 	}
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("riverrunning: migrating River's tables: %w", err)
+		return fmt.Errorf("riveroutbox: migrating River's tables: %w", err)
 	}
 	return exec(approvalsTable)
 }
