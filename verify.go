@@ -60,8 +60,11 @@ type VerifyOptions struct {
 // outputs, written by whichever design saved them, are not compared),
 // crashes them at every fault point if opts.Enumerate, then runs the
 // rapid property of TestSimulation on d. A failure reports the broken
-// invariant and the minimal scenario, readable and ready to save. It logs
-// the guarantees that d's capabilities leave unchecked.
+// invariant and the minimal scenario, readable and ready to save. One
+// root cause fails the test once: each scenario and the search are a
+// subtest, and once one fails the others are skipped, each saying which
+// failed first. It logs the guarantees that d's capabilities leave
+// unchecked.
 //
 // d's databases live under t.TempDir() (the app's, on PostgreSQL, in a
 // schema of its own); a restart opens them again at the same paths. Every
@@ -105,8 +108,9 @@ func Verify(t *testing.T, d designs.Design, opts VerifyOptions) {
 	if opts.Enumerate {
 		t.Logf("Enumerate: every scenario replayed is crashed at every fault point it passes, once each, then restarted and converged")
 	}
+	var broke firstFailure
 	for _, path := range paths {
-		t.Run("replay/"+filepath.Base(path), func(t *testing.T) {
+		broke.run(t, "replay/"+filepath.Base(path), func(t *testing.T) {
 			t.Helper()
 			sc, err := readOwnScenario(path, d)
 			if err != nil {
@@ -122,16 +126,36 @@ func Verify(t *testing.T, d designs.Design, opts VerifyOptions) {
 		}
 		t.Logf("replaying %d of the handoff's corpus files: those of the real design on %s whose steps design %s supports", len(builtin), opts.Backend, d.Name)
 		for _, sc := range builtin {
-			t.Run("replay/handoff/"+filepath.Base(sc.Name), func(t *testing.T) {
+			broke.run(t, "replay/handoff/"+filepath.Base(sc.Name), func(t *testing.T) {
 				t.Helper()
 				verifyReplay(t, d, sc, opts)
 			})
 		}
 	}
-	t.Run("property", func(t *testing.T) {
+	broke.run(t, "property", func(t *testing.T) {
 		t.Helper()
 		verifyProperty(t, d, opts)
 	})
+}
+
+// firstFailure runs a check's parts as subtests until one fails: one
+// root cause fails the test once, and the parts after it are skipped
+// with its name, since they would most likely fail for the same cause.
+type firstFailure struct{ name string }
+
+// run runs f as the subtest name, or skips it once a part failed.
+func (ff *firstFailure) run(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	broke := ff.name
+	if !t.Run(name, func(t *testing.T) {
+		t.Helper()
+		if broke != "" {
+			t.Skipf("not run: %s failed first; fix that, and this runs again", broke)
+		}
+		f(t)
+	}) && ff.name == "" {
+		ff.name = t.Name() + "/" + name
+	}
 }
 
 // nameClash reports a design that takes the name of one of the catalog

@@ -25,8 +25,9 @@ import (
 // TestVerifyReportsWhatBroke can run TestVerify as a child process on a
 // design that must fail, and read what a user's go test prints.
 const (
-	verifyDesignEnv = "HANDOFF_VERIFY_DESIGN" // a catalog name, or receiver:NAME for WithReceiver of NAME's receiver
-	verifyCorpusEnv = "HANDOFF_VERIFY_CORPUS" // the child's VerifyOptions.Corpus
+	verifyDesignEnv  = "HANDOFF_VERIFY_DESIGN"  // a catalog name, or receiver:NAME for WithReceiver of NAME's receiver
+	verifyCorpusEnv  = "HANDOFF_VERIFY_CORPUS"  // the child's VerifyOptions.Corpus
+	verifyBuiltinEnv = "HANDOFF_VERIFY_BUILTIN" // set: the child replays the module's corpus too
 )
 
 // verifyDesign is the design the environment names for TestVerify:
@@ -75,12 +76,14 @@ func (a plainErrorsApp) RecordApproval(ctx context.Context, caseID, title string
 // TestVerify verifies the real design as a user's go test would, with
 // the module's corpus, through the one public entry point. As the child
 // of TestVerifyReportsWhatBroke it verifies the design that one names,
-// with every scenario crashed at every fault point (but with -short), and
-// a receiver of its own with new databases for every sequence
+// with the module's corpus only when the environment asks for it, every
+// scenario crashed at every fault point (but with -short), and a
+// receiver of its own with new databases for every sequence
 // (VerifyOptions.Fresh).
 func TestVerify(t *testing.T) {
 	name := os.Getenv(verifyDesignEnv)
-	Verify(t, verifyDesign(t), VerifyOptions{Builtin: true, Corpus: os.Getenv(verifyCorpusEnv), Enumerate: name != "" && !testing.Short(),
+	builtin := name == "" || os.Getenv(verifyBuiltinEnv) != ""
+	Verify(t, verifyDesign(t), VerifyOptions{Builtin: builtin, Corpus: os.Getenv(verifyCorpusEnv), Enumerate: name != "" && !testing.Short(),
 		Fresh: strings.HasPrefix(name, "receiver:")})
 }
 
@@ -154,6 +157,23 @@ func TestVerifyReportsWhatBroke(t *testing.T) {
 				t.Errorf("Enumerate ran without a word in the log:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestVerifyFailsOnce: a design that breaks most of the module's
+// scenarios fails the test once, with the first scenario that broke it;
+// the scenarios after it and the search are skipped, each saying which
+// failed first.
+func TestVerifyFailsOnce(t *testing.T) {
+	t.Parallel()
+	out := failingVerify(t, "count-after-send", t.TempDir(), t.TempDir(), "^TestVerify$", true, verifyBuiltinEnv+"=1")
+	failed := regexp.MustCompile(`(?m)^\s+--- FAIL: TestVerify/(\S+)`).FindAllStringSubmatch(out, -1)
+	if len(failed) != 1 || !strings.HasPrefix(failed[0][1], "replay/handoff/") {
+		t.Fatalf("got %d failing parts, want one replay of the module's corpus:\n%s", len(failed), out)
+	}
+	skipped := strings.Count(out, "failed first; fix that")
+	if skipped < 2 || !strings.Contains(out, "--- SKIP: TestVerify/property") {
+		t.Errorf("%d parts skipped after the failure, want every one after it and the search:\n%s", skipped, out)
 	}
 }
 
