@@ -33,6 +33,7 @@ const (
 	ActionRequeue         Action = "requeue"
 	ActionReconcile       Action = "reconcile"
 	ActionReconcileAbsent Action = "reconcile-absent"
+	ActionRetryNow        Action = "retry-now"
 )
 
 // AuditEntry is one line of the audit log: who did what to which key,

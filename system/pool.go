@@ -31,6 +31,11 @@ type Pool struct {
 
 	mu      sync.Mutex
 	results map[string]int // deliveries by result, "error" for an *AttemptError
+	// down is set from the first transient failure of a send until a
+	// send is answered again; failed counts the failed sends meanwhile.
+	down      bool
+	downSince time.Time
+	failed    int
 	// changed is closed, and replaced, whenever a worker of the pool has
 	// worked on a row: the idle workers wake up, since the row may be
 	// eligible again or the last one pending may be done.
@@ -211,13 +216,64 @@ func (p *Pool) Report(ctx context.Context, o *Outbox, deliveries *Pipeline, d De
 	}
 	attrs := []any{"worker", o.Worker(), "key", d.Key, "result", string(d.Result), "attempt", d.Attempts,
 		"remote_id", d.RemoteID, "last_error", d.LastError}
+	var heard error
 	if deliveries != nil {
-		if heard := deliveries.Heard(); heard != nil && d.Result != ResultSent {
+		if heard = deliveries.Heard(); heard != nil && d.Result != ResultSent {
 			attrs = append(attrs, "cause", heard.Error())
 		}
 	}
+	switch {
+	case d.LastError == LastErrorTransient && heard != nil:
+		p.receiverFailed(o, d, heard)
+		if d.Result == ResultPending {
+			return true // the row is retried: counted, and said once the receiver answers again
+		}
+	case d.Result == ResultSent || d.LastError == LastErrorConflict || d.LastError == LastErrorRejected:
+		p.receiverAnswered(ctx, o)
+	}
 	log.Log(ctx, level, "delivery", attrs...)
 	return true
+}
+
+// receiverFailed counts a send of o's worker that failed transiently
+// (heard). The first failure after an answer is one WARN line: the
+// receiver stopped answering; the ones after it are counted, not logged
+// one a line.
+func (p *Pool) receiverFailed(o *Outbox, d Delivery, heard error) {
+	p.mu.Lock()
+	wasDown := p.down
+	if !p.down {
+		p.down, p.downSince, p.failed = true, time.Now(), 0
+	}
+	p.failed++
+	p.mu.Unlock()
+	if !wasDown {
+		p.logger().Warn("receiver stopped answering", "worker", o.Worker(), "key", d.Key, "attempt", d.Attempts, "cause", heard.Error())
+	}
+}
+
+// receiverAnswered notes that the receiver answered o's worker. After
+// failures it is one INFO line with how long the receiver was down and
+// how many sends failed meanwhile, and the rows that wait in backoff
+// after a transient failure are made due within HastenWithin (see
+// Outbox.Hasten): they need not wait out backoffs the outage grew.
+func (p *Pool) receiverAnswered(ctx context.Context, o *Outbox) {
+	p.mu.Lock()
+	wasDown, since, failed := p.down, p.downSince, p.failed
+	p.down = false
+	p.mu.Unlock()
+	if !wasDown {
+		return
+	}
+	hastened, err := o.Hasten(ctx)
+	attrs := []any{"worker", o.Worker(), "down_for", time.Since(since).Round(time.Millisecond).String(), "failed_sends", failed, "hastened_rows", hastened}
+	if err != nil {
+		attrs = append(attrs, "error", err.Error())
+	}
+	p.logger().Info("receiver answering again", attrs...)
+	if hastened > 0 {
+		p.wake()
+	}
 }
 
 // ClaimRefused logs a claim of o's worker that the database refused, or
@@ -268,11 +324,18 @@ func (p *Pool) changes() <-chan struct{} {
 // done counts a delivery with result and wakes the idle workers.
 func (p *Pool) done(result string) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.results == nil {
 		p.results = map[string]int{}
 	}
 	p.results[result]++
+	p.mu.Unlock()
+	p.wake()
+}
+
+// wake wakes the idle workers: a row may be due.
+func (p *Pool) wake() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.changed != nil {
 		close(p.changed)
 	}

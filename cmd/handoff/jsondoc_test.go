@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	receiver "github.com/outboxlab/handoff/crm"
@@ -95,8 +96,11 @@ var jsonOutputs = []clitest.JSONOutput{
 	{Section: "work --log-format json", Lines: true, Outputs: func(t *testing.T) []string {
 		dir := t.TempDir()
 		app, other, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "other.db"), filepath.Join(dir, "crm.db")
+		flaky := filepath.Join(dir, "flaky.db")
 		mustRun(t, "approve", "--app", app, "--case", "case-104", "--title", "Call back")
 		mustRun(t, "approve", "--app", other, "--case", "case-105", "--title", "Call back")
+		mustRun(t, "approve", "--app", flaky, "--case", "case-106", "--title", "Call back")
+		mustRun(t, "approve", "--app", flaky, "--case", "case-107", "--title", "Call back")
 		mustRun(t, "crm", "init", "--crm", crm)
 		// A worker of a process that ended holds case-104's lease.
 		ended := exec.Command(os.Args[0], "-test.run=^$")
@@ -109,6 +113,7 @@ var jsonOutputs = []clitest.JSONOutput{
 		for _, args := range [][]string{
 			{"--app", app, "--crm", crm, "--metrics-addr", "127.0.0.1:0"},
 			{"--app", other, "--crm-url", failingReceiver(t), "--max-attempts", "2", "--backoff-base", "0"},
+			{"--app", flaky, "--crm-url", recoveringReceiver(t, filepath.Join(dir, "flaky-crm.db")), "--backoff-base", "1ms"},
 		} {
 			code, _, stderr := runCLI(t, append(append([]string{"work"}, args...), "--workers", "1", "--worker", "w", "--until-idle", "--log-format", "json")...)
 			if code != 0 {
@@ -128,6 +133,25 @@ var jsonOutputs = []clitest.JSONOutput{
 			Err: errors.New("local: recording the answer: database is busy")})
 		return append(lines, strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")...)
 	}},
+}
+
+// recoveringReceiver is the CRM at path over HTTP, made there, answering
+// its first POST /tasks 503: the worker sees it stop answering, then
+// answer again.
+func recoveringReceiver(t *testing.T, path string) string {
+	t.Helper()
+	mustRun(t, "crm", "init", "--crm", path)
+	srv := crmServer(t, path)
+	var posts atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && posts.Add(1) == 1 {
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL
 }
 
 // failingReceiver is a receiver that states its contract and answers
