@@ -178,7 +178,7 @@ func init() {
 		},
 		{
 			name:        "ui",
-			args:        "--app PATH [--crm PATH | --crm-url URL] [--addr HOST:PORT] [--token-file FILE] [--retention D] [--rows N]",
+			args:        "--app PATH [--crm PATH | --crm-url URL] [--addr HOST:PORT] [--public-host NAME] [--token-file FILE] [--retention D] [--rows N]",
 			summary:     "serve a page for the person on call: the outbox by state, each row's history, what needs a person, and (with a token) requeue and reconcile",
 			details:     uiHelp(),
 			done:        "served until SIGINT or SIGTERM, then shut down",

@@ -48,6 +48,12 @@ type Config struct {
 	// LoopbackOnly refuses requests for any host name but loopback's:
 	// for a page that listens on loopback.
 	LoopbackOnly bool
+	// PublicHost, when set, is the host name under which a proxy that
+	// serves HTTPS forwards the page: the page answers no other Host,
+	// shows nothing but its login before a person logs in with Token
+	// (which it then needs), expects its forms from https://PublicHost,
+	// and its cookies are Secure. For a page reached off loopback.
+	PublicHost string
 	// PageRows is how many rows a page lists; 0 means 100.
 	PageRows int
 	// Now is the clock for ages; nil means time.Now.
@@ -55,6 +61,10 @@ type Config struct {
 	// Log hears every action, every refused one, and every failed login.
 	Log *slog.Logger
 }
+
+// ErrPublicNeedsToken refuses a page served under a public host name
+// without a token: it would show every row to whoever reaches it.
+var ErrPublicNeedsToken = errors.New("ui: a page with a public host name needs a token, for reading as for repairs")
 
 // MaxFormBytes is the largest form a POST may carry.
 const MaxFormBytes = 16 << 10
@@ -97,6 +107,9 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.PageRows < 1 || cfg.PageRows > system.MaxPageRows {
 		return nil, fmt.Errorf("ui: %d rows a page, want 1 to %d", cfg.PageRows, system.MaxPageRows)
 	}
+	if cfg.PublicHost != "" && cfg.Token == "" {
+		return nil, ErrPublicNeedsToken
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -123,7 +136,8 @@ func New(cfg Config) (http.Handler, error) {
 
 // guard sets the headers of every answer and refuses what no answer of
 // the page is for: another host name than loopback's when it listens
-// there, a form over MaxFormBytes.
+// there, or than PublicHost when set; a form over MaxFormBytes. Under a
+// PublicHost it sends a person who has not logged in to the login.
 func (p *page) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -135,6 +149,16 @@ func (p *page) guard(next http.Handler) http.Handler {
 		if p.cfg.LoopbackOnly && !loopbackHost(r) {
 			http.Error(w, "this page answers on localhost only", http.StatusMisdirectedRequest)
 			return
+		}
+		if p.cfg.PublicHost != "" && !strings.EqualFold(hostName(r.Host), p.cfg.PublicHost) {
+			http.Error(w, "this page answers to its own host name only", http.StatusMisdirectedRequest)
+			return
+		}
+		if p.cfg.PublicHost != "" && r.Method == http.MethodGet && r.URL.Path != "/login" {
+			if _, _, ok := p.sessions.of(r, p.cfg.Now()); !ok {
+				http.Redirect(w, r, "/login?"+url.Values{"next": {r.URL.RequestURI()}}.Encode(), http.StatusSeeOther)
+				return
+			}
 		}
 		if r.ContentLength > MaxFormBytes {
 			http.Error(w, fmt.Sprintf("a form is at most %d bytes", MaxFormBytes), http.StatusRequestEntityTooLarge)
@@ -164,6 +188,9 @@ func (p *page) base(r *http.Request, title string) view {
 		if _, sess, ok := p.sessions.of(r, p.cfg.Now()); ok {
 			v.LoggedIn, v.Form = true, sess.form
 		}
+	}
+	if p.cfg.PublicHost != "" && !v.LoggedIn {
+		v.App, v.CRM = "", "" // shown to a person who has logged in only
 	}
 	return v
 }
@@ -467,7 +494,7 @@ func (p *page) login(w http.ResponseWriter, r *http.Request) {
 	case v.ReadOnly:
 		p.refuse(w, r, http.StatusForbidden, "this page was started without a token: it is read-only")
 		return
-	case !sameOrigin(r):
+	case !p.sameOrigin(r):
 		p.refuse(w, r, http.StatusForbidden, "a form from another site is refused")
 		return
 	}
@@ -485,9 +512,15 @@ func (p *page) login(w http.ResponseWriter, r *http.Request) {
 	}
 	id, _ := p.sessions.start(p.cfg.Now())
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(sessionLife / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: p.secure(r)})
 	p.cfg.Log.Info("logged in", "remote", r.RemoteAddr)
 	http.Redirect(w, r, localPath(r.PostForm.Get("next")), http.StatusSeeOther)
+}
+
+// secure reports whether the page's cookies must be Secure: it is
+// reached over HTTPS, by itself or through the proxy of PublicHost.
+func (p *page) secure(r *http.Request) bool {
+	return r.TLS != nil || p.cfg.PublicHost != ""
 }
 
 // localPath is next when it is a path of this page, else "/": a login
@@ -501,7 +534,7 @@ func localPath(next string) string {
 
 // logout is POST /logout.
 func (p *page) logout(w http.ResponseWriter, r *http.Request) {
-	if !sameOrigin(r) {
+	if !p.sameOrigin(r) {
 		p.refuse(w, r, http.StatusForbidden, "a form from another site is refused")
 		return
 	}
@@ -512,7 +545,7 @@ func (p *page) logout(w http.ResponseWriter, r *http.Request) {
 		}
 		p.sessions.end(id)
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: p.secure(r)})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
@@ -543,7 +576,7 @@ func (p *page) act(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, http.StatusForbidden, "this page was started without a token: it is read-only")
 		return
 	}
-	if !sameOrigin(r) {
+	if !p.sameOrigin(r) {
 		p.refuse(w, r, http.StatusForbidden, "a form from another site is refused")
 		return
 	}
