@@ -45,7 +45,7 @@ type command struct {
 }
 
 // usageExit is what exit status 2 means, for every command.
-const usageExit = "usage error: a bad flag or argument, an unknown command, design or fault name, or a number out of range"
+const usageExit = "usage error: a bad flag or argument, an unknown command, design or fault name, a number out of range, an input file that does not exist, or a value that looks like a mistyped URL (postgres//…)"
 
 // environmentExit is what exit status 4 means, for the commands that run
 // the harness: nothing was proved either way, and running again when the

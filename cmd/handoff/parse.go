@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/outboxlab/handoff/system"
 )
 
 // parse parses args with fs, the flag set of the command of the same name,
@@ -135,6 +137,9 @@ func existingFolder(name, path string) error {
 	if path == "" {
 		return nil
 	}
+	if err := mistypedURL(name, path); err != nil {
+		return err
+	}
 	info, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("%w: --%s %s: %w", errUsage, name, path, pathCause(err))
@@ -148,6 +153,9 @@ func existingFolder(name, path string) error {
 // notAFile refuses the path of flag name, a folder to create if need be,
 // when a file is there.
 func notAFile(name, path string) error {
+	if err := mistypedURL(name, path); err != nil {
+		return err
+	}
 	if info, err := os.Stat(path); err == nil && !info.IsDir() {
 		return fmt.Errorf("%w: --%s %s: a file, not a folder", errUsage, name, path)
 	}
@@ -157,8 +165,21 @@ func notAFile(name, path string) error {
 // notAFolder refuses the path of flag name, a file to write, when a
 // folder is there.
 func notAFolder(name, path string) error {
+	if err := mistypedURL(name, path); err != nil {
+		return err
+	}
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
 		return fmt.Errorf("%w: --%s %s: a folder, not a file", errUsage, name, path)
+	}
+	return nil
+}
+
+// mistypedURL refuses, as a usage error, the value of flag name that
+// starts as a URL with its colon or a slash missing (postgres//…): taken
+// for a path, it would make or name a folder postgres.
+func mistypedURL(name, value string) error {
+	if system.MistypedURL(value) {
+		return fmt.Errorf("%w: --%s %q looks like a mistyped URL (a colon and two slashes: postgres://…, http://…)", errUsage, name, system.Redact(value))
 	}
 	return nil
 }
