@@ -342,6 +342,8 @@ func (p *page) stale(w http.ResponseWriter, r *http.Request) {
 // detail is the data of a row's page.
 type detail struct {
 	Row       system.Row
+	Budget    int    // the attempt budget of the app database's rows (system.Outbox.Budget)
+	BudgetOf  string // where Budget comes from
 	Approval  system.Approval
 	History   []event
 	Tasks     []system.Task
@@ -389,8 +391,16 @@ func (p *page) showRow(w http.ResponseWriter, r *http.Request, key string, statu
 		p.failed(w, r, err)
 		return
 	}
+	budget, err := p.cfg.App.Budget(r.Context())
+	if err != nil {
+		p.failed(w, r, err)
+		return
+	}
 	now := p.cfg.Now()
-	d := detail{Row: row, Approval: a, History: history(row, audit, now), Done: r.URL.Query().Get("done"), Actor: r.URL.Query().Get("actor")}
+	d := detail{Row: row, Budget: max(budget, system.DefaultMaxAttempts), BudgetOf: "the contract's default, until a worker with a larger --max-attempts claims a row", Approval: a, History: history(row, audit, now), Done: r.URL.Query().Get("done"), Actor: r.URL.Query().Get("actor")}
+	if budget > system.DefaultMaxAttempts {
+		d.BudgetOf = "recorded in the app database by a worker's --max-attempts"
+	}
 	d.Requeue = row.State == system.Blocked
 	d.Reconcile = row.State == system.Blocked || row.State == system.Pending && (row.LeaseOwner == "" || !now.Before(row.LeaseUntil))
 	d.CanAct = d.Requeue || d.Reconcile

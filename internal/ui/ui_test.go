@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"errors"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -351,5 +352,46 @@ func TestPublicHost(t *testing.T) {
 	}
 	if resp := send(http.MethodGet, "/", "127.0.0.1", "", session, nil); resp.StatusCode != http.StatusMisdirectedRequest {
 		t.Errorf("GET / logged in, for loopback's name: %d, want 421", resp.StatusCode)
+	}
+}
+
+// TestRowBudget: a row's page shows its attempts of the budget every
+// command shows, and where that budget comes from: the contract's
+// default, then the one a worker with a larger budget recorded.
+func TestRowBudget(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	worker, err := system.Open(t.Context(), path, system.Options{MaxAttempts: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer worker.Close()
+	key, err := worker.RecordApproval(t.Context(), "case-1", "Call back")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := system.Open(t.Context(), path, system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	h, err := ui.New(ui.Config{App: app, AppShown: "app.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	attempts := regexp.MustCompile(`<td id="attempts">([^<]*)<span class="note">\(([^)]*)\)`)
+	for _, want := range []string{
+		"0 of 3 |budget 3: the contract's default, until a worker with a larger --max-attempts claims a row",
+		"1 of 5 |budget 5: recorded in the app database by a worker's --max-attempts",
+	} {
+		_, body := get(t, client(t), srv, "/row?key="+url.QueryEscape(key))
+		m := attempts.FindStringSubmatch(body)
+		if m == nil || m[1]+"|"+html.UnescapeString(m[2]) != want {
+			t.Errorf("the row's attempts: %q, want %q", m, want)
+		}
+		if _, _, err := worker.ClaimNext(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
