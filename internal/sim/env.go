@@ -13,11 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/sessions"
+	"github.com/outboxlab/handoff/internal/textdiff"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
@@ -157,12 +157,16 @@ func (e *Env) systemOptions(worker string, hook system.Hook) system.Options {
 }
 
 // Disagreement is where the model and the system first disagreed: the
-// 1-based index of the step, and the go-cmp diff (-model +system) of
-// their observations after it. Both are zero while they agree.
+// 1-based index of the step, and the diff (-model +system, textdiff.Values)
+// of their observations after it. Both are zero while they agree.
 type Disagreement struct {
 	Step int
 	Diff string
 }
+
+// diffContext is how many unchanged lines a diff of the model's and the
+// system's values keeps around each change.
+const diffContext = 2
 
 // Disagreement returns where the model and the system first disagreed.
 func (e *Env) Disagreement() Disagreement { return e.diverged }
@@ -581,7 +585,7 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	v := checkInvariants(checkInput{obs: obs, model: predicted, sends: e.sends, got: r.got, want: r.want, converging: r.converging,
 		before: e.before, claimedForSend: r.claimedForSend, backoffAfter: r.backoffAfter, ceilings: e.ceilings, settling: r.settling, settled: r.settled, auditDiff: r.auditDiff})
 	if e.diverged.Step == 0 && !sameObservation(predicted.Observation, obs) {
-		e.diverged = Disagreement{Step: e.applied, Diff: cmp.Diff(predicted.Observation, obs)}
+		e.diverged = Disagreement{Step: e.applied, Diff: textdiff.Values(predicted.Observation, obs, diffContext)}
 	}
 	if r.ifUnchanged != "" && sameObservation(obs, e.before) {
 		r.line += r.ifUnchanged
