@@ -187,7 +187,9 @@ func TestVerifyEnumerateReportsACrash(t *testing.T) {
 func failingVerify(t *testing.T, design, corpus, dir, run string, short bool, env ...string) string {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run="+run, "-test.count=1", "-test.v", "-test.short="+strconv.FormatBool(short))
-	cmd.Env = append(append(os.Environ(), verifyDesignEnv+"="+design, verifyCorpusEnv+"="+corpus), env...)
+	// A report without a scenario file goes to a new folder of the
+	// system's temporary folder: the test's own, removed after it.
+	cmd.Env = append(append(os.Environ(), verifyDesignEnv+"="+design, verifyCorpusEnv+"="+corpus, "TMPDIR="+t.TempDir()), env...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) {
@@ -345,7 +347,7 @@ func TestFewerViews(t *testing.T) {
 func TestVerifyNamesWhatWasExpected(t *testing.T) {
 	t.Parallel()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestVerify$", "-test.count=1", "-test.v", "-test.short")
-	cmd.Env = append(os.Environ(), verifyDesignEnv+"="+plainErrors.Name)
+	cmd.Env = append(os.Environ(), verifyDesignEnv+"="+plainErrors.Name, "TMPDIR="+t.TempDir()) // its reports: see failingVerify
 	cmd.Dir = t.TempDir()
 	out, err := cmd.CombinedOutput()
 	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) {
@@ -409,7 +411,6 @@ func TestVerifyReportFolder(t *testing.T) {
 	var folders []string
 	for range 2 {
 		folder := reported(failingVerify(t, "two-writes", corpus, t.TempDir(), "^TestVerify$/^replay$/^mine", true))
-		t.Cleanup(func() { os.RemoveAll(folder) })
 		if !strings.HasPrefix(filepath.Base(folder), "handoff-report-"+name+"-") {
 			t.Errorf("the report's folder %s is not named after the test", folder)
 		}
