@@ -395,3 +395,42 @@ func TestRowBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestLoginRefusesEveryWrongToken: every way of presenting no token or a
+// wrong one is refused (403) with no session: the field missing, empty,
+// a wrong token, the token cut short, lengthened, with a space, in
+// another case, or in the URL instead of the form; a refused login lets
+// nothing be repaired.
+func TestLoginRefusesEveryWrongToken(t *testing.T) {
+	srv, app := server(t, ui.Config{Token: token})
+	key := system.KeyPrefix + "bulk-7" // blocked
+	before, _ := app.Row(t.Context(), key)
+	for _, tt := range []struct {
+		name string
+		path string
+		form url.Values
+	}{
+		{"no token field", "/login", url.Values{"next": {"/"}}},
+		{"an empty token", "/login", url.Values{"token": {""}}},
+		{"a wrong token", "/login", url.Values{"token": {"b-token-of-some-length"}}},
+		{"the token cut short", "/login", url.Values{"token": {token[:len(token)-1]}}},
+		{"the token lengthened", "/login", url.Values{"token": {token + "x"}}},
+		{"the token with a space", "/login", url.Values{"token": {token + " "}}},
+		{"the token in upper case", "/login", url.Values{"token": {strings.ToUpper(token)}}},
+		{"a wrong token before the right one", "/login", url.Values{"token": {"wrong", token}}},
+		{"the token in the URL", "/login?token=" + token, url.Values{"next": {"/"}}},
+	} {
+		c := client(t)
+		code, body := post(t, c, srv, tt.path, tt.form, "")
+		u, _ := url.Parse(srv.URL)
+		if code != http.StatusForbidden || !strings.Contains(body, "wrong token") || len(c.Jar.Cookies(u)) != 0 {
+			t.Errorf("a login with %s: %d, cookies %v; want 403, wrong token and no session", tt.name, code, c.Jar.Cookies(u))
+		}
+		if code, _ := post(t, c, srv, "/requeue", url.Values{"key": {key}, "actor": {"a"}, "reason": {"r"}}, ""); code != http.StatusUnauthorized {
+			t.Errorf("a requeue after a login with %s: %d, want 401", tt.name, code)
+		}
+	}
+	if after, _ := app.Row(t.Context(), key); after != before {
+		t.Errorf("refused logins let the row change: %+v -> %+v", before, after)
+	}
+}
