@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
@@ -167,6 +168,23 @@ type Disagreement struct {
 // diffContext is how many unchanged lines a diff of the model's and the
 // system's values keeps around each change.
 const diffContext = 2
+
+// diskFull reports whether the folder of the Env's files has no room
+// for another 64 KiB: then an invariant a step broke says nothing of the
+// design (a write that did not fit with no fault to fill a database is
+// the environment's failure).
+func (e *Env) diskFull() bool {
+	f, err := os.CreateTemp(e.cfg.Dir, "room-")
+	if err != nil {
+		return errors.Is(err, syscall.ENOSPC)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if _, err = f.Write(make([]byte, 64<<10)); err == nil {
+		err = f.Sync()
+	}
+	return errors.Is(err, syscall.ENOSPC)
+}
 
 // Disagreement returns where the model and the system first disagreed.
 func (e *Env) Disagreement() Disagreement { return e.diverged }
@@ -584,6 +602,10 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	predicted.Observation = shown(e.cfg.Design, e.model.Observation)
 	v := checkInvariants(checkInput{obs: obs, model: predicted, sends: e.sends, got: r.got, want: r.want, converging: r.converging,
 		before: e.before, claimedForSend: r.claimedForSend, backoffAfter: r.backoffAfter, ceilings: e.ceilings, settling: r.settling, settled: r.settled, auditDiff: r.auditDiff})
+	if v != nil && e.diskFull() {
+		return Outcome{}, fmt.Errorf("%w: %s broke invariant %d while the disk under %s has no room: %w",
+			ErrEnvironment, s, v.Invariant, e.cfg.Dir, system.ErrFull)
+	}
 	if e.diverged.Step == 0 && !sameObservation(predicted.Observation, obs) {
 		e.diverged = Disagreement{Step: e.applied, Diff: textdiff.Values(predicted.Observation, obs, diffContext)}
 	}
