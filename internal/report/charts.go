@@ -128,45 +128,106 @@ func backoffs(counts map[sim.BackoffCeiling]int) []bar {
 }
 
 // chart draws bars as a horizontal bar chart titled title, each bar
-// counting unit.
+// counting unit, twice: for a wide screen (and print), a row per bar,
+// its label left of it; and for a phone, whose width the wide one would
+// overrun (its counts cut off), each label on a line of its own above
+// its bar. The page's style shows the one that fits.
 func chart(m *markup, title, unit string, bars []bar) {
+	top := 0
+	for _, b := range bars {
+		top = max(top, b.n)
+	}
+	m.open("figure", "class", "chart")
+	m.elText("figcaption", title+" ("+unit+")")
+	wideChart(m, title, bars, top)
+	narrowChart(m, title, bars, top)
+	m.end("figure")
+}
+
+// barText is what a bar says beside it, and its class: its count, or why
+// it is 0.
+func barText(b bar) (class, count string) {
+	switch {
+	case b.impossible != "":
+		return "bar impossible", "not possible in this run (" + b.impossible + ")"
+	case b.n == 0:
+		return "bar zero", "0: not reached"
+	}
+	return "bar", fmt.Sprint(b.n)
+}
+
+// barLength is how long bar b is drawn when the longest, top, is drawn
+// longest long.
+func barLength(b bar, top, longest int) int {
+	if top == 0 || b.n == 0 {
+		return 0
+	}
+	return max(2, b.n*longest/top)
+}
+
+// textWidth is about how wide s is drawn in a chart: a little wider.
+func textWidth(s string) int { return int(float64(len([]rune(s))) * charW) }
+
+// wideChart draws the chart a row per bar: its label, right-aligned, left
+// of the bar, its count right of it.
+func wideChart(m *markup, title string, bars []bar, top int) {
 	const (
 		rowH   = 18
 		barMax = 260
 	)
-	labelW, top, countW := 0, 0, 110
+	labelW, countW := 0, 110
 	for _, b := range bars {
-		labelW = max(labelW, int(float64(len([]rune(b.label)))*charW))
-		top = max(top, b.n)
-		if b.impossible != "" { // its words, where a count would be: room for them
-			countW = max(countW, int(float64(len("not possible in this run ()")+len(b.impossible))*charW)+12)
-		}
+		labelW = max(labelW, textWidth(b.label))
+		_, count := barText(b)
+		countW = max(countW, textWidth(count)+12)
 	}
 	labelW = min(labelW+12, 380)
 	width, height := labelW+max(barMax+110, countW), len(bars)*rowH+8
-	m.open("figure", "class", "chart")
-	m.elText("figcaption", title+" ("+unit+")")
-	m.open("svg", "xmlns", "http://www.w3.org/2000/svg", "width", itoa(width), "height", itoa(height), "viewBox", fmt.Sprintf("0 0 %d %d", width, height), "role", "img", "aria-label", title)
+	m.open("svg", "xmlns", "http://www.w3.org/2000/svg", "class", "wide", "width", itoa(width), "height", itoa(height), "viewBox", fmt.Sprintf("0 0 %d %d", width, height), "role", "img", "aria-label", title)
 	for i, b := range bars {
 		y := 4 + i*rowH
-		class, count := "bar", fmt.Sprint(b.n)
-		switch {
-		case b.impossible != "":
-			class, count = "bar impossible", "not possible in this run ("+b.impossible+")"
-		case b.n == 0:
-			class, count = "bar zero", "0: not reached"
-		}
+		class, count := barText(b)
+		w := barLength(b, top, barMax)
 		m.open("g", "class", class)
 		m.elText("title", b.label+": "+count)
 		m.elText("text", b.label, "class", "bar-label", "x", itoa(labelW-8), "y", itoa(y+12), "text-anchor", "end")
-		w := 0
-		if top > 0 && b.n > 0 {
-			w = max(2, b.n*barMax/top)
-		}
 		m.el("rect", "x", itoa(labelW), "y", itoa(y+2), "width", itoa(w), "height", itoa(rowH-5), "rx", "2")
 		m.elText("text", count, "class", "bar-count", "x", itoa(labelW+w+6), "y", itoa(y+12))
 		m.end("g")
 	}
 	m.end("svg")
-	m.end("figure")
+}
+
+// narrowChart draws the chart for a phone: each label on a line of its
+// own, its bar (200 long at most) and count below it; as wide as its
+// widest line, and scaled down by the page's style if a screen is
+// narrower still.
+func narrowChart(m *markup, title string, bars []bar, top int) {
+	const (
+		rowH   = 34
+		barMax = 200
+	)
+	width := barMax + 60
+	for _, b := range bars {
+		_, count := barText(b)
+		width = max(width, textWidth(b.label)+4, barLength(b, top, barMax)+6+textWidth(count)+4)
+	}
+	height := len(bars)*rowH + 4
+	m.open("svg", "xmlns", "http://www.w3.org/2000/svg", "class", "narrow", "width", itoa(width), "height", itoa(height), "viewBox", fmt.Sprintf("0 0 %d %d", width, height), "role", "img", "aria-label", title)
+	for i, b := range bars {
+		y := 2 + i*rowH
+		class, count := barText(b)
+		w := barLength(b, top, barMax)
+		m.open("g", "class", class)
+		m.elText("title", b.label+": "+count)
+		m.elText("text", b.label, "class", "bar-label", "x", "0", "y", itoa(y+12))
+		m.el("rect", "x", "0", "y", itoa(y+17), "width", itoa(w), "height", "12", "rx", "2")
+		x := w + 6
+		if w == 0 {
+			x = 0
+		}
+		m.elText("text", count, "class", "bar-count", "x", itoa(x), "y", itoa(y+27))
+		m.end("g")
+	}
+	m.end("svg")
 }
