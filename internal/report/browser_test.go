@@ -172,6 +172,26 @@ func TestBrowser(t *testing.T) {
 			do(t, tab, chromedp.EmulateViewport(width, 900))
 			screenshot(t, tab, filepath.Join(dir, fmt.Sprintf("three-workers-%d.png", width)), width)
 		}
+		// At a phone's width the diagram's box scrolls both ways, and
+		// the lanes' names stay at its top: scrolled down past the
+		// diagram's own, every lane is still named there.
+		do(t, tab, chromedp.EmulateViewport(390, 800))
+		var lanes []string
+		for _, l := range tell(tw.Run, nil).lanes {
+			lanes = append(lanes, l.label)
+		}
+		named := eval[string](t, tab, `(() => {
+			const box = document.querySelector(".picture .scroll");
+			box.scrollTop = 900;
+			const head = document.querySelector("svg.lanes-head"), b = box.getBoundingClientRect(), h = head.getBoundingClientRect();
+			if (box.scrollTop == 0) return "the diagram's box does not scroll";
+			if (Math.abs(h.top - b.top - box.clientTop) > 1 || h.height == 0) return "the lanes' names are at " + h.top + ", the box's top at " + b.top;
+			return [...head.querySelectorAll("text")].map(e => e.textContent).join("|");
+		})()`)
+		if named != strings.Join(lanes, "|") {
+			t.Errorf("at 390 pixels, scrolled down, the diagram's top names %q, want %q", named, strings.Join(lanes, "|"))
+		}
+		screenshot(t, tab, filepath.Join(dir, "three-workers-390.png"), 390)
 	})
 	// The charts of an exploration at a phone's width and a desktop's:
 	// the page no wider than the screen, each chart and its picture
@@ -250,7 +270,7 @@ func TestBrowser(t *testing.T) {
 			return
 		}
 		os.Remove(filepath.Join(dir, "profile", "SingletonLock"))
-		for _, name := range []string{"no-fencing-1400.png", "no-fencing-420.png", "three-workers-1400.png", "three-workers-420.png", "coverage-390.png", "coverage-1400.png", "no-fencing.pdf", "no-fencing.html", "three-workers.html"} {
+		for _, name := range []string{"no-fencing-1400.png", "no-fencing-420.png", "three-workers-1400.png", "three-workers-420.png", "coverage-390.png", "coverage-1400.png", "three-workers-390.png", "no-fencing.pdf", "no-fencing.html", "three-workers.html"} {
 			b, err := os.ReadFile(filepath.Join(dir, name))
 			if err == nil {
 				err = os.WriteFile(filepath.Join(*shots, name), b, 0o644)

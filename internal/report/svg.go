@@ -91,7 +91,7 @@ func diagram(st story) string {
 	width := gutter + len(st.lanes)*laneWidth + 8
 	for _, s := range st.steps { // room for the widest label, which no lane may hold
 		for _, e := range s.events {
-			width = max(width, labelWidth(e.label)+4)
+			width = max(width, gutter+labelWidth(e.label)+4)
 		}
 	}
 	height := headerH + 16
@@ -100,6 +100,7 @@ func diagram(st story) string {
 		height = last.y + last.h + 12
 	}
 	var m markup
+	laneHeads(&m, st, width)
 	m.open("svg", "xmlns", "http://www.w3.org/2000/svg", "class", "diagram", "width", itoa(width), "height", itoa(height),
 		"viewBox", fmt.Sprintf("0 0 %d %d", width, height), "role", "img", "aria-labelledby", "diagram-title")
 	m.elText("title", "Sequence diagram of the run: one lane per actor, one band per step", "id", "diagram-title")
@@ -158,6 +159,21 @@ func diagram(st story) string {
 	return m.String()
 }
 
+// laneHeads draws the lanes' names alone, as the diagram width wide
+// draws them at its top: on a small screen, where the diagram's box
+// scrolls both ways, the page's style keeps them at the box's top, over
+// the diagram's own, so that every lane a band crosses stays named.
+func laneHeads(m *markup, st story, width int) {
+	m.open("svg", "xmlns", "http://www.w3.org/2000/svg", "class", "lanes-head", "width", itoa(width), "height", itoa(headerH),
+		"viewBox", fmt.Sprintf("0 0 %d %d", width, headerH), "aria-hidden", "true")
+	for i, l := range st.lanes {
+		x := laneX(i)
+		m.el("rect", "class", "lane-head lane-"+laneClass(l.kind), "x", itoa(x-laneWidth/2+6), "y", "6", "width", itoa(laneWidth-12), "height", itoa(headerH-14), "rx", "4")
+		m.elText("text", l.label, "class", "lane-head-name", "x", itoa(x), "y", itoa(headerH/2+4), "text-anchor", "middle")
+	}
+	m.end("svg")
+}
+
 // drawStep draws one step's band: its number and time, a link to its
 // state, its events, a restart's break.
 func drawStep(m *markup, st story, s step, b band, width int) {
@@ -207,9 +223,10 @@ func drawStep(m *markup, st story, s step, b band, width int) {
 func labelWidth(label string) int { return int(float64(len([]rune(label)))*charW) + 14 }
 
 // within is the centre x of a label w wide, moved as little as it takes
-// to lie inside a diagram width wide: a mark on the last lane, or a long
-// label on the first, would be cut off at the diagram's edge.
-func within(x, w, width int) int { return max(min(x, width-w/2-2), w/2+2) }
+// to lie inside a diagram width wide and right of its gutter (the steps'
+// numbers and times): a mark on the last lane, or a long label on the
+// first, would be cut off at the diagram's edge or cover a step's time.
+func within(x, w, width int) int { return max(min(x, width-w/2-2), gutter+w/2) }
 
 // drawEvent draws an arrow with its label above it, or a mark on a lane,
 // at height y, in a diagram width wide.
