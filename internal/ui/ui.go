@@ -431,7 +431,14 @@ func history(r system.Row, audit []system.AuditEntry, now time.Time) []event {
 	if !r.FirstClaimedAt.IsZero() && !r.FirstClaimedAt.Equal(r.LastAttemptAt) {
 		add(r.FirstClaimedAt, "first claimed by a worker (attempt 1)")
 	}
-	if !r.LastAttemptAt.IsZero() {
+	switch {
+	case r.LastAttemptAt.IsZero():
+	case r.Attempts == 0:
+		// A repair set the attempts back to 0 and cleared the error; the
+		// claim at this time was an attempt before it, of a number the
+		// database no longer keeps.
+		add(r.LastAttemptAt, "last claimed before a repair set its attempts back to 0 and cleared its last error (the log of handoff work has that attempt and its error)")
+	default:
 		what := fmt.Sprintf("attempt %d claimed (the latest; %d counted since it was approved or last repaired)", r.Attempts, r.Attempts)
 		if r.LastError != "" {
 			what += "; the row's last error since: " + r.LastError

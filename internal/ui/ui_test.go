@@ -172,6 +172,10 @@ func TestRepairs(t *testing.T) {
 	if r, _ := app.Row(t.Context(), key); r.State != system.Pending || r.Attempts != 0 {
 		t.Errorf("after requeue: %+v, want pending, 0 attempts", r)
 	}
+	if _, page := get(t, c, srv, "/row?key="+url.QueryEscape(key)); strings.Contains(page, "attempt 0 claimed") ||
+		!strings.Contains(page, "last claimed before a repair set its attempts back to 0") {
+		t.Errorf("the requeued row's history does not say its last claim came before the repair:\n%s", page)
+	}
 	code, body := post(t, c, srv, "/requeue", with(form), "")
 	if code != http.StatusConflict || !strings.Contains(body, "refused, nothing changed") {
 		t.Errorf("requeue of a pending row: %d, want 409 and refused", code)
