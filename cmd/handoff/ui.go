@@ -149,6 +149,9 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func readToken(path string, given bool) (string, error) {
 	token, from := os.Getenv(tokenEnv), tokenEnv
 	if given {
+		if err := mistypedURL("token-file", path); err != nil {
+			return "", err
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return "", fmt.Errorf("--token-file: %w", err)

@@ -110,6 +110,7 @@ func TestUIUsageErrors(t *testing.T) {
 		{append(ui, "--public-host", "https://ops.example.com"), "a-token-of-some-length", `--public-host "https://ops.example.com" is not a host name`},
 		{append(ui, "--public-host", "ops.example.com:443"), "a-token-of-some-length", `--public-host "ops.example.com:443" is not a host name`},
 		{append(ui, "--public-host", ""), "a-token-of-some-length", `--public-host "" is not a host name`},
+		{append(ui, "--token-file", "postgres//h/db"), "", `--token-file "postgres//h/db" looks like a mistyped URL`},
 	} {
 		t.Setenv(tokenEnv, tt.env)
 		code, _, stderr := runCLI(t, tt.args...)

@@ -92,6 +92,8 @@ func TestExitStatusRule(t *testing.T) {
 		{[]string{"replay", "postgres:/h/scenario.txt"}, 2, `"postgres:/h/scenario.txt" looks like a mistyped URL`},
 		{[]string{"explore", "--save", "postgres//h/db"}, 2, `--save "postgres//h/db" looks like a mistyped URL`},
 		{[]string{"explore", "--report", "http:/x"}, 2, `--report "http:/x" looks like a mistyped URL`},
+		{[]string{"demo", "--dir", "postgres//h/db"}, 2, `--dir "postgres//h/db" looks like a mistyped URL`},
+		{[]string{"trial", "--kills", "1", "--dir", "postgres:/h/db"}, 2, `--dir "postgres:/h/db" looks like a mistyped URL`},
 		{[]string{"deliver", "--app", app, "--crm-url", "http:/127.0.0.1:1"}, 2, `--crm-url "http:/127.0.0.1:1" looks like a mistyped URL`},
 		{[]string{"approve", "--app", "postgres//u:pw@h/db", "--case", "c", "--title", "t"}, 1, `"postgres//…@h/db" looks like a mistyped URL`},
 		{[]string{"replay", "--backend", "postgres", "--postgres-url", "postgres:/h/db"}, 2, `--postgres-url "postgres:/h/db" is not a PostgreSQL URL (postgres://…); it looks like a mistyped URL`},
