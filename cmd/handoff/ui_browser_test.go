@@ -136,7 +136,7 @@ func TestPageInBrowser(t *testing.T) {
 	// Open the blocked row: no repair without logging in.
 	do(t, ctx, chromedp.Click("a.key"), chromedp.WaitVisible("#key"))
 	key, state, history, repair := text(t, ctx, "#key"), text(t, ctx, "#state"), text(t, ctx, "#history"), text(t, ctx, "#login-to-act")
-	if key != blocked || state != "blocked" || !strings.Contains(history, "the row's last error since: transient") || !strings.Contains(repair, "Log in") {
+	if key != blocked || state != "blocked" || !strings.Contains(history, ": attempt 3: transient: ") || !strings.Contains(history, "attempt 1 of 3 counted") || !strings.Contains(repair, "Log in") {
 		t.Errorf("the row's page: key %q, state %q, history %q, repair %q; want %s, blocked, its history and a log in link", key, state, history, repair, blocked)
 	}
 	forms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.forms.length`))
@@ -178,7 +178,8 @@ func TestPageInBrowser(t *testing.T) {
 		chromedp.SendKeys("#requeue-actor", "ana"), chromedp.SendKeys("#requeue-reason", "checked the CRM: no task"),
 		chromedp.Click("#requeue"), chromedp.WaitVisible("#done"))
 	done, after, audited := text(t, ctx, "#done"), text(t, ctx, "#state"), text(t, ctx, "#history")
-	if !strings.Contains(done, "requeued by ana") || after != "pending" || !strings.Contains(audited, "requeue by ana: checked the CRM: no task") {
+	if !strings.Contains(done, "requeued by ana") || after != "pending" || !strings.Contains(audited, "requeue by ana: checked the CRM: no task") ||
+		!strings.Contains(audited, "cleared by ana: 3 attempts and last error transient of the blocked row") {
 		t.Errorf("after requeue: %q, state %q, history %q; want requeued by ana, pending, and the audit entry", done, after, audited)
 	}
 	_, audit := outboxState(t, app)

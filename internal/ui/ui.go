@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -386,7 +387,7 @@ func (p *page) showRow(w http.ResponseWriter, r *http.Request, key string, statu
 		p.failed(w, r, err)
 		return
 	}
-	audit, err := p.cfg.App.AuditOf(r.Context(), key)
+	events, err := p.cfg.App.History(r.Context(), key)
 	if err != nil {
 		p.failed(w, r, err)
 		return
@@ -397,7 +398,7 @@ func (p *page) showRow(w http.ResponseWriter, r *http.Request, key string, statu
 		return
 	}
 	now := p.cfg.Now()
-	d := detail{Row: row, Budget: max(budget, system.DefaultMaxAttempts), BudgetOf: "the contract's default, until a worker with a larger --max-attempts claims a row", Approval: a, History: history(row, audit, now), Done: r.URL.Query().Get("done"), Actor: r.URL.Query().Get("actor")}
+	d := detail{Row: row, Budget: max(budget, system.DefaultMaxAttempts), BudgetOf: "the contract's default, until a worker with a larger --max-attempts claims a row", Approval: a, History: history(row, events, now), Done: r.URL.Query().Get("done"), Actor: r.URL.Query().Get("actor")}
 	if budget > system.DefaultMaxAttempts {
 		d.BudgetOf = "recorded in the app database by a worker's --max-attempts"
 	}
@@ -416,11 +417,12 @@ func (p *page) showRow(w http.ResponseWriter, r *http.Request, key string, statu
 }
 
 // history is what happened to a row, oldest first: what its times say
-// (approved, first and last claimed, sent, leased, next attempt) and
-// every audit entry for its key. The database keeps a row's latest
-// attempt and error, not each one, nor when a row blocked: the work log
-// has those.
-func history(r system.Row, audit []system.AuditEntry, now time.Time) []event {
+// (approved, sent, leased, next attempt) and every entry of its history
+// (system.Outbox.History: each claim with its attempt, what each attempt
+// came to, a block and why, each repair with who, why and what it
+// cleared). A row with no claim in its history (claimed before the
+// database kept one) shows what its times say of its claims instead.
+func history(r system.Row, entries []system.AuditEntry, now time.Time) []event {
 	var evs []event
 	add := func(at time.Time, what string) {
 		if !at.IsZero() {
@@ -428,11 +430,12 @@ func history(r system.Row, audit []system.AuditEntry, now time.Time) []event {
 		}
 	}
 	add(r.CreatedAt, "approved; the outbox row written with it")
-	if !r.FirstClaimedAt.IsZero() && !r.FirstClaimedAt.Equal(r.LastAttemptAt) {
+	claims := slices.ContainsFunc(entries, func(e system.AuditEntry) bool { return e.Action == system.EventClaim })
+	if !claims && !r.FirstClaimedAt.IsZero() && !r.FirstClaimedAt.Equal(r.LastAttemptAt) {
 		add(r.FirstClaimedAt, "first claimed by a worker (attempt 1)")
 	}
 	switch {
-	case r.LastAttemptAt.IsZero():
+	case claims, r.LastAttemptAt.IsZero():
 	case r.Attempts == 0:
 		// A repair set the attempts back to 0 and cleared the error; the
 		// claim at this time was an attempt before it, of a number the
@@ -445,12 +448,14 @@ func history(r system.Row, audit []system.AuditEntry, now time.Time) []event {
 		}
 		add(r.LastAttemptAt, what)
 	}
-	for _, e := range audit {
+	for _, e := range entries {
 		add(e.At, fmt.Sprintf("%s by %s: %s", e.Action, system.OneLine(e.Actor), system.OneLine(e.Reason)))
 	}
 	switch r.State {
 	case system.Sent:
-		add(r.SentAt, fmt.Sprintf("sent: the CRM's task %d recorded", r.RemoteID))
+		if !slices.ContainsFunc(entries, func(e system.AuditEntry) bool { return e.Action == system.EventSent }) {
+			add(r.SentAt, fmt.Sprintf("sent: the CRM's task %d recorded", r.RemoteID))
+		}
 	case system.Pending:
 		if r.LeaseOwner != "" {
 			state := "until"
