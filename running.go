@@ -118,8 +118,11 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 			saved, savedPath = "\nsaved the minimal schedule as "+path, path
 		}
 	}
-	picture := reportPath(t, savedPath)
-	if err := running.WriteReport(picture, running.Page{Result: *f, Reproduced: n, Runs: opts.Replays, Reproduce: reproduce}); err != nil {
+	picture, err := reportPath(t, savedPath)
+	if err == nil {
+		err = running.WriteReport(picture, running.Page{Result: *f, Reproduced: n, Runs: opts.Replays, Reproduce: reproduce})
+	}
+	if err != nil {
 		picture = fmt.Sprintf("\n(no report: %v)", err)
 	} else {
 		picture = "\nthe failure as a page: " + picture

@@ -1,8 +1,8 @@
 package handoff
 
 import (
+	"flag"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -331,12 +331,14 @@ func verifyProperty(t *testing.T, d designs.Design, opts VerifyOptions) {
 }
 
 // writeReport writes in as a report and returns the line that gives its
-// path: beside the scenario at scenarioPath, or, for "", in a folder of
-// the system's temporary folder, named after the test and its package's
-// folder, so that the next run of the same test writes over it.
+// path (see reportPath).
 func writeReport(t *testing.T, scenarioPath string, in report.Input) string {
 	t.Helper()
-	written, err := report.WriteFile(reportPath(t, scenarioPath), in)
+	path, err := reportPath(t, scenarioPath)
+	if err != nil {
+		return fmt.Sprintf("\n(no report: %v)", err)
+	}
+	written, err := report.WriteFile(path, in)
 	if err != nil {
 		return fmt.Sprintf("\n(no report: %v)", err)
 	}
@@ -344,23 +346,31 @@ func writeReport(t *testing.T, scenarioPath string, in report.Input) string {
 }
 
 // reportPath is where the report of a failure of t goes: beside the
-// scenario at scenarioPath, or, for "", in a folder of the system's
-// temporary folder, named after the test and its package's folder, so
-// that the next run of the same test writes over it.
-func reportPath(t *testing.T, scenarioPath string) string {
+// scenario at scenarioPath, or, for "", in a folder of this run of the
+// test, named after it: its artifact folder when go test runs with
+// -artifacts (kept under -outputdir), else a new folder
+// handoff-report-TEST-* of the system's temporary folder, which no other
+// run shares and which outlives the test, for a person to open.
+func reportPath(t *testing.T, scenarioPath string) (string, error) {
 	if scenarioPath != "" {
-		return report.Beside(scenarioPath)
+		return report.Beside(scenarioPath), nil
 	}
-	wd, _ := os.Getwd()
-	h := fnv.New32a()
-	h.Write([]byte(wd))
 	name := strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == ' ' || r == ':' {
+		if r == '/' || r == '\\' || r == ' ' || r == ':' || r == '*' {
 			return '_'
 		}
 		return r
 	}, t.Name())
-	return filepath.Join(os.TempDir(), "handoff-reports", fmt.Sprintf("%s-%08x.html", name, h.Sum32()))
+	dir := ""
+	if f := flag.Lookup("test.artifacts"); f != nil && f.Value.String() == "true" {
+		dir = t.ArtifactDir()
+	} else {
+		var err error
+		if dir, err = os.MkdirTemp("", "handoff-report-"+name+"-"); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(dir, name+".html"), nil
 }
 
 // crashedWhere says where Enumerate crashed a scenario: every step that

@@ -207,7 +207,9 @@ func TestVerifyEnumerateReportsACrash(t *testing.T) {
 func failingVerify(t *testing.T, design, corpus, dir, run string, short bool, env ...string) string {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run="+run, "-test.count=1", "-test.v", "-test.short="+strconv.FormatBool(short))
-	cmd.Env = append(append(os.Environ(), verifyDesignEnv+"="+design, verifyCorpusEnv+"="+corpus), env...)
+	// A report without a scenario file goes to a new folder of the
+	// system's temporary folder: the test's own, removed after it.
+	cmd.Env = append(append(os.Environ(), verifyDesignEnv+"="+design, verifyCorpusEnv+"="+corpus, "TMPDIR="+t.TempDir()), env...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) {
@@ -399,7 +401,7 @@ func replayOn(t *testing.T, d designs.Design, name string) *sim.Violation {
 func TestVerifyNamesWhatWasExpected(t *testing.T) {
 	t.Parallel()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestVerify$/^replay$/^handoff$/^approve-conflict", "-test.count=1", "-test.v", "-test.short")
-	cmd.Env = append(os.Environ(), verifyDesignEnv+"="+plainErrors.Name, verifyBuiltinEnv+"=1")
+	cmd.Env = append(os.Environ(), verifyDesignEnv+"="+plainErrors.Name, verifyBuiltinEnv+"=1", "TMPDIR="+t.TempDir()) // its reports: see failingVerify
 	cmd.Dir = t.TempDir()
 	out, err := cmd.CombinedOutput()
 	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) {
@@ -432,5 +434,52 @@ func TestCrashedWhere(t *testing.T) {
 	want := "line 2 approve at between-approval-inserts; line 9 deliver at before-send, after-reply"
 	if got := crashedWhere(points); got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestVerifyReportFolder: the report of a failure that has no scenario
+// file to go beside is written in a folder of its own run, named after
+// the test, not in one folder every run on the machine shares: two runs
+// write two folders; with go test -artifacts, the test's artifact folder
+// under -outputdir.
+func TestVerifyReportFolder(t *testing.T) {
+	t.Parallel()
+	corpus := t.TempDir()
+	scenario := "approve case=case-1 title=\"Call back\" fault=crash-between-inserts\n----\n"
+	if err := os.WriteFile(filepath.Join(corpus, "mine.txt"), []byte(scenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const name = "TestVerify_replay_mine.txt"
+	picture := regexp.MustCompile(`the failure as a picture: (\S+)`)
+	reported := func(out string) string {
+		t.Helper()
+		m := picture.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no report of the failure:\n%s", out)
+		}
+		if b, err := os.ReadFile(m[1]); err != nil || !bytes.Contains(b, []byte("<svg")) || filepath.Base(m[1]) != name+".html" {
+			t.Errorf("the report %s (%v): want a page named after the test", m[1], err)
+		}
+		return filepath.Dir(m[1])
+	}
+	var folders []string
+	for range 2 {
+		folder := reported(failingVerify(t, "two-writes", corpus, t.TempDir(), "^TestVerify$/^replay$/^mine", true))
+		if !strings.HasPrefix(filepath.Base(folder), "handoff-report-"+name+"-") {
+			t.Errorf("the report's folder %s is not named after the test", folder)
+		}
+		folders = append(folders, folder)
+	}
+	if folders[0] == folders[1] {
+		t.Errorf("two runs wrote their reports in the same folder, %s", folders[0])
+	}
+	outputs := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestVerify$/^replay$/^mine", "-test.count=1", "-test.v", "-test.short",
+		"-test.artifacts", "-test.outputdir="+outputs)
+	cmd.Env = append(os.Environ(), verifyDesignEnv+"=two-writes", verifyCorpusEnv+"="+corpus)
+	cmd.Dir = t.TempDir()
+	out, _ := cmd.CombinedOutput()
+	if folder := reported(string(out)); !strings.HasPrefix(folder, filepath.Join(outputs, "_artifacts")+string(filepath.Separator)) {
+		t.Errorf("with -artifacts the report is in %s, want the test's artifact folder under %s", folder, outputs)
 	}
 }

@@ -139,6 +139,11 @@ func Class(err error) error {
 func driverClass(err error) error {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
+		if se.Code() == sqlite3.SQLITE_IOERR_SHMSIZE {
+			// The shared-memory file of a WAL database could not grow:
+			// the disk under it is full.
+			return ErrFull
+		}
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return ErrBusy

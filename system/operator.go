@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -113,7 +114,7 @@ func (o *Outbox) operate(ctx context.Context, action Action, key, actor, reason 
 	case reason == "":
 		return invalid("the reason is empty: say why, for the audit log")
 	}
-	return o.q.write(ctx, string(action)+" "+strconv.Quote(key), []string{sqlLockRow, sqlOperate, sqlAudit}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	return o.q.write(ctx, string(action)+" "+strconv.Quote(key), []string{sqlLockRow, sqlOperate, sqlAudit, sqlHistory}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		now := o.opts.Now()
 		r, err := scanRow(q.row(ctx, tx, sqlLockRow, key))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -133,6 +134,21 @@ func (o *Outbox) operate(ctx context.Context, action Action, key, actor, reason 
 		if err := q.exec(ctx, tx, sqlOperate, string(next.State), next.Attempts, remoteID, millis0(next.NextAttemptAt),
 			millis0(next.FirstClaimedAt), millis0(next.SentAt), key, r.Fence); err != nil {
 			return driverError(string(action)+" "+strconv.Quote(key), err)
+		}
+		var cleared []string
+		if r.Attempts != next.Attempts {
+			cleared = append(cleared, fmt.Sprintf("%d attempts", r.Attempts))
+		}
+		if r.LastError != "" {
+			cleared = append(cleared, "last error "+r.LastError)
+		}
+		if len(cleared) > 0 {
+			if err := writeHistory(ctx, tx, q, now, key, actor, EventCleared, "%s of the %s row", strings.Join(cleared, " and "), r.State); err != nil {
+				return err
+			}
+		}
+		if err := writeHistory(ctx, tx, q, now, key, actor, action, "%s", reason); err != nil {
+			return err
 		}
 		return driverError("writing the audit log", q.exec(ctx, tx, sqlAudit, millis(now), actor, string(action), key, reason))
 	})

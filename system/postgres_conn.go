@@ -43,21 +43,46 @@ func PingPostgres(ctx context.Context, target string, wait time.Duration) error 
 // WaitForServer calls connect, a connection to a PostgreSQL server,
 // until it succeeds, fails in a way that waiting does not mend (the
 // server is not full nor starting), ctx is done, or wait has passed,
-// sleeping between tries from 50 ms, twice as long each time, up to 2 s,
-// and trying a last time when wait has passed.
-// It returns connect's last error.
+// sleeping between tries from firstConnectPause, twice as long each
+// time, up to maxConnectPause, and trying a last time when wait has
+// passed. It returns connect's last error.
 func WaitForServer(ctx context.Context, wait time.Duration, connect func() error) error {
-	deadline := time.Now().Add(wait)
-	for pause := 50 * time.Millisecond; ; pause = min(2*pause, 2*time.Second) {
+	return waitForServer(ctx, wait, connect, realClock{})
+}
+
+// The pauses of WaitForServer between tries: the first, doubled after
+// each try, and the longest.
+const (
+	firstConnectPause = 50 * time.Millisecond
+	maxConnectPause   = 2 * time.Second
+)
+
+// clock is what WaitForServer reads the time and sleeps on: the real
+// one, or a test's.
+type clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// realClock is the machine's clock.
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// waitForServer is WaitForServer on clock c.
+func waitForServer(ctx context.Context, wait time.Duration, connect func() error, c clock) error {
+	deadline := c.Now().Add(wait)
+	for pause := firstConnectPause; ; pause = min(2*pause, maxConnectPause) {
 		err := connect()
-		left := time.Until(deadline)
+		left := deadline.Sub(c.Now())
 		if err == nil || !waitable(err) || left <= 0 {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(min(pause, left)):
+		case <-c.After(min(pause, left)):
 		}
 	}
 }

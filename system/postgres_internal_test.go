@@ -1,8 +1,14 @@
 package system
 
 import (
+	"errors"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func TestRebind(t *testing.T) {
@@ -34,6 +40,67 @@ func TestApplicationName(t *testing.T) {
 	} {
 		if got := applicationName(tt.worker); got != tt.want {
 			t.Errorf("applicationName(%q) = %q (%d bytes), want %q", tt.worker, got, len(got), tt.want)
+		}
+	}
+}
+
+// fakeClock is a clock whose sleeps take no time: each one is recorded
+// and moves the clock on by its length.
+type fakeClock struct {
+	now    time.Time
+	pauses []time.Duration
+}
+
+func (c *fakeClock) Now() time.Time { return c.now }
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.pauses = append(c.pauses, d)
+	c.now = c.now.Add(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
+}
+
+// TestWaitForServerBacksOff: on an injected clock, the wait for a full
+// or starting server pauses as documented (50 ms first, twice as long
+// each time, 2 s at most, the last pause cut to the wait left, then a
+// last try), stops at once at a success or an error that waiting does
+// not mend, and returns the last error.
+func TestWaitForServerBacksOff(t *testing.T) {
+	full := &pgconn.PgError{Code: "53300", Message: "sorry, too many clients already"}
+	starting := &pgconn.PgError{Code: "57P03", Message: "the database system is starting up"}
+	refused := errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+	ms := func(ns ...int) []time.Duration {
+		var ds []time.Duration
+		for _, n := range ns {
+			ds = append(ds, time.Duration(n)*time.Millisecond)
+		}
+		return ds
+	}
+	for _, tt := range []struct {
+		name   string
+		wait   time.Duration
+		errs   []error // connect's answers, in turn; the last again and again
+		pauses []time.Duration
+		tries  int
+		want   error
+	}{
+		{"full for the whole wait", 10 * time.Second, []error{full}, ms(50, 100, 200, 400, 800, 1600, 2000, 2000, 2000, 850), 11, full},
+		{"starting, then up", time.Minute, []error{starting, starting, starting, nil}, ms(50, 100, 200), 4, nil},
+		{"a connection reset, then up", time.Minute, []error{syscall.ECONNRESET, nil}, ms(50), 2, nil},
+		{"a wait shorter than the first pause", 30 * time.Millisecond, []error{full}, ms(30), 2, full},
+		{"not running: waiting does not mend it", time.Minute, []error{refused}, nil, 1, refused},
+		{"up at once", time.Minute, []error{nil}, nil, 1, nil},
+	} {
+		c := &fakeClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+		tries := 0
+		err := waitForServer(t.Context(), tt.wait, func() error {
+			err := tt.errs[min(tries, len(tt.errs)-1)]
+			tries++
+			return err
+		}, c)
+		if err != tt.want || tries != tt.tries || !slices.Equal(c.pauses, tt.pauses) {
+			t.Errorf("%s: %v after %d tries, pauses %v; want %v after %d, pauses %v", tt.name, err, tries, c.pauses, tt.want, tt.tries, tt.pauses)
 		}
 	}
 }

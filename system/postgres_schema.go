@@ -14,9 +14,9 @@ import (
 
 // postgresVersion is the schema version of a PostgreSQL app database.
 // Version 2 made approvals.title BYTEA, version 3 indexed the blocked
-// rows; an app database of an older version is migrated when it is
+// rows, version 4 keeps each row's history; an app database of an older version is migrated when it is
 // opened for writing (see migrations).
-const postgresVersion = 3
+const postgresVersion = 4
 
 // postgresSchema creates the tables of an app database at postgresVersion
 // in the schema on the search path.
@@ -29,6 +29,7 @@ var postgresSchema = schemaFile("postgres/app/create.sql")
 var migrations = map[int]string{
 	1: schemaFile("postgres/app/002_title_bytea.sql"),
 	2: schemaFile("postgres/app/003_blocked.sql"),
+	3: schemaFile("postgres/app/004_history.sql"),
 }
 
 // preparePostgres checks what schema t.schema holds and, unless

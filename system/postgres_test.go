@@ -420,6 +420,8 @@ func TestPasswordsStayHidden(t *testing.T) {
 		{"postgres://alice:2024/s3cret@127.0.0.1:1/app", "postgres://…@127.0.0.1:1/app"},
 		{"postgres://alice:s3c?ret@127.0.0.1:1/app", "postgres://…@127.0.0.1:1/app"},
 		{"postgres://127.0.0.1:1/app", "postgres://127.0.0.1:1/app"},
+		{"postgres//alice:s3cret@127.0.0.1:1/app", "postgres//…@127.0.0.1:1/app"},
+		{"postgres:/alice:s3cret@127.0.0.1:1/app", "postgres:/…@127.0.0.1:1/app"},
 	} {
 		if got := system.Redact(tt.url); got != tt.want {
 			t.Errorf("Redact(%q) = %q, want %q", tt.url, got, tt.want)

@@ -25,6 +25,18 @@ func IsPostgres(target string) bool {
 	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
 }
 
+// mistypedScheme matches the start of a URL missing its colon or a
+// slash: postgres//…, postgres:/…, http:/…, postgresql//….
+var mistypedScheme = regexp.MustCompile(`(?i)^(postgres|postgresql|https?)(//|:/[^/]|:/$)`)
+
+// MistypedURL reports whether s, given where a path or a URL is
+// expected, starts as a URL with its colon or a slash missing
+// (postgres//…, postgres:/…): taken for a path, it would name a folder
+// postgres or postgres: and fail far from the typo.
+func MistypedURL(s string) bool {
+	return mistypedScheme.MatchString(s)
+}
+
 // schemaName is what a schema parameter may be: a plain lower-case
 // PostgreSQL identifier, so that it needs no quoting.
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -132,6 +144,15 @@ func Redact(target string) string {
 	scheme, rest, ok := strings.Cut(target, "://")
 	if at := strings.LastIndex(rest, "@"); ok && at >= 0 {
 		return scheme + "://…" + rest[at:]
+	}
+	if MistypedURL(target) { // postgres//USER:PASSWORD@…: the same, past the slashes
+		slashes := strings.IndexByte(target, '/')
+		for slashes < len(target) && target[slashes] == '/' {
+			slashes++
+		}
+		if at := strings.LastIndex(target, "@"); at >= slashes {
+			return target[:slashes] + "…" + target[at:]
+		}
 	}
 	return target
 }

@@ -65,3 +65,32 @@ func TestReservedSchemaNamesAreTheServers(t *testing.T) {
 		}
 	}
 }
+
+// TestMistypedURL: a URL missing its colon or a slash is told from a
+// path, which may hold postgres or a colon elsewhere, and from a URL.
+func TestMistypedURL(t *testing.T) {
+	for s, want := range map[string]bool{
+		"postgres//u@h/db":      true,
+		"postgres:/u@h/db":      true,
+		"postgresql//h/db":      true,
+		"POSTGRES:/h":           true,
+		"http:/127.0.0.1:8080":  true,
+		"https//crm.example":    true,
+		"postgres:/":            true,
+		"postgres://u@h/db":     false,
+		"postgres:///db":        false,
+		"http://127.0.0.1:8080": false,
+		"postgres.db":           false,
+		"postgres/app.db":       false,
+		"data/postgres//x":      false,
+		"app.db":                false,
+	} {
+		if got := system.MistypedURL(s); got != want {
+			t.Errorf("MistypedURL(%q) = %v, want %v", s, got, want)
+		}
+	}
+	err := system.CheckPath("postgres//u@h/db")
+	if !errors.Is(err, system.ErrInvalidInput) || !strings.Contains(err.Error(), "looks like a mistyped URL") {
+		t.Errorf("CheckPath(postgres//u@h/db): %v, want ErrInvalidInput saying it looks like a mistyped URL", err)
+	}
+}

@@ -69,6 +69,8 @@ func CheckPath(path string) error {
 	switch {
 	case path == "":
 		return invalid("database path is empty; give a plain file path")
+	case MistypedURL(path):
+		return invalid("%q looks like a mistyped URL: a PostgreSQL database is named postgres://HOST/DB (colon, two slashes); a file path gives a plain name", Redact(path))
 	case strings.Contains(path, "://"):
 		return invalid("%q is a URL, not a file path: only the app database may be in PostgreSQL, named postgres://… or postgresql://… (the CRM is a SQLite file)", Redact(path))
 	case path == ":memory:":

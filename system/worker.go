@@ -250,7 +250,10 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 		}
 		if block != "" {
 			d.Result, d.LastError = ResultBlocked, block
-			return driverError("blocking the row", q.exec(ctx, tx, sqlBlockRow, block, c.Seq))
+			if err := q.exec(ctx, tx, sqlBlockRow, block, c.Seq); err != nil {
+				return driverError("blocking the row", err)
+			}
+			return writeHistory(ctx, tx, q, fromMillis(now), c.Key, o.opts.Worker, EventBlocked, "%s at a claim, after %d attempts: nothing sent", block, c.Attempt)
 		}
 		c.Attempt++
 		c.Fence++
@@ -259,6 +262,9 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 		leaseUntil := now + o.opts.Lease.Milliseconds()
 		if err := q.exec(ctx, tx, sqlClaimRow, o.opts.Worker, leaseUntil, now, c.Seq); err != nil {
 			return driverError("counting the attempt", err)
+		}
+		if err := writeHistory(ctx, tx, q, fromMillis(now), c.Key, o.opts.Worker, EventClaim, "attempt %d of %d counted, fence %d", c.Attempt, o.opts.MaxAttempts, c.Fence); err != nil {
+			return err
 		}
 		if recordBudget {
 			return driverError("recording the attempt budget", q.exec(ctx, tx, sqlRaiseBudget, strconv.Itoa(o.opts.MaxAttempts)))
@@ -328,14 +334,22 @@ func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr erro
 		lastError = d.LastError
 	}
 	stale := false
-	err := o.q.write(ctx, "recording the delivery", []string{sqlSettle}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	err := o.q.write(ctx, "recording the delivery", []string{sqlSettle, sqlHistory}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		res, err := q.execResult(ctx, tx, sqlSettle, string(d.state()), remoteID, lastError, sentAt, nextAttempt, c.Seq, c.Fence)
 		if err != nil {
 			return driverError("recording the delivery", err)
 		}
 		n, err := res.RowsAffected()
-		stale = n == 0
-		return err
+		if stale = n == 0; err != nil || stale {
+			return err
+		}
+		switch {
+		case d.Result == ResultSent:
+			return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventSent, "attempt %d: CRM task %d", c.Attempt, taskID)
+		case d.Result == ResultPending:
+			return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventRetry, "attempt %d: %s; the next attempt in %v", c.Attempt, OneLine(sendErr.Error()), d.Backoff.Round(time.Millisecond))
+		}
+		return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventBlocked, "attempt %d: %s: %s", c.Attempt, d.LastError, OneLine(sendErr.Error()))
 	})
 	if err != nil {
 		return d, o.attemptFailed(ctx, c, err)
@@ -431,8 +445,15 @@ func (o *Outbox) attemptFailed(ctx context.Context, c Claim, cause error) error 
 	// and the returned error still says what happened. It is written even
 	// when ctx was cancelled: an interrupt is a cause worth recording.
 	ctx = context.WithoutCancel(ctx)
-	_ = o.q.write(ctx, "recording the cause", []string{sqlLocalError}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
-		return q.exec(ctx, tx, sqlLocalError, localCause(cause), c.Seq, c.Fence)
+	_ = o.q.write(ctx, "recording the cause", []string{sqlLocalError, sqlHistory}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
+		res, err := q.execResult(ctx, tx, sqlLocalError, localCause(cause), c.Seq, c.Fence)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		return writeHistory(ctx, tx, q, o.opts.Now(), c.Key, o.opts.Worker, EventFailed, "attempt %d failed here after it was counted: %s", c.Attempt, localCause(cause))
 	})
 	return &AttemptError{Key: c.Key, Attempt: c.Attempt, MaxAttempts: o.opts.MaxAttempts, Err: cause}
 }

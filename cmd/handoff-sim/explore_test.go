@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/outboxlab/handoff/internal/cli"
 	"github.com/outboxlab/handoff/internal/pgtest"
+	"github.com/outboxlab/handoff/internal/textdiff"
 )
 
 // explore from the command line: its summary, JSON and reproduce line,
@@ -326,4 +328,27 @@ func BenchmarkExploreLanes(b *testing.B) {
 	b.ReportMetric(median(one), "steps/s-1-lane")
 	b.ReportMetric(median(many), fmt.Sprintf("steps/s-%d-lanes", lanes))
 	b.ReportMetric(median(ratios), "ratio")
+}
+
+// TestExploreOutputIsTheSameTwice: two explorations of the same seed, in
+// two processes, print the same bytes, the diff of the model's and the
+// system's observations included; only the time taken and the rate
+// differ.
+func TestExploreOutputIsTheSameTwice(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	timing := regexp.MustCompile(` in [0-9.]+[µnm]?s = [0-9]+ steps/s`)
+	var outputs [2]string
+	for i := range outputs {
+		cmd := exec.Command(os.Args[0], "explore", "--design", "drop-on-error", "--seed", "1", "--parallel", "1", "--dir", dir)
+		cmd.Env = append(os.Environ(), "HANDOFF_RUN_MAIN=1")
+		out, err := cmd.CombinedOutput()
+		if !strings.Contains(string(out), "first disagreed at step 2 (-model +system)") {
+			t.Fatalf("explore --design drop-on-error: %v, no disagreement shown:\n%s", err, out)
+		}
+		outputs[i] = timing.ReplaceAllString(string(out), " in T = R steps/s")
+	}
+	if outputs[0] != outputs[1] {
+		t.Errorf("two explorations of seed 1 printed different bytes:\n%s", textdiff.Lines(outputs[0], outputs[1]))
+	}
 }

@@ -42,7 +42,7 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	file := fs.Arg(0)
-	sc, err := sim.ReadScenario(file)
+	sc, err := readScenario(file)
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func TestReportBadInput(t *testing.T) {
 		{[]string{"report", file, file}, 2, "report takes one scenario file, got 2"},
 		{[]string{"report", "--out", file, file}, 2, "--out names the scenario file itself"},
 		{[]string{"report", "--transport", "pigeon", file}, 2, "--transport"},
-		{[]string{"report", filepath.Join(dir, "missing.txt")}, 1, "no such file"},
+		{[]string{"report", filepath.Join(dir, "missing.txt")}, 2, "no such file"},
 	} {
 		code, _, stderr := runCLI(t, tt.args...)
 		if code != tt.code || !strings.Contains(stderr, tt.want) {

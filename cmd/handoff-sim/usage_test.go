@@ -71,6 +71,13 @@ func TestExitStatusRule(t *testing.T) {
 		{[]string{"explore", "--report", dir}, 2, "--report " + dir + ": a folder, not a file"},
 		{[]string{"replay", "--report", dir, "corpus/app-busy.txt"}, 2, "--report " + dir + ": a folder, not a file"},
 		{[]string{"report", "--out", dir, "corpus/app-busy.txt"}, 2, "--out " + dir + ": a folder, not a file"},
+		{[]string{"replay", filepath.Join(dir, "missing.txt")}, 2, "scenario file " + filepath.Join(dir, "missing.txt") + ": no such file or directory"},
+		{[]string{"replay", dir}, 2, "scenario file " + dir + ": a folder, not a file"},
+		{[]string{"report", filepath.Join(dir, "missing.txt")}, 2, "scenario file " + filepath.Join(dir, "missing.txt") + ": no such file or directory"},
+		{[]string{"replay", "postgres:/h/scenario.txt"}, 2, `"postgres:/h/scenario.txt" looks like a mistyped URL`},
+		{[]string{"explore", "--save", "postgres//h/db"}, 2, `--save "postgres//h/db" looks like a mistyped URL`},
+		{[]string{"explore", "--report", "http:/x"}, 2, `--report "http:/x" looks like a mistyped URL`},
+		{[]string{"replay", "--backend", "postgres", "--postgres-url", "postgres:/h/db"}, 2, `--postgres-url "postgres:/h/db" is not a PostgreSQL URL (postgres://…); it looks like a mistyped URL`},
 		{[]string{"designs", "two-writes"}, 0, ""},
 	}
 	for _, tt := range tests {

@@ -38,10 +38,10 @@ func approve(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	budget, err := app.Budget(ctx)
+	budget, err := budgetOf(ctx, app)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "approved %s: outbox row %s\n", key, describeRow(row, budget))
+	fmt.Fprintf(stdout, "approved %s: outbox row %s (%s)\n", key, describeRow(row, budget), budget.source())
 	return nil
 }

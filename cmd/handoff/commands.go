@@ -83,7 +83,7 @@ func commandTable() []cli.Command {
 		},
 		{
 			Name:        "ui",
-			Args:        "--app PATH [--crm PATH | --crm-url URL] [--addr HOST:PORT] [--token-file FILE] [--retention D] [--rows N]",
+			Args:        "--app PATH [--crm PATH | --crm-url URL] [--addr HOST:PORT] [--public-host NAME] [--token-file FILE] [--retention D] [--rows N]",
 			Summary:     "serve a page for the person on call: the outbox by state, each row's history, what needs a person, and (with a token) requeue and reconcile",
 			Details:     uiHelp(),
 			Done:        "served until SIGINT or SIGTERM, then shut down",
@@ -172,6 +172,7 @@ var (
 	isTerminal      = cli.IsTerminal
 	addBackendFlags = cli.AddBackendFlags
 	inSubcommand    = cli.InSubcommand
+	mistypedURL     = cli.MistypedURL
 )
 
 // counts prints a map as "k v, k v" in key order (see cli.Counts).

@@ -50,6 +50,9 @@ type remoteCRM struct {
 // connections (at least two) open for reuse, one per worker. It sends
 // nothing yet.
 func newRemoteCRM(rawURL string, conns int) (*remoteCRM, error) {
+	if err := mistypedURL("crm-url", rawURL); err != nil {
+		return nil, err
+	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = max(conns, 2)
 	client := &http.Client{Transport: transport,

@@ -76,8 +76,9 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var injector faults.Injector
 	// deliver is one attempt by hand: it retries at once, with no backoff,
-	// as a worker named after its process (see deliverWorker).
-	app, err := system.Open(ctx, *appPath, system.Options{Hook: injector.Hook(), Worker: deliverWorker(), NoBackoff: true})
+	// as a worker named after its process (see deliverWorker), within the
+	// budget every command shows for the row.
+	app, err := openWithinBudget(ctx, *appPath, system.Options{Hook: injector.Hook(), Worker: deliverWorker(), NoBackoff: true})
 	if err != nil {
 		return err
 	}
@@ -158,6 +159,29 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "blocked %s: %s after %s; a person must reconcile this key in the CRM\n", d.Key, d.LastError, words.HowMany(d.Attempts, "attempt"))
 	}
 	return nil
+}
+
+// openWithinBudget opens the app database at path with opts, whose
+// MaxAttempts becomes the budget of its rows (see rowBudget): opened
+// again with it when a worker recorded a larger one than the default.
+func openWithinBudget(ctx context.Context, path string, opts system.Options) (*system.Outbox, error) {
+	app, err := system.Open(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	budget, err := budgetOf(ctx, app)
+	if err != nil {
+		app.Close()
+		return nil, err
+	}
+	if int(budget) == app.MaxAttempts() {
+		return app, nil
+	}
+	if err := app.Close(); err != nil {
+		return nil, err
+	}
+	opts.MaxAttempts = int(budget)
+	return system.Open(ctx, path, opts)
 }
 
 // deliverWorker is the worker name of the deliver command: HOST:PID:deliver,

@@ -25,6 +25,9 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
+	if err := mistypedURL("dir", *dir); err != nil {
+		return err
+	}
 	d, err := runDemo(ctx, *dir)
 	if err != nil {
 		return err

@@ -109,8 +109,12 @@ func (v inspection) writeText(w io.Writer) {
 	rows := v.files.App.Outbox
 	c := stateCounts(rows)
 	fmt.Fprintf(w, "app database %s: %d pending, %d sent, %d blocked\n", v.appPath, c[system.Pending], c[system.Sent], c[system.Blocked])
+	budget := rowBudget(max(v.files.Budget, system.DefaultMaxAttempts))
+	if len(v.listed) > 0 {
+		fmt.Fprintf(w, "  attempts of every row: %s\n", budget.source())
+	}
 	for _, r := range v.listed {
-		fmt.Fprintf(w, "  %s %s\n", system.OneLine(r.Key), system.OneLine(describeRow(r, max(v.files.Budget, system.DefaultMaxAttempts))))
+		fmt.Fprintf(w, "  %s %s\n", system.OneLine(r.Key), system.OneLine(describeRow(r, budget)))
 		fmt.Fprintf(w, "    %s\n", v.times(r))
 		fmt.Fprintf(w, "    %s\n", system.OneLine(v.claim(r)))
 	}

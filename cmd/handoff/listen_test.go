@@ -36,7 +36,7 @@ func serving(t *testing.T, lines int, args ...string) (urls []string, stdout, st
 	stdout, stderr = &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, args, io.MultiWriter(w, stdout), stderr)
+		done <- run(ctx, args, io.MultiWriter(stdout, w), stderr)
 		w.Close()
 	}()
 	t.Cleanup(func() {
@@ -47,7 +47,7 @@ func serving(t *testing.T, lines int, args ...string) (urls []string, stdout, st
 	})
 	read := bufio.NewScanner(out)
 	for i := 0; i < lines && read.Scan(); i++ {
-		if u := regexp.MustCompile(`http://[0-9.:]+`).FindString(read.Text()); u != "" {
+		if u := regexp.MustCompile(`http://[0-9.:\[\]]+`).FindString(read.Text()); u != "" {
 			urls = append(urls, u)
 		}
 	}

@@ -59,9 +59,9 @@ func TestUnreachableServer(t *testing.T) {
 }
 
 // TestUpgradeMigratesAPostgresSchema: upgrade brings a schema an older
-// handoff made (version 1: the title TEXT, no index of the blocked rows)
-// to this one's, as a writing command would, and its rows keep their
-// titles.
+// handoff made (version 1: the title TEXT, no index of the blocked rows,
+// no history) to this one's, as a writing command would, and its rows
+// keep their titles.
 func TestUpgradeMigratesAPostgresSchema(t *testing.T) {
 	app := pgtest.URL(t)
 	if code, _, stderr := runCLI(t, "approve", "--app", app, "--case", "case-104", "--title", `Call "back" \ now`); code != 0 {
@@ -72,6 +72,7 @@ func TestUpgradeMigratesAPostgresSchema(t *testing.T) {
 	for _, stmt := range []string{ // back to version 1, as an older handoff left it
 		"ALTER TABLE " + schema + ".approvals ALTER COLUMN title TYPE TEXT USING convert_from(title, 'UTF8')",
 		"DROP INDEX " + schema + ".outbox_blocked",
+		"DROP TABLE " + schema + ".history",
 		"UPDATE " + schema + ".handoff_version SET version = 1",
 	} {
 		if _, err := conn.Exec(t.Context(), stmt); err != nil {
@@ -93,8 +94,8 @@ func TestUpgradeMigratesAPostgresSchema(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), "SELECT count(*) = 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = 'outbox_blocked'", schema).Scan(&indexed); err != nil {
 		t.Fatal(err)
 	}
-	if version != 3 || column != "bytea" || !indexed {
-		t.Errorf("after upgrade: version %d, title %s, blocked rows indexed %v; want 3, bytea, indexed", version, column, indexed)
+	if version != 4 || column != "bytea" || !indexed {
+		t.Errorf("after upgrade: version %d, title %s, blocked rows indexed %v; want 4, bytea, indexed", version, column, indexed)
 	}
 	o, err := system.OpenReadOnly(t.Context(), app)
 	if err != nil {

@@ -40,11 +40,11 @@ func reconcile(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := app.ReconcileAbsent(ctx, key, actor, *of.reason); err != nil {
 			return err
 		}
-		budget, err := app.Budget(ctx)
+		budget, err := budgetOf(ctx, app)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "reconciled %s as absent from the CRM: pending, 0 of %d attempts, eligible now (by %s)\n", system.OneLine(key), budget, system.OneLine(actor))
+		fmt.Fprintf(stdout, "reconciled %s as absent from the CRM: pending, 0 of %d attempts, eligible now (by %s; %s)\n", system.OneLine(key), budget, system.OneLine(actor), budget.source())
 		return nil
 	}
 	if err := app.Reconcile(ctx, key, *remoteID, actor, *of.reason); err != nil {

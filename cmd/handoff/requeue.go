@@ -30,10 +30,10 @@ func requeue(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := app.Requeue(ctx, key, *retention, actor, *of.reason); err != nil {
 		return err
 	}
-	budget, err := app.Budget(ctx)
+	budget, err := budgetOf(ctx, app)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "requeued %s: pending, 0 of %d attempts, eligible now (by %s)\n", system.OneLine(key), budget, system.OneLine(actor))
+	fmt.Fprintf(stdout, "requeued %s: pending, 0 of %d attempts, eligible now (by %s; %s)\n", system.OneLine(key), budget, system.OneLine(actor), budget.source())
 	return nil
 }

@@ -31,6 +31,9 @@ func trialCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
+	if err := mistypedURL("dir", *dir); err != nil {
+		return err
+	}
 	which, postgresURL, err := backendFlags.Values(ctx)
 	if err != nil {
 		return err

@@ -30,7 +30,8 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	appPath := fs.String("app", "", "app database (must exist)")
 	crmPath := fs.String("crm", "", "CRM database (must exist; optional): the page shows the tasks it holds for a row's key; or --crm-url")
 	crmURL := fs.String("crm-url", "", "the CRM's HTTP receiver, instead of --crm: the page shows its tasks for a row's key, and requeue asks it its retention")
-	addr := fs.String("addr", "127.0.0.1:8081", "the address to listen on (port 0: any free port, printed); on loopback the page answers to localhost names only")
+	addr := fs.String("addr", "127.0.0.1:8081", "the address to listen on (port 0: any free port, printed); on loopback the page answers to localhost names only; another address needs --public-host")
+	publicHost := fs.String("public-host", "", "the host name under which a proxy that serves HTTPS forwards the page, such as ops.example.com: the page then answers that Host only, shows nothing before a login with the token (which it needs), and sets Secure cookies; needed to listen off loopback")
 	tokenFile := fs.String("token-file", "", "a file whose first line is the token that lets a person repair rows, at least 16 characters (or set "+tokenEnv+"); without one the page is read-only")
 	retention := fs.Duration("retention", 0, "how long the CRM remembers a key, for requeue, when --crm-url does not say; 0 means forever")
 	rows := fs.Int("rows", 100, "rows a page lists")
@@ -54,6 +55,9 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkExposure(*addr, *publicHost, given["public-host"], token); err != nil {
+		return err
+	}
 	var remote *remoteCRM
 	if *crmURL != "" {
 		if remote, err = newRemoteCRM(*crmURL, 2); err != nil {
@@ -64,7 +68,7 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := appMustExist(ctx, *appPath); err != nil {
 		return err
 	}
-	cfg := ui.Config{AppShown: shown(*appPath), Token: token, PageRows: *rows,
+	cfg := ui.Config{AppShown: shown(*appPath), Token: token, PageRows: *rows, PublicHost: *publicHost,
 		Log: slog.New(slog.NewTextHandler(stderr, nil))}
 	var identity string
 	switch {
@@ -117,13 +121,21 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
-	cfg.LoopbackOnly = isLoopback(ln.Addr())
+	if *publicHost == "" {
+		if !isLoopback(ln.Addr()) {
+			return fmt.Errorf("%w: --addr %s listens on %s, off loopback; give --public-host", errUsage, *addr, ln.Addr())
+		}
+		cfg.LoopbackOnly = true
+	}
 	handler, err := ui.New(cfg)
 	if err != nil {
 		return err
 	}
 	mode := "read-only: started without a token"
-	if token != "" {
+	switch {
+	case *publicHost != "":
+		mode = "for https://" + *publicHost + "/ through a proxy: reading and repairs need the token"
+	case token != "":
 		mode = "repairs need the token"
 	}
 	fmt.Fprintf(stdout, "serving the page for %s on http://%s/ (%s)\n", shown(*appPath), ln.Addr(), mode)
@@ -137,6 +149,9 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func readToken(path string, given bool) (string, error) {
 	token, from := os.Getenv(tokenEnv), tokenEnv
 	if given {
+		if err := mistypedURL("token-file", path); err != nil {
+			return "", err
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return "", fmt.Errorf("--token-file: %w", err)
@@ -154,6 +169,38 @@ func readToken(path string, given bool) (string, error) {
 	return token, nil
 }
 
+// checkExposure refuses, as usage errors, a page that would show every
+// row to whoever reaches it: an --addr off loopback without a public
+// host name, and a public host name without a token or that is not a
+// bare host name (the Host a proxy forwards, without scheme, port or
+// path).
+func checkExposure(addr, publicHost string, given bool, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%w: --addr %q is not HOST:PORT, such as 127.0.0.1:8081", errUsage, addr)
+	}
+	switch {
+	case given && (publicHost == "" || strings.ContainsAny(publicHost, "/:@ ?#")):
+		return fmt.Errorf("%w: --public-host %q is not a host name: give the name a proxy serves the page under, such as ops.example.com, without scheme, port or path", errUsage, publicHost)
+	case given && token == "":
+		return fmt.Errorf("%w: --public-host needs a token (--token-file or %s): under a public name the page shows nothing without a login", errUsage, tokenEnv)
+	case !given && !loopbackHost(host):
+		return fmt.Errorf("%w: --addr %s is not a loopback address: the page would show every row to whoever reaches it; serve it behind a proxy that serves HTTPS and give --public-host NAME (see docs/operations.md), or listen on 127.0.0.1", errUsage, addr)
+	}
+	return nil
+}
+
+// loopbackHost reports whether host, of an address to listen on, is
+// this machine's loopback: localhost or a loopback IP. An empty host
+// listens on every interface.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // isLoopback reports whether a is an address on this machine's loopback.
 func isLoopback(a net.Addr) bool {
 	t, ok := a.(*net.TCPAddr)
@@ -168,5 +215,7 @@ func uiHelp() string {
 		"then a person who logs in with the token may requeue and reconcile, with the rules, fences and audit log of handoff requeue and handoff reconcile. " +
 		"Every repair must come from the page itself: a session cookie (HttpOnly, SameSite=Strict), the session's form token, and the browser's Origin. " +
 		"A form over " + fmt.Sprint(ui.MaxFormBytes>>10) + " KiB is refused (413). " + limitsHelp() +
-		" The page loads nothing from elsewhere and runs no script. Bind another address only behind a proxy that serves HTTPS."
+		" The page loads nothing from elsewhere and runs no script. " +
+		"It refuses an address off loopback unless given --public-host NAME, for a proxy that serves HTTPS under NAME: " +
+		"then it answers that Host only, shows nothing before a login with the token, and its cookies are Secure."
 }

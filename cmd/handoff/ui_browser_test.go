@@ -139,7 +139,7 @@ func TestPageInBrowser(t *testing.T) {
 	// Open the blocked row: no repair without logging in.
 	do(t, ctx, chromedp.Click("a.key"), chromedp.WaitVisible("#key"))
 	key, state, history, repair := text(t, ctx, "#key"), text(t, ctx, "#state"), text(t, ctx, "#history"), text(t, ctx, "#login-to-act")
-	if key != blocked || state != "blocked" || !strings.Contains(history, "the row's last error since: transient") || !strings.Contains(repair, "Log in") {
+	if key != blocked || state != "blocked" || !strings.Contains(history, ": attempt 3: transient: ") || !strings.Contains(history, "attempt 1 of 3 counted") || !strings.Contains(repair, "Log in") {
 		t.Errorf("the row's page: key %q, state %q, history %q, repair %q; want %s, blocked, its history and a log in link", key, state, history, repair, blocked)
 	}
 	forms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.forms.length`))
@@ -181,7 +181,8 @@ func TestPageInBrowser(t *testing.T) {
 		chromedp.SendKeys("#requeue-actor", "ana"), chromedp.SendKeys("#requeue-reason", "checked the CRM: no task"),
 		chromedp.Click("#requeue"), chromedp.WaitVisible("#done"))
 	done, after, audited := text(t, ctx, "#done"), text(t, ctx, "#state"), text(t, ctx, "#history")
-	if !strings.Contains(done, "requeued by ana") || after != "pending" || !strings.Contains(audited, "requeue by ana: checked the CRM: no task") {
+	if !strings.Contains(done, "requeued by ana") || after != "pending" || !strings.Contains(audited, "requeue by ana: checked the CRM: no task") ||
+		!strings.Contains(audited, "cleared by ana: 3 attempts and last error transient of the blocked row") {
 		t.Errorf("after requeue: %q, state %q, history %q; want requeued by ana, pending, and the audit entry", done, after, audited)
 	}
 	_, audit := outboxState(t, app)
@@ -210,3 +211,55 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 
 // keyOf is the action key of a case.
 func keyOf(caseID string) string { return "harbor:create-followup:v1:" + caseID }
+
+// fitsJS lists what on the page in the browser lies outside the
+// viewport's width (the page itself, any element), and each outbox key
+// broken over more than three lines (a key squeezed one character a line
+// into a narrow column): "" when nothing does.
+const fitsJS = `(() => {
+	const w = document.documentElement.clientWidth, bad = [];
+	if (document.documentElement.scrollWidth > w) bad.push("the page is " + document.documentElement.scrollWidth + " wide");
+	for (const e of document.body.querySelectorAll("*")) {
+		const r = e.getBoundingClientRect();
+		if (r.width > 0 && (r.right > w + 0.5 || r.left < -0.5)) bad.push(e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + " spans " + Math.round(r.left) + " to " + Math.round(r.right));
+	}
+	for (const k of document.querySelectorAll("a.key code, #key")) {
+		const lines = k.getClientRects().length;
+		if (lines > 3) bad.push("the key " + k.textContent + " takes " + lines + " lines");
+	}
+	return bad.slice(0, 8).join("; ");
+})()`
+
+// TestPageFitsAPhone opens every page of the operator's (the outbox, the
+// stale list, a blocked row with its repair forms, the login) at a
+// phone's width, 390 pixels, and a desktop's: nothing runs off the
+// viewport, and no outbox key is squeezed one character a line.
+func TestPageFitsAPhone(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
+	long := "case-with-a-rather-long-identifier-0123456789-abcdefghij"
+	mustRun(t, "approve", "--app", app, "--case", long, "--title", "Call about the approved repair plan, and the second visit")
+	approveRows(t, app, 3)
+	mustRun(t, "crm", "init", "--crm", crm)
+	for range 3 {
+		mustRun(t, "deliver", "--app", app, "--crm", crm, "--fault", "offline")
+	}
+	mustRun(t, "deliver", "--app", app, "--crm", crm)
+	token := "correct-horse-battery-staple"
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := startUI(t, "--app", app, "--crm", crm, "--token-file", tokenFile)
+	do(t, ctx, chromedp.Navigate(base+"/login"), chromedp.SendKeys("#token", token), chromedp.Click("#login-submit"), chromedp.WaitVisible("#counts"))
+	for _, width := range []int64{390, 1280} {
+		for _, path := range []string{"/", "/stale?older-than=0s", "/row?key=" + url.QueryEscape(keyOf(long)), "/login"} {
+			do(t, ctx, chromedp.EmulateViewport(width, 800), chromedp.Navigate(base+path), chromedp.WaitVisible("#nav-outbox"))
+			bad, err := chromedp.Run(ctx, chromedp.Evaluate[string](fitsJS))
+			if err != nil || bad != "" {
+				t.Errorf("%s at %d pixels: %s%v", path, width, bad, err)
+			}
+		}
+	}
+}

@@ -21,6 +21,7 @@ type BackendFlags struct {
 	name, url *string
 	// Wait is --connect-wait: how long a connection waits for the server.
 	Wait *time.Duration
+	fs   *flag.FlagSet
 }
 
 // AddBackendFlags defines the flags on fs.
@@ -29,6 +30,7 @@ func AddBackendFlags(fs *flag.FlagSet) BackendFlags {
 		name: fs.String("backend", string(backend.SQLite), "where the app database lives: sqlite (a file per lane), or postgres (a schema per lane on --postgres-url's server, dropped at the end)"),
 		url:  fs.String("postgres-url", backend.Server(), "the PostgreSQL server of --backend postgres; $"+backend.PostgresURLEnv+" sets the default"),
 		Wait: fs.Duration("connect-wait", system.DefaultConnectWait, "how long a connection waits, with backoff, for a PostgreSQL server that has no connection to spare or is starting; past it the run ends with exit status 4"),
+		fs:   fs,
 	}
 }
 
@@ -41,7 +43,11 @@ func (b BackendFlags) Values(ctx context.Context) (backend.Backend, string, erro
 		return "", "", err
 	}
 	if which == backend.Postgres && !system.IsPostgres(*b.url) {
-		return "", "", fmt.Errorf("%w: --postgres-url %q is not a PostgreSQL URL (postgres://…)", ErrUsage, system.Redact(*b.url))
+		hint := ""
+		if system.MistypedURL(*b.url) {
+			hint = "; it looks like a mistyped URL, missing a colon or a slash"
+		}
+		return "", "", fmt.Errorf("%w: %s %q is not a PostgreSQL URL (postgres://…)%s", ErrUsage, b.urlSource(), system.Redact(*b.url), hint)
 	}
 	if *b.Wait <= 0 {
 		return "", "", fmt.Errorf("%w: --connect-wait is %v, want more than 0", ErrUsage, *b.Wait)
@@ -51,10 +57,31 @@ func (b BackendFlags) Values(ctx context.Context) (backend.Backend, string, erro
 		ctx, cancel := context.WithTimeout(ctx, *b.Wait+5*time.Second)
 		defer cancel()
 		if err := system.PingPostgres(ctx, *b.url, *b.Wait); err != nil {
+			if b.fromEnv() {
+				return "", "", fmt.Errorf("the server of %s: %w", backend.PostgresURLEnv, err)
+			}
 			return "", "", err
 		}
 	}
 	return which, *b.url, nil
+}
+
+// fromEnv reports whether the server's URL comes from the environment's
+// backend.PostgresURLEnv, --postgres-url not given: a message about it
+// must name the variable, not a flag the user never passed.
+func (b BackendFlags) fromEnv() bool {
+	given := false
+	b.fs.Visit(func(f *flag.Flag) { given = given || f.Name == "postgres-url" })
+	return !given && backend.Server() != backend.LocalPostgres
+}
+
+// urlSource names where the server's URL comes from, for a message:
+// --postgres-url, or the environment's variable.
+func (b BackendFlags) urlSource() string {
+	if b.fromEnv() {
+		return backend.PostgresURLEnv
+	}
+	return "--postgres-url"
 }
 
 // backend is the backend --backend names, without a connection to

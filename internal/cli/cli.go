@@ -69,7 +69,7 @@ type Command struct {
 }
 
 // UsageExit is what exit status 2 means, for every command.
-const UsageExit = "usage error: a bad flag or argument, an unknown command, design or fault name, or a number out of range"
+const UsageExit = "usage error: a bad flag or argument, an unknown command, design or fault name, a number out of range, an input file that does not exist, or a value that looks like a mistyped URL (postgres//…)"
 
 // environmentExit is what exit status 4 means, for the commands that run
 // the harness: nothing was proved either way, and running again when the

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/outboxlab/handoff/system"
 )
 
 // parse parses args with fs, the flag set of the command of the same name,
@@ -135,9 +137,12 @@ func ExistingFolder(name, path string) error {
 	if path == "" {
 		return nil
 	}
+	if err := MistypedURL(name, path); err != nil {
+		return err
+	}
 	info, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("%w: --%s %s: %w", ErrUsage, name, path, pathCause(err))
+		return fmt.Errorf("%w: --%s %s: %w", ErrUsage, name, path, PathCause(err))
 	}
 	if !info.IsDir() {
 		return fmt.Errorf("%w: --%s %s: a file, not a folder", ErrUsage, name, path)
@@ -148,6 +153,9 @@ func ExistingFolder(name, path string) error {
 // NotAFile refuses the path of flag name, a folder to create if need be,
 // when a file is there.
 func NotAFile(name, path string) error {
+	if err := MistypedURL(name, path); err != nil {
+		return err
+	}
 	if info, err := os.Stat(path); err == nil && !info.IsDir() {
 		return fmt.Errorf("%w: --%s %s: a file, not a folder", ErrUsage, name, path)
 	}
@@ -157,15 +165,28 @@ func NotAFile(name, path string) error {
 // NotAFolder refuses the path of flag name, a file to write, when a
 // folder is there.
 func NotAFolder(name, path string) error {
+	if err := MistypedURL(name, path); err != nil {
+		return err
+	}
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
 		return fmt.Errorf("%w: --%s %s: a folder, not a file", ErrUsage, name, path)
 	}
 	return nil
 }
 
-// pathCause is what a failed os.Stat says without the path, which the
+// MistypedURL refuses, as a usage error, the value of flag name that
+// starts as a URL with its colon or a slash missing (postgres//…): taken
+// for a path, it would make or name a folder postgres.
+func MistypedURL(name, value string) error {
+	if system.MistypedURL(value) {
+		return fmt.Errorf("%w: --%s %q looks like a mistyped URL (a colon and two slashes: postgres://…, http://…)", ErrUsage, name, system.Redact(value))
+	}
+	return nil
+}
+
+// PathCause is what a failed os.Stat says without the path, which the
 // caller's message names already.
-func pathCause(err error) error {
+func PathCause(err error) error {
 	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		return pe.Err
 	}

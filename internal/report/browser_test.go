@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"image/png"
@@ -16,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/outboxlab/handoff/internal/notrun"
+	"github.com/outboxlab/handoff/internal/sim"
 )
 
 // chromium is where Debian's chromium package puts the browser the
@@ -175,13 +177,105 @@ func TestBrowser(t *testing.T) {
 			do(t, tab, chromedp.EmulateViewport(width, 900))
 			screenshot(t, tab, filepath.Join(dir, fmt.Sprintf("three-workers-%d.png", width)), width)
 		}
+		// At a phone's width the diagram's box scrolls both ways, and
+		// the lanes' names stay at its top: scrolled down past the
+		// diagram's own, every lane is still named there.
+		do(t, tab, chromedp.EmulateViewport(390, 800))
+		var lanes []string
+		for _, l := range tell(tw.Run, nil).lanes {
+			lanes = append(lanes, l.label)
+		}
+		named := eval[string](t, tab, `(() => {
+			const box = document.querySelector(".picture .scroll");
+			box.scrollTop = 900;
+			const head = document.querySelector("svg.lanes-head"), b = box.getBoundingClientRect(), h = head.getBoundingClientRect();
+			if (box.scrollTop == 0) return "the diagram's box does not scroll";
+			if (Math.abs(h.top - b.top - box.clientTop) > 1 || h.height == 0) return "the lanes' names are at " + h.top + ", the box's top at " + b.top;
+			return [...head.querySelectorAll("text")].map(e => e.textContent).join("|");
+		})()`)
+		if named != strings.Join(lanes, "|") {
+			t.Errorf("at 390 pixels, scrolled down, the diagram's top names %q, want %q", named, strings.Join(lanes, "|"))
+		}
+		screenshot(t, tab, filepath.Join(dir, "three-workers-390.png"), 390)
+	})
+	// The charts of an exploration at a phone's width and a desktop's:
+	// the page no wider than the screen, each chart and its picture
+	// within it, and no label or count cut off at its chart's edge.
+	t.Run("charts-on-a-phone", func(t *testing.T) {
+		t.Parallel()
+		tab, done := chromedp.NewContext(browser)
+		defer done()
+		page, _ := write("coverage", Input{Coverage: coverage()})
+		for _, width := range []int64{390, 1400} {
+			do(t, tab, chromedp.EmulateViewport(width, 900), chromedp.Navigate(page))
+			screenshot(t, tab, filepath.Join(dir, fmt.Sprintf("coverage-%d.png", width)), width)
+			cut := eval[string](t, tab, `(() => {
+				const vw = document.documentElement.clientWidth, cut = [];
+				for (const f of document.querySelectorAll("figure.chart")) {
+					const r = f.getBoundingClientRect();
+					if (r.right > vw + 0.5 || r.left < -0.5) cut.push("a chart spans " + Math.round(r.left) + " to " + Math.round(r.right));
+					for (const svg of f.querySelectorAll("svg")) {
+						const s = svg.getBoundingClientRect(), w = svg.viewBox.baseVal.width;
+						if (s.width == 0) continue; // the other screen's
+						if (s.right > vw + 0.5) cut.push("a chart's picture runs to " + Math.round(s.right));
+						for (const e of svg.querySelectorAll("text")) {
+							const b = e.getBBox();
+							if (b.x < 0 || b.x + b.width > w) cut.push(JSON.stringify(e.textContent) + " from " + Math.round(b.x) + " to " + Math.round(b.x + b.width) + " of " + w);
+						}
+					}
+				}
+				return cut.join("; ");
+			})()`)
+			if cut != "" {
+				t.Errorf("at %d pixels: %s", width, cut)
+			}
+		}
+	})
+	// Every label of every corpus report lies inside its diagram: a mark
+	// on the last lane (the clock's "time passes every lease and
+	// backoff") is not cut off at the diagram's edge.
+	t.Run("labels-inside-the-diagram", func(t *testing.T) {
+		t.Parallel()
+		tab, done := chromedp.NewContext(browser)
+		defer done()
+		files, err := filepath.Glob(filepath.Join("..", "..", "corpus", "*.txt"))
+		fragile, err2 := filepath.Glob(filepath.Join("..", "..", "corpus", "fragile", "*.txt"))
+		if err != nil || err2 != nil || len(files) == 0 {
+			t.Fatalf("the corpus: %v, %v", err, err2)
+		}
+		for _, file := range append(files, fragile...) {
+			sc, err := sim.ReadScenario(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, _, err := sim.ReplayRun(t.Context(), sc, sim.Config{Dir: t.TempDir()})
+			if errors.Is(err, sim.ErrOtherBackend) {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := write(strings.TrimSuffix(filepath.Base(file), ".txt"), Input{Run: run, Scenario: sc})
+			do(t, tab, chromedp.EmulateViewport(1400, 900), chromedp.Navigate(page))
+			cut := eval[string](t, tab, `(() => {
+				const svg = document.querySelector("svg.diagram"), w = svg.viewBox.baseVal.width, cut = [];
+				for (const e of svg.querySelectorAll("text")) {
+					const b = e.getBBox();
+					if (b.width > 0 && (b.x < 0 || b.x + b.width > w)) cut.push(JSON.stringify(e.textContent) + " from " + Math.round(b.x) + " to " + Math.round(b.x + b.width) + " of " + w);
+				}
+				return cut.join("; ");
+			})()`)
+			if cut != "" {
+				t.Errorf("%s: labels cut off at the diagram's edge: %s", file, cut)
+			}
+		}
 	})
 	t.Cleanup(func() {
 		if *shots == "" {
 			return
 		}
 		os.Remove(filepath.Join(dir, "profile", "SingletonLock"))
-		for _, name := range []string{"no-fencing-1400.png", "no-fencing-420.png", "three-workers-1400.png", "three-workers-420.png", "no-fencing.pdf", "no-fencing.html", "three-workers.html"} {
+		for _, name := range []string{"no-fencing-1400.png", "no-fencing-420.png", "three-workers-1400.png", "three-workers-420.png", "coverage-390.png", "coverage-1400.png", "three-workers-390.png", "no-fencing.pdf", "no-fencing.html", "three-workers.html"} {
 			b, err := os.ReadFile(filepath.Join(dir, name))
 			if err == nil {
 				err = os.WriteFile(filepath.Join(*shots, name), b, 0o644)

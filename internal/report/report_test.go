@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +148,41 @@ func BenchmarkWrite(b *testing.B) {
 			}
 			b.ReportMetric(float64(buf.Len()), "bytes/report")
 		})
+	}
+}
+
+// TestChartsSayWhatCannotOccur: a fault the run's transport or backend
+// cannot produce reads "not possible in this run", not "0: not reached",
+// which would read as a gap in the run's coverage; a fault the run could
+// have produced and did not still reads "0: not reached".
+func TestChartsSayWhatCannotOccur(t *testing.T) {
+	bars := regexp.MustCompile(`<title>([^<:]+): ([^<]*)</title>`)
+	for _, tt := range []struct {
+		transport, backend string
+		want               map[string]string
+	}{
+		{"in-process", "sqlite", map[string]string{
+			"answered": "not possible in this run (HTTP only)", "mangled": "not possible in this run (HTTP only)",
+			"commit-lost": "not possible in this run (not on sqlite)", "restart": "0: not reached", "lost-reply": "812"}},
+		{"http", "sqlite", map[string]string{
+			"answered": "0: not reached", "mangled": "0: not reached", "commit-lost": "not possible in this run (not on sqlite)"}},
+		{"http", "postgres", map[string]string{"answered": "0: not reached", "commit-lost": "0: not reached", "commit-reply-lost": "0: not reached"}},
+		{"in-process", "postgres", map[string]string{"mangled": "not possible in this run (HTTP only)", "commit-lost": "0: not reached"}},
+	} {
+		c := coverage()
+		c.Transport, c.Backend = tt.transport, tt.backend
+		var b bytes.Buffer
+		if err := Write(&b, Input{Coverage: c}); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, m := range bars.FindAllStringSubmatch(b.String(), -1) {
+			got[m[1]] = m[2]
+		}
+		for fault, want := range tt.want {
+			if got[fault] != want {
+				t.Errorf("%s on %s: the bar of %s says %q, want %q", tt.transport, tt.backend, fault, got[fault], want)
+			}
+		}
 	}
 }

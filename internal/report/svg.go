@@ -90,12 +90,18 @@ func bands(steps []step) []band {
 func diagram(st story) string {
 	bs := bands(st.steps)
 	width := gutter + len(st.lanes)*laneWidth + 8
+	for _, s := range st.steps { // room for the widest label, which no lane may hold
+		for _, e := range s.events {
+			width = max(width, gutter+labelWidth(e.label)+4)
+		}
+	}
 	height := headerH + 16
 	if len(bs) > 0 {
 		last := bs[len(bs)-1]
 		height = last.y + last.h + 12
 	}
 	var m markup
+	laneHeads(&m, st, width)
 	m.open("svg", "xmlns", "http://www.w3.org/2000/svg", "class", "diagram", "width", itoa(width), "height", itoa(height),
 		"viewBox", fmt.Sprintf("0 0 %d %d", width, height), "role", "img", "aria-labelledby", "diagram-title")
 	m.elText("title", "Sequence diagram of the run: one lane per actor, one band per step", "id", "diagram-title")
@@ -154,6 +160,21 @@ func diagram(st story) string {
 	return m.String()
 }
 
+// laneHeads draws the lanes' names alone, as the diagram width wide
+// draws them at its top: on a small screen, where the diagram's box
+// scrolls both ways, the page's style keeps them at the box's top, over
+// the diagram's own, so that every lane a band crosses stays named.
+func laneHeads(m *markup, st story, width int) {
+	m.open("svg", "xmlns", "http://www.w3.org/2000/svg", "class", "lanes-head", "width", itoa(width), "height", itoa(headerH),
+		"viewBox", fmt.Sprintf("0 0 %d %d", width, headerH), "aria-hidden", "true")
+	for i, l := range st.lanes {
+		x := laneX(i)
+		m.el("rect", "class", "lane-head lane-"+laneClass(l.kind), "x", itoa(x-laneWidth/2+6), "y", "6", "width", itoa(laneWidth-12), "height", itoa(headerH-14), "rx", "4")
+		m.elText("text", l.label, "class", "lane-head-name", "x", itoa(x), "y", itoa(headerH/2+4), "text-anchor", "middle")
+	}
+	m.end("svg")
+}
+
 // drawStep draws one step's band: its number and time, a link to its
 // state, its events, a restart's break.
 func drawStep(m *markup, st story, s step, b band, width int) {
@@ -189,7 +210,7 @@ func drawStep(m *markup, st story, s step, b band, width int) {
 		y += rowH
 	}
 	for _, e := range s.events {
-		drawEvent(m, e, y)
+		drawEvent(m, e, y, width)
 		y += rowH
 	}
 	if s.restart {
@@ -198,12 +219,22 @@ func drawStep(m *markup, st story, s step, b band, width int) {
 	m.end("a")
 }
 
+// labelWidth is about how wide an event's label is drawn, its mark's
+// rounded ends included: a little wider than it is, never narrower.
+func labelWidth(label string) int { return int(float64(len([]rune(label)))*charW) + 14 }
+
+// within is the centre x of a label w wide, moved as little as it takes
+// to lie inside a diagram width wide and right of its gutter (the steps'
+// numbers and times): a mark on the last lane, or a long label on the
+// first, would be cut off at the diagram's edge or cover a step's time.
+func within(x, w, width int) int { return max(min(x, width-w/2-2), gutter+w/2) }
+
 // drawEvent draws an arrow with its label above it, or a mark on a lane,
-// at height y.
-func drawEvent(m *markup, e event, y int) {
+// at height y, in a diagram width wide.
+func drawEvent(m *markup, e event, y, width int) {
 	if e.mark() {
-		x := laneX(e.from)
-		w := int(float64(len([]rune(e.label)))*charW) + 14
+		w := labelWidth(e.label)
+		x := within(laneX(e.from), w, width)
 		m.open("g", "class", "mark "+e.class)
 		m.el("rect", "x", itoa(x-w/2), "y", itoa(y-rowH/2+2), "width", itoa(w), "height", itoa(rowH-6), "rx", "9")
 		m.elText("text", e.label, "x", itoa(x), "y", itoa(y+3), "text-anchor", "middle")
@@ -231,7 +262,7 @@ func drawEvent(m *markup, e event, y int) {
 	if e.lost {
 		m.el("path", "class", "lost", "d", fmt.Sprintf("M%d,%d l10,10 m0,-10 l-10,10", x2-5, y-1))
 	}
-	m.elText("text", e.label, "x", itoa((x1+x2)/2), "y", itoa(y), "text-anchor", "middle")
+	m.elText("text", e.label, "x", itoa(within((x1+x2)/2, labelWidth(e.label), width)), "y", itoa(y), "text-anchor", "middle")
 	m.end("g")
 }
 

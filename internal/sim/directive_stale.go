@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/outboxlab/handoff/internal/textdiff"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/model"
 )
@@ -39,7 +39,7 @@ func (e *Env) stale(ctx context.Context, s Step) (stepResult, error) {
 		r.line += fmt.Sprintf("\n  %s %s, %d ms old, %s", row.Key, row.State, row.Age, words.HowMany(row.Attempts, "attempt"))
 	}
 	if !sameList(want, got) {
-		r.auditDiff = "the stale list differs from the model's (-model +system):\n" + cmp.Diff(want, got)
+		r.auditDiff = "the stale list differs from the model's (-model +system):\n" + textdiff.Values(want, got, diffContext)
 	}
 	return r, nil
 }

@@ -11,13 +11,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/sessions"
+	"github.com/outboxlab/handoff/internal/textdiff"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
@@ -157,11 +158,32 @@ func (e *Env) systemOptions(worker string, hook system.Hook) system.Options {
 }
 
 // Disagreement is where the model and the system first disagreed: the
-// 1-based index of the step, and the go-cmp diff (-model +system) of
-// their observations after it. Both are zero while they agree.
+// 1-based index of the step, and the diff (-model +system, textdiff.Values)
+// of their observations after it. Both are zero while they agree.
 type Disagreement struct {
 	Step int
 	Diff string
+}
+
+// diffContext is how many unchanged lines a diff of the model's and the
+// system's values keeps around each change.
+const diffContext = 2
+
+// diskFull reports whether the folder of the Env's files has no room
+// for another 64 KiB: then an invariant a step broke says nothing of the
+// design (a write that did not fit with no fault to fill a database is
+// the environment's failure).
+func (e *Env) diskFull() bool {
+	f, err := os.CreateTemp(e.cfg.Dir, "room-")
+	if err != nil {
+		return errors.Is(err, syscall.ENOSPC)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if _, err = f.Write(make([]byte, 64<<10)); err == nil {
+		err = f.Sync()
+	}
+	return errors.Is(err, syscall.ENOSPC)
 }
 
 // Disagreement returns where the model and the system first disagreed.
@@ -580,8 +602,12 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	predicted.Observation = shown(e.cfg.Design, e.model.Observation)
 	v := checkInvariants(checkInput{obs: obs, model: predicted, sends: e.sends, got: r.got, want: r.want, converging: r.converging,
 		before: e.before, claimedForSend: r.claimedForSend, backoffAfter: r.backoffAfter, ceilings: e.ceilings, settling: r.settling, settled: r.settled, auditDiff: r.auditDiff})
+	if v != nil && e.diskFull() {
+		return Outcome{}, fmt.Errorf("%w: %s broke invariant %d while the disk under %s has no room: %w",
+			ErrEnvironment, s, v.Invariant, e.cfg.Dir, system.ErrFull)
+	}
 	if e.diverged.Step == 0 && !sameObservation(predicted.Observation, obs) {
-		e.diverged = Disagreement{Step: e.applied, Diff: cmp.Diff(predicted.Observation, obs)}
+		e.diverged = Disagreement{Step: e.applied, Diff: textdiff.Values(predicted.Observation, obs, diffContext)}
 	}
 	if r.ifUnchanged != "" && sameObservation(obs, e.before) {
 		r.line += r.ifUnchanged

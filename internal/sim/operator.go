@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/textdiff"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
@@ -27,7 +27,7 @@ func (e *Env) audited(ctx context.Context) (string, error) {
 	}
 	want := append([]model.AuditEntry{}, e.model.Audit...)
 	if !sameList(want, got) {
-		return "the audit log differs from the model's (-model +system):\n" + cmp.Diff(want, got), nil
+		return "the audit log differs from the model's (-model +system):\n" + textdiff.Values(want, got, diffContext), nil
 	}
 	return "", nil
 }

@@ -107,18 +107,19 @@ func equal(a, b string) bool {
 }
 
 // sameOrigin reports whether r, a POST, comes from a page of this server:
-// its Origin, when the browser sends one, is this server's; otherwise its
-// Sec-Fetch-Site, when sent, says same-origin. A request that carries
-// neither (not a browser's) passes this check, and must still carry the
-// session and the form token.
-func sameOrigin(r *http.Request) bool {
+// its Origin, when the browser sends one, is this server's (https when
+// the page is reached over TLS or through the proxy of PublicHost);
+// otherwise its Sec-Fetch-Site, when sent, says same-origin. A request
+// that carries neither (not a browser's) passes this check, and must
+// still carry the session and the form token.
+func (p *page) sameOrigin(r *http.Request) bool {
 	if origin := r.Header.Get("Origin"); origin != "" {
 		u, err := url.Parse(origin)
 		if err != nil {
 			return false
 		}
 		scheme := "http"
-		if r.TLS != nil {
+		if p.secure(r) {
 			scheme = "https"
 		}
 		return u.Scheme == scheme && strings.EqualFold(u.Host, r.Host)
@@ -134,14 +135,19 @@ func sameOrigin(r *http.Request) bool {
 // answers no other name, so that a site whose name an attacker points at
 // 127.0.0.1 (DNS rebinding) cannot read it.
 func loopbackHost(r *http.Request) bool {
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	host := hostName(r.Host)
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// hostName is the name of a Host header, without its port or an IPv6
+// address's brackets.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 }

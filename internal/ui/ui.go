@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,12 @@ type Config struct {
 	// LoopbackOnly refuses requests for any host name but loopback's:
 	// for a page that listens on loopback.
 	LoopbackOnly bool
+	// PublicHost, when set, is the host name under which a proxy that
+	// serves HTTPS forwards the page: the page answers no other Host,
+	// shows nothing but its login before a person logs in with Token
+	// (which it then needs), expects its forms from https://PublicHost,
+	// and its cookies are Secure. For a page reached off loopback.
+	PublicHost string
 	// PageRows is how many rows a page lists; 0 means 100.
 	PageRows int
 	// Now is the clock for ages; nil means time.Now.
@@ -55,6 +62,10 @@ type Config struct {
 	// Log hears every action, every refused one, and every failed login.
 	Log *slog.Logger
 }
+
+// ErrPublicNeedsToken refuses a page served under a public host name
+// without a token: it would show every row to whoever reaches it.
+var ErrPublicNeedsToken = errors.New("ui: a page with a public host name needs a token, for reading as for repairs")
 
 // MaxFormBytes is the largest form a POST may carry.
 const MaxFormBytes = 16 << 10
@@ -97,6 +108,9 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.PageRows < 1 || cfg.PageRows > system.MaxPageRows {
 		return nil, fmt.Errorf("ui: %d rows a page, want 1 to %d", cfg.PageRows, system.MaxPageRows)
 	}
+	if cfg.PublicHost != "" && cfg.Token == "" {
+		return nil, ErrPublicNeedsToken
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -123,7 +137,8 @@ func New(cfg Config) (http.Handler, error) {
 
 // guard sets the headers of every answer and refuses what no answer of
 // the page is for: another host name than loopback's when it listens
-// there, a form over MaxFormBytes.
+// there, or than PublicHost when set; a form over MaxFormBytes. Under a
+// PublicHost it sends a person who has not logged in to the login.
 func (p *page) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -135,6 +150,16 @@ func (p *page) guard(next http.Handler) http.Handler {
 		if p.cfg.LoopbackOnly && !loopbackHost(r) {
 			http.Error(w, "this page answers on localhost only", http.StatusMisdirectedRequest)
 			return
+		}
+		if p.cfg.PublicHost != "" && !strings.EqualFold(hostName(r.Host), p.cfg.PublicHost) {
+			http.Error(w, "this page answers to its own host name only", http.StatusMisdirectedRequest)
+			return
+		}
+		if p.cfg.PublicHost != "" && r.Method == http.MethodGet && r.URL.Path != "/login" {
+			if _, _, ok := p.sessions.of(r, p.cfg.Now()); !ok {
+				http.Redirect(w, r, "/login?"+url.Values{"next": {r.URL.RequestURI()}}.Encode(), http.StatusSeeOther)
+				return
+			}
 		}
 		if r.ContentLength > MaxFormBytes {
 			http.Error(w, fmt.Sprintf("a form is at most %d bytes", MaxFormBytes), http.StatusRequestEntityTooLarge)
@@ -164,6 +189,9 @@ func (p *page) base(r *http.Request, title string) view {
 		if _, sess, ok := p.sessions.of(r, p.cfg.Now()); ok {
 			v.LoggedIn, v.Form = true, sess.form
 		}
+	}
+	if p.cfg.PublicHost != "" && !v.LoggedIn {
+		v.App, v.CRM = "", "" // shown to a person who has logged in only
 	}
 	return v
 }
@@ -315,6 +343,8 @@ func (p *page) stale(w http.ResponseWriter, r *http.Request) {
 // detail is the data of a row's page.
 type detail struct {
 	Row       system.Row
+	Budget    int    // the attempt budget of the app database's rows (system.Outbox.Budget)
+	BudgetOf  string // where Budget comes from
 	Approval  system.Approval
 	History   []event
 	Tasks     []system.Task
@@ -357,13 +387,21 @@ func (p *page) showRow(w http.ResponseWriter, r *http.Request, key string, statu
 		p.failed(w, r, err)
 		return
 	}
-	audit, err := p.cfg.App.AuditOf(r.Context(), key)
+	events, err := p.cfg.App.History(r.Context(), key)
+	if err != nil {
+		p.failed(w, r, err)
+		return
+	}
+	budget, err := p.cfg.App.Budget(r.Context())
 	if err != nil {
 		p.failed(w, r, err)
 		return
 	}
 	now := p.cfg.Now()
-	d := detail{Row: row, Approval: a, History: history(row, audit, now), Done: r.URL.Query().Get("done"), Actor: r.URL.Query().Get("actor")}
+	d := detail{Row: row, Budget: max(budget, system.DefaultMaxAttempts), BudgetOf: "the contract's default, until a worker with a larger --max-attempts claims a row", Approval: a, History: history(row, events, now), Done: r.URL.Query().Get("done"), Actor: r.URL.Query().Get("actor")}
+	if budget > system.DefaultMaxAttempts {
+		d.BudgetOf = "recorded in the app database by a worker's --max-attempts"
+	}
 	d.Requeue = row.State == system.Blocked
 	d.Reconcile = row.State == system.Blocked || row.State == system.Pending && (row.LeaseOwner == "" || !now.Before(row.LeaseUntil))
 	d.CanAct = d.Requeue || d.Reconcile
@@ -379,11 +417,12 @@ func (p *page) showRow(w http.ResponseWriter, r *http.Request, key string, statu
 }
 
 // history is what happened to a row, oldest first: what its times say
-// (approved, first and last claimed, sent, leased, next attempt) and
-// every audit entry for its key. The database keeps a row's latest
-// attempt and error, not each one, nor when a row blocked: the work log
-// has those.
-func history(r system.Row, audit []system.AuditEntry, now time.Time) []event {
+// (approved, sent, leased, next attempt) and every entry of its history
+// (system.Outbox.History: each claim with its attempt, what each attempt
+// came to, a block and why, each repair with who, why and what it
+// cleared). A row with no claim in its history (claimed before the
+// database kept one) shows what its times say of its claims instead.
+func history(r system.Row, entries []system.AuditEntry, now time.Time) []event {
 	var evs []event
 	add := func(at time.Time, what string) {
 		if !at.IsZero() {
@@ -391,22 +430,32 @@ func history(r system.Row, audit []system.AuditEntry, now time.Time) []event {
 		}
 	}
 	add(r.CreatedAt, "approved; the outbox row written with it")
-	if !r.FirstClaimedAt.IsZero() && !r.FirstClaimedAt.Equal(r.LastAttemptAt) {
+	claims := slices.ContainsFunc(entries, func(e system.AuditEntry) bool { return e.Action == system.EventClaim })
+	if !claims && !r.FirstClaimedAt.IsZero() && !r.FirstClaimedAt.Equal(r.LastAttemptAt) {
 		add(r.FirstClaimedAt, "first claimed by a worker (attempt 1)")
 	}
-	if !r.LastAttemptAt.IsZero() {
+	switch {
+	case claims, r.LastAttemptAt.IsZero():
+	case r.Attempts == 0:
+		// A repair set the attempts back to 0 and cleared the error; the
+		// claim at this time was an attempt before it, of a number the
+		// database no longer keeps.
+		add(r.LastAttemptAt, "last claimed before a repair set its attempts back to 0 and cleared its last error (the log of handoff work has that attempt and its error)")
+	default:
 		what := fmt.Sprintf("attempt %d claimed (the latest; %d counted since it was approved or last repaired)", r.Attempts, r.Attempts)
 		if r.LastError != "" {
 			what += "; the row's last error since: " + r.LastError
 		}
 		add(r.LastAttemptAt, what)
 	}
-	for _, e := range audit {
+	for _, e := range entries {
 		add(e.At, fmt.Sprintf("%s by %s: %s", e.Action, system.OneLine(e.Actor), system.OneLine(e.Reason)))
 	}
 	switch r.State {
 	case system.Sent:
-		add(r.SentAt, fmt.Sprintf("sent: the CRM's task %d recorded", r.RemoteID))
+		if !slices.ContainsFunc(entries, func(e system.AuditEntry) bool { return e.Action == system.EventSent }) {
+			add(r.SentAt, fmt.Sprintf("sent: the CRM's task %d recorded", r.RemoteID))
+		}
 	case system.Pending:
 		if r.LeaseOwner != "" {
 			state := "until"
@@ -467,7 +516,7 @@ func (p *page) login(w http.ResponseWriter, r *http.Request) {
 	case v.ReadOnly:
 		p.refuse(w, r, http.StatusForbidden, "this page was started without a token: it is read-only")
 		return
-	case !sameOrigin(r):
+	case !p.sameOrigin(r):
 		p.refuse(w, r, http.StatusForbidden, "a form from another site is refused")
 		return
 	}
@@ -485,9 +534,15 @@ func (p *page) login(w http.ResponseWriter, r *http.Request) {
 	}
 	id, _ := p.sessions.start(p.cfg.Now())
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(sessionLife / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: p.secure(r)})
 	p.cfg.Log.Info("logged in", "remote", r.RemoteAddr)
 	http.Redirect(w, r, localPath(r.PostForm.Get("next")), http.StatusSeeOther)
+}
+
+// secure reports whether the page's cookies must be Secure: it is
+// reached over HTTPS, by itself or through the proxy of PublicHost.
+func (p *page) secure(r *http.Request) bool {
+	return r.TLS != nil || p.cfg.PublicHost != ""
 }
 
 // localPath is next when it is a path of this page, else "/": a login
@@ -501,7 +556,7 @@ func localPath(next string) string {
 
 // logout is POST /logout.
 func (p *page) logout(w http.ResponseWriter, r *http.Request) {
-	if !sameOrigin(r) {
+	if !p.sameOrigin(r) {
 		p.refuse(w, r, http.StatusForbidden, "a form from another site is refused")
 		return
 	}
@@ -512,7 +567,7 @@ func (p *page) logout(w http.ResponseWriter, r *http.Request) {
 		}
 		p.sessions.end(id)
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: p.secure(r)})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
@@ -543,7 +598,7 @@ func (p *page) act(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, http.StatusForbidden, "this page was started without a token: it is read-only")
 		return
 	}
-	if !sameOrigin(r) {
+	if !p.sameOrigin(r) {
 		p.refuse(w, r, http.StatusForbidden, "a form from another site is refused")
 		return
 	}

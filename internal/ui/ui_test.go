@@ -1,6 +1,8 @@
 package ui_test
 
 import (
+	"errors"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -170,6 +172,10 @@ func TestRepairs(t *testing.T) {
 	if r, _ := app.Row(t.Context(), key); r.State != system.Pending || r.Attempts != 0 {
 		t.Errorf("after requeue: %+v, want pending, 0 attempts", r)
 	}
+	if _, page := get(t, c, srv, "/row?key="+url.QueryEscape(key)); strings.Contains(page, "attempt 0 claimed") ||
+		!strings.Contains(page, "last claimed before a repair set its attempts back to 0") {
+		t.Errorf("the requeued row's history does not say its last claim came before the repair:\n%s", page)
+	}
 	code, body := post(t, c, srv, "/requeue", with(form), "")
 	if code != http.StatusConflict || !strings.Contains(body, "refused, nothing changed") {
 		t.Errorf("requeue of a pending row: %d, want 409 and refused", code)
@@ -263,5 +269,172 @@ func TestPages(t *testing.T) {
 	}
 	if code, _ := get(t, c, srv, "/row?key=nope"); code != http.StatusNotFound {
 		t.Errorf("GET /row of an unknown key: %d, want 404", code)
+	}
+}
+
+// TestPublicHost: a page served under a public host name, behind a proxy
+// that serves HTTPS, answers no other Host, shows nothing but its login
+// (not even the database's name) before a person logs in with the token,
+// sets a Secure cookie, takes forms from https://NAME only, and is
+// refused without a token.
+func TestPublicHost(t *testing.T) {
+	const name = "ops.example.com"
+	if _, err := ui.New(ui.Config{App: &system.Outbox{}, PublicHost: name}); !errors.Is(err, ui.ErrPublicNeedsToken) {
+		t.Errorf("a public page without a token: %v, want %v", err, ui.ErrPublicNeedsToken)
+	}
+	srv, _ := server(t, ui.Config{Token: token, PublicHost: name})
+	c := client(t)
+	send := func(method, path, host, origin, cookie string, form url.Values) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if cookie != "" {
+			req.Header.Set("Cookie", cookie)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	body := func(resp *http.Response) string {
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	for _, tt := range []struct {
+		name, path, host string
+		want             int
+		location         string
+	}{
+		{"the outbox", "/?state=blocked", name, http.StatusSeeOther, "/login?next=%2F%3Fstate%3Dblocked"},
+		{"a row", "/row?key=" + url.QueryEscape(system.KeyPrefix+"bulk-7"), name + ":443", http.StatusSeeOther, "/login?next=%2Frow%3Fkey%3D" + url.QueryEscape(url.QueryEscape(system.KeyPrefix+"bulk-7"))},
+		{"the stale list", "/stale", "OPS.example.com", http.StatusSeeOther, "/login?next=%2Fstale"},
+		{"the outbox for loopback's name", "/", "127.0.0.1", http.StatusMisdirectedRequest, ""},
+		{"the outbox for another name", "/", "rebound.example", http.StatusMisdirectedRequest, ""},
+		{"the login for another name", "/login", "rebound.example", http.StatusMisdirectedRequest, ""},
+	} {
+		resp := send(http.MethodGet, tt.path, tt.host, "", "", nil)
+		page := body(resp)
+		if resp.StatusCode != tt.want || resp.Header.Get("Location") != tt.location || strings.Contains(page, "<table") || strings.Contains(page, "app.db") {
+			t.Errorf("GET %s for %s before logging in: %d to %q; want %d to %q and no row or database shown", tt.name, tt.host, resp.StatusCode, resp.Header.Get("Location"), tt.want, tt.location)
+		}
+	}
+	resp := send(http.MethodGet, "/login", name, "", "", nil)
+	if page := body(resp); resp.StatusCode != http.StatusOK || strings.Contains(page, "app.db") || !strings.Contains(page, `name="token"`) {
+		t.Errorf("GET /login: %d; want 200, the form and no database named:\n%s", resp.StatusCode, page)
+	}
+	login := url.Values{"token": {token}, "next": {"/"}}
+	for _, origin := range []string{"http://" + name, "https://rebound.example"} {
+		if resp := send(http.MethodPost, "/login", name, origin, "", login); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("a login from %s: %d, want 403", origin, resp.StatusCode)
+		}
+	}
+	for _, wrong := range []url.Values{{}, {"token": {""}}, {"token": {token + "x"}}} {
+		if resp := send(http.MethodPost, "/login", name, "https://"+name, "", wrong); resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+			t.Errorf("a login with %v: %d and cookies %v, want 403 and none", wrong, resp.StatusCode, resp.Cookies())
+		}
+	}
+	resp = send(http.MethodPost, "/login", name, "https://"+name, "", login)
+	cookies := resp.Cookies()
+	if resp.StatusCode != http.StatusSeeOther || len(cookies) != 1 || !cookies[0].Secure || !cookies[0].HttpOnly {
+		t.Fatalf("a login from https://%s: %d, cookies %v; want 303 and one Secure, HttpOnly cookie", name, resp.StatusCode, cookies)
+	}
+	session := cookies[0].Name + "=" + cookies[0].Value
+	resp = send(http.MethodGet, "/?state=blocked", name, "", session, nil)
+	if page := body(resp); resp.StatusCode != http.StatusOK || !strings.Contains(page, "bulk-7<") || !strings.Contains(page, "app.db") {
+		t.Errorf("GET /?state=blocked logged in: %d; want 200 with the blocked rows and the database:\n%s", resp.StatusCode, page)
+	}
+	if resp := send(http.MethodGet, "/", "127.0.0.1", "", session, nil); resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("GET / logged in, for loopback's name: %d, want 421", resp.StatusCode)
+	}
+}
+
+// TestRowBudget: a row's page shows its attempts of the budget every
+// command shows, and where that budget comes from: the contract's
+// default, then the one a worker with a larger budget recorded.
+func TestRowBudget(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	worker, err := system.Open(t.Context(), path, system.Options{MaxAttempts: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer worker.Close()
+	key, err := worker.RecordApproval(t.Context(), "case-1", "Call back")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := system.Open(t.Context(), path, system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	h, err := ui.New(ui.Config{App: app, AppShown: "app.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	attempts := regexp.MustCompile(`<td id="attempts">([^<]*)<span class="note">\(([^)]*)\)`)
+	for _, want := range []string{
+		"0 of 3 |budget 3: the contract's default, until a worker with a larger --max-attempts claims a row",
+		"1 of 5 |budget 5: recorded in the app database by a worker's --max-attempts",
+	} {
+		_, body := get(t, client(t), srv, "/row?key="+url.QueryEscape(key))
+		m := attempts.FindStringSubmatch(body)
+		if m == nil || m[1]+"|"+html.UnescapeString(m[2]) != want {
+			t.Errorf("the row's attempts: %q, want %q", m, want)
+		}
+		if _, _, err := worker.ClaimNext(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLoginRefusesEveryWrongToken: every way of presenting no token or a
+// wrong one is refused (403) with no session: the field missing, empty,
+// a wrong token, the token cut short, lengthened, with a space, in
+// another case, or in the URL instead of the form; a refused login lets
+// nothing be repaired.
+func TestLoginRefusesEveryWrongToken(t *testing.T) {
+	srv, app := server(t, ui.Config{Token: token})
+	key := system.KeyPrefix + "bulk-7" // blocked
+	before, _ := app.Row(t.Context(), key)
+	for _, tt := range []struct {
+		name string
+		path string
+		form url.Values
+	}{
+		{"no token field", "/login", url.Values{"next": {"/"}}},
+		{"an empty token", "/login", url.Values{"token": {""}}},
+		{"a wrong token", "/login", url.Values{"token": {"b-token-of-some-length"}}},
+		{"the token cut short", "/login", url.Values{"token": {token[:len(token)-1]}}},
+		{"the token lengthened", "/login", url.Values{"token": {token + "x"}}},
+		{"the token with a space", "/login", url.Values{"token": {token + " "}}},
+		{"the token in upper case", "/login", url.Values{"token": {strings.ToUpper(token)}}},
+		{"a wrong token before the right one", "/login", url.Values{"token": {"wrong", token}}},
+		{"the token in the URL", "/login?token=" + token, url.Values{"next": {"/"}}},
+	} {
+		c := client(t)
+		code, body := post(t, c, srv, tt.path, tt.form, "")
+		u, _ := url.Parse(srv.URL)
+		if code != http.StatusForbidden || !strings.Contains(body, "wrong token") || len(c.Jar.Cookies(u)) != 0 {
+			t.Errorf("a login with %s: %d, cookies %v; want 403, wrong token and no session", tt.name, code, c.Jar.Cookies(u))
+		}
+		if code, _ := post(t, c, srv, "/requeue", url.Values{"key": {key}, "actor": {"a"}, "reason": {"r"}}, ""); code != http.StatusUnauthorized {
+			t.Errorf("a requeue after a login with %s: %d, want 401", tt.name, code)
+		}
+	}
+	if after, _ := app.Row(t.Context(), key); after != before {
+		t.Errorf("refused logins let the row change: %+v -> %+v", before, after)
 	}
 }

@@ -1,4 +1,4 @@
--- A new PostgreSQL app database, at version 3, in the schema on the
+-- A new PostgreSQL app database, at version 4, in the schema on the
 -- search path: SQLite's latest schema in PostgreSQL's types, but for
 -- approvals.title, which holds the title's UTF-8 bytes: a title may hold
 -- NUL, which PostgreSQL's TEXT cannot (see statements.titleArg). The
@@ -46,4 +46,13 @@
 		key    TEXT NOT NULL,
 		reason TEXT NOT NULL
 	);
-	INSERT INTO handoff_version (kind, version) VALUES ('app', 3);
+	CREATE TABLE history (
+		seq    BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		at     BIGINT NOT NULL,
+		key    TEXT NOT NULL,
+		actor  TEXT NOT NULL,
+		event  TEXT NOT NULL,
+		detail TEXT NOT NULL
+	);
+	CREATE INDEX history_key ON history (key, seq);
+	INSERT INTO handoff_version (kind, version) VALUES ('app', 4);
