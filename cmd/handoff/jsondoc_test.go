@@ -49,6 +49,19 @@ var jsonOutputs = []struct {
 		}
 		return []string{stdout}
 	}},
+	{"prove --json", false, func(t *testing.T) []string {
+		// A bound of 50 is out of reach of a millisecond: the time limit
+		// stops it, and it fails, printing what it completed.
+		code, stopped, stderr := runCLI(t, "prove", "--depth", "50", "--time", "1ms", "--json", "--dir", t.TempDir())
+		if code != 1 {
+			t.Fatalf("prove stopped by its time limit: exit %d, want 1: %s", code, stderr)
+		}
+		return []string{
+			mustRun(t, "prove", "--depth", "1", "--json", "--dir", t.TempDir()),
+			mustRun(t, "prove", "--design", "no-lease", "--depth", "3", "--json", "--dir", t.TempDir()),
+			stopped,
+		}
+	}},
 	{"demo --json", false, func(t *testing.T) []string {
 		return []string{mustRun(t, "demo", "--dir", filepath.Join(t.TempDir(), "demo"), "--json")}
 	}},

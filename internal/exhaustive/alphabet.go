@@ -268,3 +268,61 @@ func truthfulReconcile(m model.State, c, key string) (sim.Step, bool) {
 	}
 	return sim.NewStep("reconcile", "case", c, "absent", "true"), true
 }
+
+// Letters is an alphabet as a design runs it, for a summary: what of the
+// alphabet the design supports.
+type Letters struct {
+	Cases   []string `json:"cases"`
+	Workers []string `json:"workers"`
+	// Configs are the options a sequence may start with, besides none.
+	Configs []string `json:"configs"`
+	// Directives are the directives drawn, and Faults every fault one of
+	// them carries.
+	Directives []string `json:"directives"`
+	Faults     []string `json:"faults"`
+	// Ticks say where the clock moves to.
+	Ticks string `json:"ticks"`
+}
+
+// alphabetDirectives are the directives an alphabet draws, in the order
+// Steps adds them.
+var alphabetDirectives = []string{"approve", "deliver", "restart", Converge, "tick", "claim", "send", "settle", "crash", "pipe", "flush", "requeue", "reconcile", "stale"}
+
+// Letters says what of alphabet a design d runs: the directives it
+// supports and every fault of theirs it takes (on SQLite, in process).
+func (a Alphabet) Letters(d designs.Design) Letters {
+	a = a.orDefault()
+	l := Letters{Cases: a.Cases, Workers: []string{}, Configs: []string{}, Faults: []string{}, Ticks: "the lease, the backoff cap, just past the retention, just past the time budget (those the options set)"}
+	for _, w := range a.Workers {
+		directive := "claim"
+		if w == Pipelined {
+			directive = "pipe"
+		}
+		if sim.Supported(d, sim.NewStep(directive)) == nil {
+			l.Workers = append(l.Workers, w)
+		}
+	}
+	for _, c := range a.Configs {
+		if sim.Supported(d, c) == nil {
+			l.Configs = append(l.Configs, c.String())
+		}
+	}
+	phased := slices.ContainsFunc(l.Workers, func(w string) bool { return w != Pipelined })
+	needs := map[string]bool{"claim": phased, "send": phased, "settle": phased, "crash": len(l.Workers) > 0,
+		"pipe": slices.Contains(l.Workers, Pipelined), "flush": slices.Contains(l.Workers, Pipelined)}
+	for _, directive := range alphabetDirectives {
+		if has, ok := needs[directive]; ok && !has || sim.Supported(d, sim.NewStep(directive)) != nil {
+			continue
+		}
+		l.Directives = append(l.Directives, directive)
+		for _, k := range runnable(directive) {
+			if sim.Supported(d, sim.NewStep(directive, "fault", k.String())) == nil && !slices.Contains(l.Faults, k.String()) {
+				l.Faults = append(l.Faults, k.String())
+			}
+		}
+	}
+	if !slices.Contains(l.Directives, "tick") {
+		l.Ticks = "none: the design has no clock"
+	}
+	return l
+}

@@ -153,6 +153,7 @@ func Search(ctx context.Context, cfg Config) (r Result, err error) {
 		var next []*node
 		for _, parent := range frontier {
 			if r.Stopped = ctx.Err(); r.Stopped != nil {
+				level.Elapsed = time.Since(r.Start)
 				r.Levels = append(r.Levels, level)
 				return r, nil
 			}
@@ -162,6 +163,7 @@ func Search(ctx context.Context, cfg Config) (r Result, err error) {
 			}
 			if failure != nil {
 				r.Failure = failure
+				level.Elapsed = time.Since(r.Start)
 				r.Levels = append(r.Levels, level)
 				return r, nil
 			}
