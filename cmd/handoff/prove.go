@@ -20,6 +20,7 @@ import (
 	htmlreport "github.com/outboxlab/handoff/internal/report"
 	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
+	"github.com/outboxlab/handoff/model"
 )
 
 // Defaults of prove.
@@ -41,7 +42,7 @@ func proveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	depth := fs.Int("depth", defaultProveDepth, "the bound: every sequence of up to this many steps runs (a config line counts, the design line does not)")
 	limit := fs.Duration("time", defaultProveTime, "stop after this long, and say which depth was completed")
 	designName := fs.String("design", designs.Handoff.Name, "design to search (handoff designs lists them)")
-	reduce := fs.String("reduce", "keys", "which states count as one beyond equal ones: keys (a state and the same with the two cases swapped), or none")
+	reduce := fs.String("reduce", "both", "which states count as one beyond equal ones: keys (a state and the same with the two cases swapped), workers (with workers A and B swapped), both, or none")
 	workers := fs.String("workers", "A,B,P", "the named workers, comma-separated (P is the pipelined one), or none; those the design supports run")
 	cases := fs.Int("cases", 2, "how many cases are approved: 1 or 2")
 	configs := fs.Bool("configs", true, "a sequence may start with a config line: a retention, backoff, or a time budget")
@@ -63,7 +64,7 @@ func proveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	reduction, ok := exhaustive.Reductions[*reduce]
 	if !ok {
-		return fmt.Errorf("%w: --reduce is %q, want %s", errUsage, *reduce, strings.Join(slices.Sorted(maps.Keys(exhaustive.Reductions)), " or "))
+		return fmt.Errorf("%w: --reduce is %q, want %s", errUsage, *reduce, strings.Join(slices.Sorted(maps.Keys(exhaustive.Reductions)), ", "))
 	}
 	alphabet, err := proveAlphabet(*workers, *cases, *configs)
 	if err != nil {
@@ -135,7 +136,7 @@ func proveAlphabet(workers string, cases int, configs bool) (exhaustive.Alphabet
 	a.Workers = []string{}
 	if workers != "none" {
 		for _, w := range strings.Split(workers, ",") {
-			if w == "" || slices.Contains(a.Workers, w) || strings.ContainsAny(w, " =\"") || w == "default" {
+			if w == "" || slices.Contains(a.Workers, w) || strings.ContainsAny(w, " =\"") || w == model.DefaultWorker {
 				return a, fmt.Errorf("%w: --workers is %q, want names such as A,B,P (each once; P is the pipelined one), or none", errUsage, workers)
 			}
 			a.Workers = append(a.Workers, w)

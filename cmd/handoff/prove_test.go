@@ -20,7 +20,7 @@ func TestProveUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--reduce", "all"}, `--reduce is "all", want keys or none`},
+		{[]string{"--reduce", "all"}, `--reduce is "all", want both, keys, none, workers`},
 		{[]string{"--cases", "3"}, "--cases is 3, want 1 or 2"},
 		{[]string{"--cases", "0"}, "--cases is 0, want 1 or 2"},
 		{[]string{"--workers", "A,A"}, `--workers is "A,A", want names such as A,B,P`},
@@ -50,7 +50,7 @@ func TestProveRealDesign(t *testing.T) {
 		"design handoff: no sequence of up to 2 steps breaks an invariant\n",
 		"  bound:       depth 2, 2 completed\n",
 		"  alphabet:    cases case-1, case-2; workers A, B, P; configs config retention=60000",
-		"  reduction:   keys\n",
+		"  reduction:   both\n",
 		"  transitions: ",
 	} {
 		if !strings.Contains(out, want) {

@@ -326,3 +326,14 @@ func (a Alphabet) Letters(d designs.Design) Letters {
 	}
 	return l
 }
+
+// phasedWorkers are a's named workers but the pipelined one.
+func (a Alphabet) phasedWorkers() []string {
+	var ws []string
+	for _, w := range a.Workers {
+		if w != Pipelined {
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}

@@ -11,13 +11,13 @@ import (
 	"github.com/outboxlab/handoff/internal/sim"
 )
 
-// fragileBound is the depth up to which TestFragileFoundAtTheirLength
-// demands every fragile design be found: 4 by default (seconds), more in
-// CI (HANDOFF_EXHAUSTIVE_DEPTH=5 finds ignore-retention too).
-func fragileBound(t *testing.T) int {
+// deeper is the depth CI asks the tests to search to
+// (HANDOFF_EXHAUSTIVE_DEPTH), or 0 in the default suite, which keeps to
+// seconds.
+func deeper(t *testing.T) int {
 	v := os.Getenv("HANDOFF_EXHAUSTIVE_DEPTH")
 	if v == "" {
-		return 4
+		return 0
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
@@ -26,22 +26,38 @@ func fragileBound(t *testing.T) int {
 	return n
 }
 
+// reductionsAt are the reductions a test compares with the full search:
+// the one that holds every symmetry in the default suite, each of them
+// when CI asks for a deeper search.
+func reductionsAt(depth int) []Reduction {
+	if depth == 0 {
+		return []Reduction{BothSymmetries}
+	}
+	return []Reduction{KeySymmetry, WorkerSymmetry, BothSymmetries}
+}
+
 // TestFragileFoundAtTheirLength: every fragile design whose minimal
 // counterexample is within the bound is found by the search at exactly
 // its catalog length (the search is breadth first, so it can be no
 // longer; the catalog's length is minimal, so it can be no shorter), by
-// the invariant the catalog names, and the key-symmetry reduction finds
-// each at the same depth as the full search.
+// the invariant the catalog names, and every reduction finds each at the
+// same depth as the full search, in no more states.
+//
+// The bound is 3 (seconds), or HANDOFF_EXHAUSTIVE_DEPTH in CI, where 5
+// finds ignore-retention too.
 func TestFragileFoundAtTheirLength(t *testing.T) {
-	bound := fragileBound(t)
+	bound, reductions := deeper(t), reductionsAt(deeper(t))
+	if bound == 0 {
+		bound = 3
+	}
 	for _, d := range designs.Fragile {
 		if d.MinimalSteps > bound {
 			t.Logf("%s: its minimal counterexample has %d steps, past the bound %d", d.Name, d.MinimalSteps, bound)
 			continue
 		}
 		t.Run(d.Name, func(t *testing.T) {
-			var states [2]int64
-			for i, reduction := range []Reduction{NoReduction, KeySymmetry} {
+			states := make([]int64, 1+len(reductions))
+			for i, reduction := range append([]Reduction{NoReduction}, reductions...) {
 				r, err := Search(context.Background(), Config{Design: d, Depth: bound, Dir: t.TempDir(), Reduction: reduction})
 				if err != nil {
 					t.Fatal(err)
@@ -59,24 +75,26 @@ func TestFragileFoundAtTheirLength(t *testing.T) {
 				}
 				states[i] = r.States
 			}
-			if states[1] > states[0] {
-				t.Errorf("the reduced search reached %d states, the full one %d", states[1], states[0])
+			for i, reduction := range reductions {
+				if states[i+1] > states[0] {
+					t.Errorf("reduction %s reached %d states, the full search %d", reduction, states[i+1], states[0])
+				}
 			}
 		})
 	}
 }
 
-// TestRealDesignPassesTheSmallBound: every sequence of up to three steps
-// (two with -short) of the default alphabet keeps every invariant on the
-// real design, the key-symmetry reduction reaches fewer states than the
-// full search, and both complete the bound.
+// TestRealDesignPassesTheSmallBound: every sequence of up to two steps
+// (HANDOFF_EXHAUSTIVE_DEPTH in CI) of the default alphabet keeps every
+// invariant on the real design, each reduction reaches fewer states than
+// the full search, and every search completes the bound.
 func TestRealDesignPassesTheSmallBound(t *testing.T) {
-	depth := 3
-	if testing.Short() {
+	depth, reductions := deeper(t), reductionsAt(deeper(t))
+	if depth == 0 {
 		depth = 2
 	}
-	var states [2]int64
-	for i, reduction := range []Reduction{NoReduction, KeySymmetry} {
+	states := make([]int64, 1+len(reductions))
+	for i, reduction := range append([]Reduction{NoReduction}, reductions...) {
 		r, err := Search(context.Background(), Config{Depth: depth, Dir: t.TempDir(), Reduction: reduction})
 		if err != nil {
 			t.Fatal(err)
@@ -97,8 +115,10 @@ func TestRealDesignPassesTheSmallBound(t *testing.T) {
 		states[i] = r.States
 		t.Logf("reduction %s: %d states, %d transitions, %d steps replayed", reduction, r.States, r.Transitions, r.Replayed)
 	}
-	if states[1] >= states[0] {
-		t.Errorf("key symmetry reached %d states, the full search %d: it saved nothing", states[1], states[0])
+	for i, reduction := range reductions {
+		if states[i+1] >= states[0] {
+			t.Errorf("reduction %s reached %d states, the full search %d: it saved nothing", reduction, states[i+1], states[0])
+		}
 	}
 }
 
