@@ -66,7 +66,7 @@ func TestFragileFoundAtTheirLength(t *testing.T) {
 					t.Fatalf("reduction %s: not found within depth %d (completed %d, %d states)", reduction, bound, r.Completed, r.States)
 				}
 				f := r.Failure
-				if f.Length() != d.MinimalSteps || f.Violation.Invariant != d.Invariant && f.Violation.Invariant != d.OrInvariant {
+				if f.Length() != d.MinimalSteps || !caughtAsDocumented(d, f.Violation.Invariant) {
 					t.Errorf("reduction %s: found in %d steps by invariant %d, want %d steps and invariant %d:\n%s",
 						reduction, f.Length(), f.Violation.Invariant, d.MinimalSteps, d.Invariant, f.Scenario())
 				}
@@ -84,14 +84,30 @@ func TestFragileFoundAtTheirLength(t *testing.T) {
 	}
 }
 
+// otherShortest are the fragile designs whose shortest counterexample in
+// the search's alphabet breaks another invariant than the one the
+// catalog documents for the random search's, and that invariant:
+// ignore-retention's shortest delivers past the retention with the
+// default worker, which invariant 11 (no claim past the retention
+// deadline) names exactly, where the random search's claims with a named
+// worker and converges.
+var otherShortest = map[string]int{"ignore-retention": 11}
+
+// caughtAsDocumented reports whether design d's shortest counterexample
+// broke invariant n as the catalog, or otherShortest, says it does.
+func caughtAsDocumented(d designs.Design, n int) bool {
+	return n == d.Invariant || n == d.OrInvariant || n == otherShortest[d.Name]
+}
+
 // TestRealDesignPassesTheSmallBound: every sequence of up to two steps
-// (HANDOFF_EXHAUSTIVE_DEPTH in CI) of the default alphabet keeps every
-// invariant on the real design, each reduction reaches fewer states than
-// the full search, and every search completes the bound.
+// (three when CI asks for a deeper search, which runs prove deeper still)
+// of the default alphabet keeps every invariant on the real design, each
+// reduction reaches fewer states than the full search, and every search
+// completes the bound.
 func TestRealDesignPassesTheSmallBound(t *testing.T) {
-	depth, reductions := deeper(t), reductionsAt(deeper(t))
-	if depth == 0 {
-		depth = 2
+	depth, reductions := 2, reductionsAt(deeper(t))
+	if deeper(t) > 0 {
+		depth = 3
 	}
 	states := make([]int64, 1+len(reductions))
 	for i, reduction := range append([]Reduction{NoReduction}, reductions...) {
