@@ -34,11 +34,12 @@ var restorePath = []sim.Step{
 func BenchmarkRestore(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
-	s, err := newSearcher(ctx, Config{Design: designs.Handoff, Dir: dir}, DefaultAlphabet())
+	l, err := NewLane(ctx, LaneConfig{Design: designs.Handoff, Dir: dir})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.close()
+	defer l.Close()
+	s := l.(*searcher)
 	for n := 1; n <= len(restorePath); n++ {
 		b.Run(fmt.Sprintf("replay-%d", n), func(b *testing.B) {
 			for b.Loop() {

@@ -17,7 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
@@ -51,6 +51,12 @@ type Config struct {
 	Dir string
 	// Progress, if not nil, is called after every depth completed.
 	Progress func(Level)
+	// Lanes, if not empty, expand the states of each depth side by side,
+	// each taking the next state as it is free (see NewLane, and
+	// internal/lanes for lanes in processes of their own); the result is
+	// the same whatever their number. Search does not close them. Empty
+	// means one lane of Search's own, in this process.
+	Lanes []Lane
 }
 
 // Level is what one depth of the search did: the states first reached
@@ -100,13 +106,17 @@ func (r Result) StatesPerSecond() float64 {
 	return float64(r.States) / r.Elapsed.Seconds()
 }
 
+// Fingerprint is a state's digest under the search's reduction (see
+// Reduction): two states with one fingerprint are one state.
+type Fingerprint [sha256.Size]byte
+
 // node is a state of the search: the step that first reached it from its
-// parent (the root has none), and its depth.
+// parent (the root has none), its depth and its fingerprint.
 type node struct {
 	parent *node
 	step   sim.Step
 	depth  int
-	key    [sha256.Size]byte
+	key    Fingerprint
 }
 
 // path returns the steps from the root to n.
@@ -120,10 +130,11 @@ func (n *node) path() []sim.Step {
 
 // Search runs the exhaustive search cfg asks for. It stops at the first
 // violation, which is then the shortest there is (ties broken by the
-// alphabet's order), when every sequence up to cfg.Depth has run, or when
-// ctx is done (its deadline is the search's time limit): the result
-// then says which depth it completed. An error means the harness could
-// not run a step, or a replay reached another state (ErrNondeterministic).
+// order of the states and of the alphabet, whatever the lanes), when
+// every sequence up to cfg.Depth has run, or when ctx is done (its
+// deadline is the search's time limit): the result then says which depth
+// it completed. An error means the harness could not run a step, or a
+// replay reached another state (ErrNondeterministic).
 func Search(ctx context.Context, cfg Config) (r Result, err error) {
 	if cfg.Design.Name == "" {
 		cfg.Design = designs.Handoff
@@ -136,41 +147,54 @@ func Search(ctx context.Context, cfg Config) (r Result, err error) {
 	}
 	r = Result{Config: cfg, Alphabet: cfg.Alphabet.orDefault(), Start: time.Now()}
 	defer func() { r.Elapsed = time.Since(r.Start) }()
-	s, err := newSearcher(ctx, cfg, r.Alphabet)
+	lanes := cfg.Lanes
+	if len(lanes) == 0 {
+		l, err := NewLane(ctx, LaneConfig{Design: cfg.Design, Alphabet: r.Alphabet, Reduction: cfg.Reduction, Dir: cfg.Dir})
+		if err != nil {
+			return r, err
+		}
+		defer l.Close()
+		lanes = []Lane{l}
+	}
+	root := &node{}
+	first, err := lanes[0].Expand(nil, Fingerprint{})
 	if err != nil {
 		return r, err
 	}
-	defer s.close()
-	root, err := s.restore(nil)
-	if err != nil {
-		return r, err
-	}
-	seen := map[[sha256.Size]byte]bool{root.key: true}
+	root.key = first.Key
+	seen := map[Fingerprint]bool{root.key: true}
 	r.States = 1
 	frontier := []*node{root}
 	for depth := 1; depth <= cfg.Depth && len(frontier) > 0; depth++ {
 		level := Level{Depth: depth}
+		expansions := expandAll(ctx, lanes, frontier, first)
+		first = Expansion{}
 		var next []*node
-		for _, parent := range frontier {
-			if r.Stopped = ctx.Err(); r.Stopped != nil {
+		for _, e := range expansions {
+			r.Transitions += e.Transitions
+			r.Replayed += e.Replayed
+			level.Transitions += e.Transitions
+		}
+		for i, parent := range frontier {
+			e := expansions[i]
+			switch {
+			case e.err != nil:
+				return r, e.err
+			case !e.done:
+				r.Stopped = ctx.Err()
+			case e.Failure != nil:
+				r.Failure = e.Failure
+			}
+			if r.Stopped != nil || r.Failure != nil {
+				r.States += level.States
 				level.Elapsed = time.Since(r.Start)
 				r.Levels = append(r.Levels, level)
 				return r, nil
 			}
-			children, failure, err := s.expand(parent, &r, &level)
-			if err != nil {
-				return r, err
-			}
-			if failure != nil {
-				r.Failure = failure
-				level.Elapsed = time.Since(r.Start)
-				r.Levels = append(r.Levels, level)
-				return r, nil
-			}
-			for _, c := range children {
-				if !seen[c.key] {
-					seen[c.key] = true
-					next = append(next, c)
+			for _, c := range e.Children {
+				if !seen[c.Key] {
+					seen[c.Key] = true
+					next = append(next, &node{parent: parent, step: c.Step, depth: depth, key: c.Key})
 					level.States++
 				}
 			}
@@ -191,122 +215,57 @@ func Search(ctx context.Context, cfg Config) (r Result, err error) {
 	return r, nil
 }
 
-// searcher runs the steps of a search on one pair of databases, emptied
-// to restore each state.
-type searcher struct {
-	ctx      context.Context
-	cfg      Config
-	alphabet Alphabet
-	env      *sim.Env
-	done     func()
-	// at is the node whose state the Env holds, nil when it holds
-	// another; run is the run that brought it there, the design line
-	// first.
-	at  *node
-	run sim.Run
+// expansion is a state's Expansion as Search collects it: done when its
+// lane expanded it, or the lane's error.
+type expansion struct {
+	Expansion
+	done bool
+	err  error
 }
 
-func newSearcher(ctx context.Context, cfg Config, a Alphabet) (*searcher, error) {
-	env, done, err := sim.NewEnvIn(context.WithoutCancel(ctx), sim.EnvOptions{Dir: cfg.Dir, Design: cfg.Design, Renewable: true})
-	if err != nil {
-		return nil, err
+// expandAll expands the states of frontier across lanes, each lane
+// taking the next state in order as it is free, until every state is
+// expanded, ctx is done, or a state's expansion failed or found a
+// violation: no state after it is handed out then, and every state before
+// it was, so that the first violation in frontier's order is found
+// whatever the lanes. root, when its Key is set, is the expansion of the
+// root, which the first lane made.
+func expandAll(ctx context.Context, lanes []Lane, frontier []*node, root Expansion) []expansion {
+	expansions := make([]expansion, len(frontier))
+	if root.Key != (Fingerprint{}) {
+		expansions[0] = expansion{Expansion: root, done: true}
+		return expansions
 	}
-	return &searcher{ctx: context.WithoutCancel(ctx), cfg: cfg, alphabet: a, env: env, done: done}, nil
-}
-
-func (s *searcher) close() { s.done() }
-
-// restore brings the Env to the state of the sequence steps, from empty
-// databases, and returns that state's node (its parent and step unset),
-// which the Env then holds.
-func (s *searcher) restore(steps []sim.Step) (*node, error) {
-	s.at = nil
-	if err := s.env.Renew(s.ctx); err != nil {
-		return nil, err
-	}
-	run := sim.Run{Design: s.cfg.Design.Name}
-	all := steps
-	if s.cfg.Design.Name != designs.Handoff.Name {
-		all = append([]sim.Step{sim.NewStep("design", "name", s.cfg.Design.Name)}, steps...)
-	}
-	for i, step := range all {
-		out, err := s.env.Apply(s.ctx, step)
-		if err != nil {
-			return nil, fmt.Errorf("step %d %q: %w", i+1, step, err)
+	var (
+		mu     sync.Mutex
+		next   int
+		failed = len(frontier)
+		wg     sync.WaitGroup
+	)
+	take := func() (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if next >= failed || ctx.Err() != nil {
+			return 0, false
 		}
-		run.Steps, run.Outcomes = append(run.Steps, step), append(run.Outcomes, out)
+		next++
+		return next - 1, true
 	}
-	n := &node{depth: len(steps), key: s.key()}
-	s.at, s.run = n, run
-	return n, nil
-}
-
-// key is the fingerprint of the Env's state under the search's
-// reduction.
-func (s *searcher) key() [sha256.Size]byte {
-	return s.cfg.Reduction.fingerprint(s.env.StateLines(), s.alphabet)
-}
-
-// expand runs every step the alphabet enables in parent's state, each
-// from that state, and returns the states they reach (but after
-// Converge, which ends a sequence), or the first violation.
-func (s *searcher) expand(parent *node, r *Result, level *Level) ([]*node, *sim.Failure, error) {
-	prefix := parent.path()
-	letters := []sim.Step(nil)
-	var children []*node
-	for i := 0; i == 0 || i < len(letters); i++ {
-		if s.at != parent {
-			if err := s.replay(parent, prefix, r); err != nil {
-				return nil, nil, err
+	for _, l := range lanes {
+		wg.Go(func() {
+			for i, ok := take(); ok; i, ok = take() {
+				e, err := l.Expand(frontier[i].path(), frontier[i].key)
+				expansions[i] = expansion{Expansion: e, done: err == nil, err: err}
+				if err != nil || e.Failure != nil {
+					mu.Lock()
+					failed = min(failed, i)
+					mu.Unlock()
+				}
 			}
-		}
-		if i == 0 {
-			if letters = s.alphabet.Steps(s.cfg.Design, s.env.Model(), parent.depth == 0); len(letters) == 0 {
-				return nil, nil, nil
-			}
-		}
-		step := letters[i]
-		out, err := s.env.Apply(s.ctx, step)
-		s.at = nil
-		if err != nil {
-			return nil, nil, fmt.Errorf("after %q, step %q: %w", strings.Join(stepTexts(prefix), "; "), step, err)
-		}
-		r.Transitions++
-		level.Transitions++
-		run := s.run
-		run.Steps = append(run.Steps[:len(run.Steps):len(run.Steps)], step)
-		run.Outcomes = append(run.Outcomes[:len(run.Outcomes):len(run.Outcomes)], out)
-		if out.Violation != nil {
-			d := s.env.Disagreement()
-			if d.Step > 0 {
-				d.Step -= run.DesignLines()
-			}
-			return nil, &sim.Failure{Run: run, Violation: *out.Violation, Disagreement: d, Shortest: true}, nil
-		}
-		if step.Directive == Converge {
-			continue
-		}
-		child := &node{parent: parent, step: step, depth: parent.depth + 1, key: s.key()}
-		children = append(children, child)
-		s.at, s.run = child, run
+		})
 	}
-	return children, nil, nil
-}
-
-// replay restores n's state from its sequence prefix, counting the steps
-// into r, and checks that it is the state n was when first reached.
-func (s *searcher) replay(n *node, prefix []sim.Step, r *Result) error {
-	restored, err := s.restore(prefix)
-	if err != nil {
-		return err
-	}
-	r.Replayed += int64(len(s.run.Steps))
-	if restored.key != n.key {
-		s.at = nil
-		return fmt.Errorf("%w: %s", ErrNondeterministic, strings.Join(stepTexts(prefix), "; "))
-	}
-	s.at = n
-	return nil
+	wg.Wait()
+	return expansions
 }
 
 // stepTexts prints steps as scenario lines.
