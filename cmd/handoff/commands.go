@@ -80,11 +80,11 @@ func init() {
 		},
 		{
 			name:       "prove",
-			args:       "[--depth N] [--time D] [--design NAME] [--reduce NAME] [--workers LIST] [--cases N] [--configs=false] [--save DIR] [--report PATH] [--dir DIR] [--json]",
+			args:       "[--depth N] [--time D] [--design NAME] [--reduce NAME] [--workers LIST] [--cases N] [--configs=false] [--parallel N] [--save DIR] [--report PATH] [--dir DIR] [--json]",
 			summary:    "run every sequence of steps up to a depth against the real handoff, breadth first: a proof within the bound, or the shortest counterexample",
 			done:       "no sequence up to the depth broke an invariant of the real design, or the fragile design given with --design was caught (by its shortest counterexample)",
 			failed:     "an invariant of the real design broke (the shortest scenario is printed), the fragile design was not caught within the depth, the time limit or an interruption stopped the search (the summary says which depth it completed), or the harness failed",
-			atLeastOne: []string{"depth"},
+			atLeastOne: []string{"depth", "parallel"},
 			positive:   []string{"time"},
 			run:        proveCmd,
 		},

@@ -62,6 +62,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if name == lanes.Command {
 		return exploreLane(ctx, args[1:], os.Stdin, stdout, stderr)
 	}
+	if name == lanes.ProveCommand {
+		return proveLane(ctx, args[1:], os.Stdin, stdout, stderr)
+	}
 	if name == "-h" || name == "-help" || name == "--help" {
 		name, args = "help", args[:1]
 	}

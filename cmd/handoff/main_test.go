@@ -19,10 +19,11 @@ import (
 
 // TestMain lets a test run the command line in a process of its own (as
 // another user, say): with HANDOFF_RUN_MAIN set, the test binary is the
-// handoff command. It is the lane command too, as explore --parallel N
-// starts it from its own executable: the test binary, under go test.
+// handoff command. It is the lane commands too, as explore --parallel N
+// and prove --parallel N start them from their own executable: the test
+// binary, under go test.
 func TestMain(m *testing.M) {
-	if os.Getenv("HANDOFF_RUN_MAIN") != "" || len(os.Args) > 1 && os.Args[1] == lanes.Command {
+	if os.Getenv("HANDOFF_RUN_MAIN") != "" || len(os.Args) > 1 && (os.Args[1] == lanes.Command || os.Args[1] == lanes.ProveCommand) {
 		main()
 	}
 	os.Exit(m.Run())

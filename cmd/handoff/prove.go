@@ -17,6 +17,7 @@ import (
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/exhaustive"
+	"github.com/outboxlab/handoff/internal/lanes"
 	htmlreport "github.com/outboxlab/handoff/internal/report"
 	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
@@ -35,7 +36,7 @@ const (
 // that makes it, printed, and saved with its report when asked. On
 // SIGINT or SIGTERM, or at the time limit, it stops, prints what it
 // completed and fails.
-func proveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func proveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	fs := flag.NewFlagSet("prove", flag.ContinueOnError)
@@ -49,6 +50,7 @@ func proveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	save := fs.String("save", "", "save the shortest failing scenario as a file in this folder")
 	reportPath := fs.String("report", "", "write a failure's report, an HTML page of it, to this file (default: beside the scenario --save saves)")
 	dir := fs.String("dir", "", "folder for the search's databases (default: the system's temporary folder)")
+	parallel := fs.Int("parallel", runtime.NumCPU(), "lanes that expand the states of a depth side by side, each a process of its own when more than one; the result is the same whatever it is (default: the number of CPUs)")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	if err := parse(fs, args, stderr, false); err != nil {
 		return err
@@ -70,9 +72,26 @@ func proveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	// The search runs one step at a time: a second processor makes it no
-	// faster (see explore's one lane).
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	// One lane runs here, one step at a time: a second processor makes it
+	// no faster (see explore's one lane). Each of several runs in a
+	// process of its own.
+	var searchLanes []exhaustive.Lane
+	if *parallel == 1 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	} else {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding this program, to run its lanes: %w", err)
+		}
+		if searchLanes, err = lanes.ProveLanes(exe, *parallel, exhaustive.LaneConfig{Design: design, Alphabet: alphabet, Reduction: reduction, Dir: *dir}); err != nil {
+			return err
+		}
+		defer func() {
+			for _, l := range searchLanes {
+				err = errors.Join(err, l.Close())
+			}
+		}()
+	}
 	again := fmt.Sprintf("%s prove --design %s --depth %d --reduce %s --workers %s --cases %d", invokedAs(os.Args[0]), design.Name, *depth, reduction, *workers, *cases)
 	if !*configs {
 		again += " --configs=false"
@@ -81,7 +100,7 @@ func proveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	timed, cancel := context.WithTimeout(ctx, *limit)
 	defer cancel()
 	start := time.Now()
-	r, err := exhaustive.Search(timed, exhaustive.Config{Design: design, Depth: *depth, Alphabet: alphabet, Reduction: reduction, Dir: *dir,
+	r, err := exhaustive.Search(timed, exhaustive.Config{Design: design, Depth: *depth, Alphabet: alphabet, Reduction: reduction, Dir: *dir, Lanes: searchLanes,
 		Progress: func(l exhaustive.Level) {
 			fmt.Fprintf(stderr, "depth %d completed: %s, %s, %.1fs\n", l.Depth, words.HowMany(l.States, "new state"), words.HowMany(l.Transitions, "transition"), time.Since(start).Seconds())
 		}})

@@ -91,3 +91,30 @@ func TestProveStoppedFails(t *testing.T) {
 		t.Errorf("the summary does not say it stopped:\n%s", out)
 	}
 }
+
+// TestProveLanes: prove with lanes in processes of their own reaches the
+// same states, runs the same transitions and finds the same shortest
+// counterexample as in one lane.
+func TestProveLanes(t *testing.T) {
+	// withoutTime is a summary without its line of time and steps
+	// replayed, which the lanes change, and without the diff of where the
+	// model and the system first disagreed, which go-cmp prints
+	// differently in every process.
+	withoutTime := func(summary string) string {
+		summary, _, _ = strings.Cut(summary, "the model and the system first disagreed")
+		var kept []string
+		for _, l := range strings.Split(summary, "\n") {
+			if !strings.HasPrefix(l, "  time:") && !strings.HasPrefix(l, "  transitions:") {
+				kept = append(kept, l)
+			}
+		}
+		return strings.Join(kept, "\n")
+	}
+	for _, args := range [][]string{{"--depth", "2"}, {"--design", "no-lease", "--depth", "3"}} {
+		one := mustRun(t, append([]string{"prove", "--parallel", "1", "--dir", t.TempDir()}, args...)...)
+		two := mustRun(t, append([]string{"prove", "--parallel", "2", "--dir", t.TempDir()}, args...)...)
+		if withoutTime(one) != withoutTime(two) {
+			t.Errorf("prove %v: one lane printed\n%s\ntwo lanes\n%s", args, one, two)
+		}
+	}
+}

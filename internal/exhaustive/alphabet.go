@@ -15,7 +15,7 @@ import (
 // the scenario language: the steps it enables in a state are every one
 // of its letters that the design supports and that fits the state (a
 // named worker's next phase, a person's repair of a row that needs one).
-// Its zero value is DefaultAlphabet's.
+// The zero Alphabet means DefaultAlphabet.
 type Alphabet struct {
 	// Cases are the case ids approved: two by default, so that keys can
 	// be interleaved but the state space stays small.
@@ -57,17 +57,12 @@ func DefaultAlphabet() Alphabet {
 	return Alphabet{Cases: defaultCases, Workers: defaultWorkers, Configs: defaultConfigs}
 }
 
-// orDefault returns a with DefaultAlphabet's values where it has none.
+// orDefault returns a, or DefaultAlphabet when a has no case: the zero
+// Alphabet. (Any other alphabet is taken as it is: no workers, or no
+// configs, mean none.)
 func (a Alphabet) orDefault() Alphabet {
-	d := DefaultAlphabet()
-	if a.Cases == nil {
-		a.Cases = d.Cases
-	}
-	if a.Workers == nil {
-		a.Workers = d.Workers
-	}
-	if a.Configs == nil {
-		a.Configs = d.Configs
+	if len(a.Cases) == 0 {
+		return DefaultAlphabet()
 	}
 	return a
 }
