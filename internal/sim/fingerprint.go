@@ -11,10 +11,10 @@ import (
 // app database and the receiver's tasks, as the invariants see them), and
 // what the harness keeps beside them (the sends it counted per key, the
 // fences a person's actions left, each named worker's claim and what its
-// send heard, the jitter the next backoff draws, whether the sequence has
-// started). Two runs with the same lines are in the same state as far as
-// the harness can tell, so that an exhaustive search expands only one of
-// them.
+// send heard, the jitter the next backoff draws, the systems' clock,
+// whether the sequence has started). Two runs with the same lines are in
+// the same state as far as the harness can tell, so that an exhaustive
+// search expands only one of them.
 //
 // Every entry of a map is a line of its own and the lines are sorted, so
 // that their order says nothing; a slice (the outbox rows, in the order
@@ -36,7 +36,7 @@ func (e *Env) StateLines() []string {
 		fmt.Sprintf("observed approvals %#v", e.before.Approvals),
 		fmt.Sprintf("observed outbox %#v", e.before.Outbox),
 		fmt.Sprintf("observed tasks %#v", e.before.Tasks),
-		fmt.Sprintf("started %t jitter %d", e.started, e.jitter),
+		fmt.Sprintf("started %t jitter %d clock %d", e.started, e.jitter, e.now),
 	}
 	for name, c := range m.Claims {
 		lines = append(lines, fmt.Sprintf("model claim %q %#v", name, c))
