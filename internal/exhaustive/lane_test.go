@@ -2,10 +2,12 @@ package exhaustive
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/sim"
 )
 
 // TestLanesFindWhatOneLaneFinds: a search whose states are expanded by
@@ -60,5 +62,28 @@ func TestLanesFindWhatOneLaneFinds(t *testing.T) {
 				t.Errorf("one lane found %v, three %v", one.Failure, three.Failure)
 			}
 		})
+	}
+}
+
+// TestLaneRefusesAnotherState: a lane asked to expand a state under a
+// fingerprint its sequence does not reach says the replay is
+// nondeterministic, and expands nothing.
+func TestLaneRefusesAnotherState(t *testing.T) {
+	l, err := NewLane(context.Background(), LaneConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	root, err := l.Expand(nil, Fingerprint{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	approve := root.Children[slices.IndexFunc(root.Children, func(c Child) bool { return c.Step.Directive == "approve" })]
+	if _, err := l.Expand([]sim.Step{approve.Step}, approve.Key); err != nil {
+		t.Fatalf("the approval's own state: %v", err)
+	}
+	e, err := l.Expand([]sim.Step{approve.Step}, root.Key)
+	if !errors.Is(err, ErrNondeterministic) || len(e.Children) != 0 || e.Transitions != 0 {
+		t.Errorf("the approval's state under the root's fingerprint: %v, %d children, %d transitions; want ErrNondeterministic and none", err, len(e.Children), e.Transitions)
 	}
 }
