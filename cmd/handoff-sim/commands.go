@@ -27,6 +27,16 @@ func commandTable() []cli.Command {
 			Run:         designsCmd,
 		},
 		{
+			Name:       "prove",
+			Args:       "[--depth N] [--time D] [--design NAME] [--reduce NAME] [--workers LIST] [--cases N] [--configs=false] [--parallel N] [--save DIR] [--report PATH] [--dir DIR] [--json]",
+			Summary:    "run every sequence of steps up to a depth against the real handoff, breadth first: a proof within the bound, or the shortest counterexample",
+			Done:       "no sequence up to the depth broke an invariant of the real design, or the fragile design given with --design was caught (by its shortest counterexample)",
+			Failed:     "an invariant of the real design broke (the shortest scenario is printed), the fragile design was not caught within the depth, the time limit or an interruption stopped the search (the summary says which depth it completed), or the harness failed",
+			AtLeastOne: []string{"depth", "parallel"},
+			Positive:   []string{"time"},
+			Run:        proveCmd,
+		},
+		{
 			Name:    "enumerate",
 			Args:    "[FILE...]",
 			Summary: "crash every scenario of the real design at every fault point it passes",

@@ -55,4 +55,17 @@ var jsonOutputs = []clitest.JSONOutput{
 		}
 		return []string{b.String()}
 	}},
+	{Section: "prove --json", Lines: false, Outputs: func(t *testing.T) []string {
+		// A bound of 50 is out of reach of a millisecond: the time limit
+		// stops it, and it fails, printing what it completed.
+		code, stopped, stderr := runCLI(t, "prove", "--depth", "50", "--time", "1ms", "--json", "--dir", t.TempDir())
+		if code != 1 {
+			t.Fatalf("prove stopped by its time limit: exit %d, want 1: %s", code, stderr)
+		}
+		return []string{
+			mustRun(t, "prove", "--depth", "1", "--json", "--dir", t.TempDir()),
+			mustRun(t, "prove", "--design", "no-lease", "--depth", "3", "--json", "--dir", t.TempDir()),
+			stopped,
+		}
+	}},
 }

@@ -45,11 +45,15 @@ func main() {
 }
 
 // run is main without the process: it returns the exit status. The
-// hidden lane command, which explore --parallel N starts, speaks a
-// protocol on stdin and stdout rather than a command line's.
+// hidden lane commands, which explore --parallel N and prove --parallel N
+// start, speak a protocol on stdin and stdout rather than a command
+// line's.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == lanes.Command {
 		return exploreLane(ctx, args[1:], os.Stdin, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == lanes.ProveCommand {
+		return proveLane(ctx, args[1:], os.Stdin, stdout, stderr)
 	}
 	return cli.Run(ctx, args, stdout, stderr)
 }

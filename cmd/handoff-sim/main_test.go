@@ -22,7 +22,7 @@ import (
 // It is the lane command too, as explore --parallel N starts it from its
 // own executable: the test binary, under go test.
 func TestMain(m *testing.M) {
-	if os.Getenv("HANDOFF_RUN_MAIN") != "" || len(os.Args) > 1 && os.Args[1] == lanes.Command {
+	if os.Getenv("HANDOFF_RUN_MAIN") != "" || len(os.Args) > 1 && (os.Args[1] == lanes.Command || os.Args[1] == lanes.ProveCommand) {
 		main()
 	}
 	os.Exit(m.Run())

@@ -2,6 +2,8 @@ package main
 
 import (
 	"time"
+
+	"github.com/outboxlab/handoff/internal/cli"
 )
 
 // jsonProblem is one thing wrong with the files, in the JSON of check and
@@ -11,14 +13,9 @@ type jsonProblem struct {
 	What  string `json:"what"`
 }
 
-// optional is a pointer to v, or nil for v's zero value: JSON null.
-func optional[T comparable](v T) *T {
-	var zero T
-	if v == zero {
-		return nil
-	}
-	return &v
-}
+// optional is a pointer to v, or nil for v's zero value: JSON null (see
+// cli.Optional).
+func optional[T comparable](v T) *T { return cli.Optional(v) }
 
 // stamp is t in RFC 3339 with milliseconds, or nil when unknown.
 func stamp(t time.Time) *string {

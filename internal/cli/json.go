@@ -31,3 +31,12 @@ func Counts[K ~string](m map[K]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Optional is a pointer to v, or nil for v's zero value: JSON null.
+func Optional[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}

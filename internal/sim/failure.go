@@ -37,6 +37,9 @@ type Failure struct {
 	// Unshrunk says the run is as it was found, not shrunk: the fuzzer
 	// found it (see PropertyConfig.Fuzzing).
 	Unshrunk bool
+	// Shortest says the run is the shortest that breaks an invariant, by
+	// construction: an exhaustive search found it, breadth first.
+	Shortest bool
 	// Disagreement is where the model and the system first disagreed, its
 	// step counted without a design line; zero when they never did.
 	Disagreement Disagreement
@@ -121,13 +124,16 @@ func (f *Failure) Table() string {
 // shrunk and, for a design of the catalog, what go test does with it; for
 // another, what Verify does.
 func (f *Failure) Header() []string {
-	shape := "Minimal after shrinking."
-	if f.Unshrunk {
+	shape, by := "Minimal after shrinking.", "exploration"
+	switch {
+	case f.Unshrunk:
 		shape = "Found by the fuzzer, not shrunk: steps that do not matter may remain."
+	case f.Shortest:
+		shape, by = "Shortest by construction: no shorter sequence of the search's alphabet breaks an invariant.", "exhaustive search"
 	}
 	next := shape + " For the real design this is a bug: fix it, then rewrite the expectations."
 	if _, err := designs.Lookup(f.Design); err != nil {
 		next = shape + " Verify replays it and fails until the design is fixed; the outputs below are the broken design's, and Verify does not compare them."
 	}
-	return []string{fmt.Sprintf("Found by exploration: design %s breaks invariant %d (%s).", f.Design, f.Violation.Invariant, f.Violation.Name()), next}
+	return []string{fmt.Sprintf("Found by %s: design %s breaks invariant %d (%s).", by, f.Design, f.Violation.Invariant, f.Violation.Name()), next}
 }
