@@ -11,11 +11,12 @@ import (
 // all send at once to a receiver that has just come back.
 const HastenWithin = 5 * time.Second
 
-// The queries of Hasten and RetryNow: the rows waiting in backoff, none
-// leased, and the move of one's next attempt under the fence read.
+// The queries of Hasten and RetryNow: the rows waiting in backoff (a
+// leased row is not one: it was due when it was claimed), and the move
+// of one's next attempt under the fence read.
 const (
 	sqlWaiting = `SELECT seq, key, fence, attempts, next_attempt_at - last_attempt_at FROM outbox
-		WHERE state = 'pending' AND next_attempt_at > ?1 AND (lease_owner IS NULL OR lease_until <= ?1) AND (?2 = '' OR last_error = ?2)
+		WHERE state = 'pending' AND next_attempt_at > ?1 AND (?2 = '' OR last_error = ?2)
 		ORDER BY seq`
 	sqlHasten   = `UPDATE outbox SET next_attempt_at = ?1 WHERE seq = ?2 AND fence = ?3 AND state = 'pending' AND next_attempt_at > ?1`
 	sqlRetryNow = `UPDATE outbox SET next_attempt_at = ?1, fence = fence + 1 WHERE seq = ?2 AND fence = ?3 AND state = 'pending'`
@@ -30,8 +31,8 @@ type waitingRow struct {
 	wait     time.Duration // from its last attempt to its next
 }
 
-// waiting reads the rows waiting in backoff at now, none of them leased;
-// lastError, unless empty, keeps those whose last error it is.
+// waiting reads the rows waiting in backoff at now; lastError, unless
+// empty, keeps those whose last error it is.
 func waiting(ctx context.Context, tx *sql.Tx, q *statements, now int64, lastError string) ([]waitingRow, error) {
 	rows, err := q.query(ctx, tx, sqlWaiting, now, lastError)
 	if err != nil {
@@ -56,14 +57,20 @@ func waiting(ctx context.Context, tx *sql.Tx, q *statements, now int64, lastErro
 // answers again after failing, so that rows it pushed out by up to the
 // backoff's cap go now, not minutes later. Each row's new time is the
 // jitter drawn within HastenWithin (Options.Jitter); a row due sooner
-// keeps its time, a leased row is left to its holder, and so is a row
-// that waits longer than its backoff's ceiling: the receiver's own
+// keeps its time, a leased row (due already) is left to its holder, and
+// so is a row that waits longer than its backoff's ceiling: the receiver's own
 // retry hint (Retry-After) asked for that wait. It is the worker's own
 // scheduling: no fence moves, nothing is audited. It returns how many
 // rows it moved.
 func (o *Outbox) Hasten(ctx context.Context) (int, error) {
+	// A read first, which waits for no writer: most answers find no row
+	// waiting, and need no write transaction.
+	ws, err := waiting(ctx, nil, o.q, millis(o.opts.Now()), LastErrorTransient)
+	if err != nil || len(ws) == 0 {
+		return 0, err
+	}
 	n := 0
-	err := o.q.write(ctx, "hastening the rows that wait", []string{sqlWaiting, sqlHasten}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	err = o.q.write(ctx, "hastening the rows that wait", []string{sqlWaiting, sqlHasten}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		n = 0
 		now := o.opts.Now()
 		ws, err := waiting(ctx, tx, q, millis(now), LastErrorTransient)
@@ -101,7 +108,7 @@ func (opts Options) backoffCeiling(n int) time.Duration {
 // waits in backoff due now, whatever its last error, adding one to each
 // row's fence and an audit line each, in one transaction: after an
 // outage the person on call need not wait for the backoff. A leased row
-// is left to its holder. It returns the keys it made due.
+// is due already, and left to its holder. It returns the keys it made due.
 func (o *Outbox) RetryNow(ctx context.Context, actor, reason string) ([]string, error) {
 	switch {
 	case actor == "":

@@ -63,6 +63,14 @@ func commandTable() []cli.Command {
 			Run:         requeue,
 		},
 		{
+			Name:    "retry-now",
+			Args:    "--app PATH --reason TEXT [--actor NAME]",
+			Summary: "make every pending row that waits out a backoff due now, after an outage of the receiver, instead of waiting",
+			Done:    "the rows that waited are due now (listed); the audit log has who and why for each",
+			Failed:  "refused, the files unchanged: a missing or wrong database, or a database error",
+			Run:     retryNow,
+		},
+		{
 			Name:     "reconcile",
 			Args:     "KEY --app PATH (--remote-id N | --absent) --reason TEXT [--actor NAME]",
 			Summary:  "record what a person found in the CRM for a blocked (or unleased pending) row: task N, or none",

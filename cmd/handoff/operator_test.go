@@ -1,9 +1,11 @@
 package main
 
 import (
+	"database/sql"
 	"os/user"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/outboxlab/handoff/system"
@@ -81,5 +83,35 @@ func TestOperatorActions(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect: no %q in:\n%s", want, out)
 		}
+	}
+}
+
+// TestRetryNow: retry-now makes the rows that wait out a backoff due now,
+// lists them and audits each; without a reason it is a usage error and
+// changes nothing.
+func TestRetryNow(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, c := range []string{"case-1", "case-2"} {
+		mustRun(t, "approve", "--app", "app.db", "--case", c, "--title", "Call back")
+	}
+	// case-1 waits out an hour of backoff; case-2 is due.
+	db, err := sql.Open("sqlite", "app.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`UPDATE outbox SET next_attempt_at = ?, last_error = 'transient' WHERE key = ?`, time.Now().Add(time.Hour).UnixMilli(), system.KeyPrefix+"case-1")
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, "retry-now", "--app", "app.db"); code != 2 || !strings.Contains(stderr, "missing --reason") {
+		t.Errorf("retry-now without --reason: exit %d, %q; want 2 and missing --reason", code, stderr)
+	}
+	out := mustRun(t, "retry-now", "--app", "app.db", "--reason", "receiver back", "--actor", "ana")
+	if !strings.Contains(out, "retry-now: 1 waiting row due now (by ana)") || !strings.Contains(out, system.KeyPrefix+"case-1") || strings.Contains(out, "case-2") {
+		t.Errorf("retry-now said %q; want case-1 alone made due", out)
+	}
+	if out := mustRun(t, "inspect", "--app", "app.db"); !strings.Contains(out, "retry-now") {
+		t.Errorf("the audit log has no retry-now line:\n%s", out)
 	}
 }
