@@ -83,6 +83,9 @@ type Process interface {
 	// carry the spec's sentinels (system.ErrTransient with a RetryHint,
 	// system.ErrRejected); a reply lost or too slow is ErrTransient.
 	Receiver() system.Receiver
+	// ReceiverFor is Receiver as the worker named worker reaches it: the
+	// report draws that worker's requests in a lane of its own.
+	ReceiverFor(worker string) system.Receiver
 }
 
 // Booted is a running process of a Running design.

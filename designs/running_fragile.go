@@ -105,7 +105,7 @@ func bootPlain(m mistake) func(ctx context.Context, p Process) (Booted, error) {
 				return nil, err
 			}
 			b.closers = append(b.closers, o)
-			workers = append(workers, &plainWorker{o: o, r: p.Receiver(), mistake: m})
+			workers = append(workers, &plainWorker{o: o, r: p.ReceiverFor(opts.Worker), mistake: m})
 		}
 		go func() {
 			errs := make(chan error, len(workers))

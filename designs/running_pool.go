@@ -65,7 +65,7 @@ func bootPool(ctx context.Context, p Process) (Booted, error) {
 		return nil, err
 	}
 	b.app = app
-	b.pool = &system.Pool{Receiver: p.Receiver()}
+	b.pool = &system.Pool{ReceiverFor: p.ReceiverFor}
 	for i := range poolWorkers {
 		o, err := open(fmt.Sprintf("pool:%d", i+1))
 		if err != nil {

@@ -19,8 +19,11 @@ import (
 type Pool struct {
 	// Outboxes are the workers, one Outbox each, with names of their own.
 	Outboxes []*Outbox
-	// Receiver is where every worker sends.
-	Receiver Receiver
+	// Receiver is where every worker sends, unless ReceiverFor gives the
+	// worker a receiver of its own (a harness that tells the workers'
+	// requests apart).
+	Receiver    Receiver
+	ReceiverFor func(worker string) Receiver
 	// Log receives a line for each delivery, start and stop; nil discards.
 	Log *slog.Logger
 	// UntilIdle ends a worker once nothing is pending, instead of
@@ -154,7 +157,11 @@ func (p *Pool) worker(ctx context.Context, o *Outbox) error {
 	log := p.logger()
 	log.Info("worker started", "worker", o.Worker(), "released_leases", released)
 	defer log.Info("worker stopped", "worker", o.Worker())
-	deliveries, err := o.Pipeline(p.Receiver)
+	r := p.Receiver
+	if p.ReceiverFor != nil {
+		r = p.ReceiverFor(o.Worker())
+	}
+	deliveries, err := o.Pipeline(r)
 	if err != nil {
 		return err
 	}

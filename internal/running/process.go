@@ -51,6 +51,7 @@ var _ interface {
 	WrapSQLite(driver.Connector) driver.Connector
 	Dial(ctx context.Context, network, addr string) (net.Conn, error)
 	Receiver() system.Receiver
+	ReceiverFor(worker string) system.Receiver
 } = (*process)(nil)
 
 func (p *process) Backend() string  { return p.backend }
@@ -58,12 +59,20 @@ func (p *process) Database() string { return p.database }
 
 // Receiver is the harness's receiver as this process reaches it: a
 // request of a process that crashed never leaves.
-func (p *process) Receiver() system.Receiver { return generationReceiver{p} }
+func (p *process) Receiver() system.Receiver { return generationReceiver{p: p} }
 
-type generationReceiver struct{ p *process }
+// ReceiverFor is Receiver for the named worker's requests.
+func (p *process) ReceiverFor(worker string) system.Receiver {
+	return generationReceiver{p: p, worker: worker}
+}
+
+type generationReceiver struct {
+	p      *process
+	worker string
+}
 
 func (g generationReceiver) CreateTask(ctx context.Context, key, payload string) (int64, error) {
-	return g.p.receiver.create(ctx, g.p, key, payload)
+	return g.p.receiver.create(ctx, g.p, g.worker, key, payload)
 }
 
 // alive reports whether the process has not crashed.

@@ -36,6 +36,7 @@ type Request struct {
 	N            int           // its number, from 1, as the schedule counts
 	At           time.Duration // when it was sent
 	Generation   int           // the boot of the process that sent it
+	Worker       string        // the worker that sent it, when the design names it
 	Key, Payload string
 	Answer       Answer
 	// Reached says the receiver took it: an outage's and a crashed
@@ -50,12 +51,12 @@ func newReceiver(s Schedule, start time.Time) *Receiver {
 }
 
 // create is CreateTask for the process p.
-func (r *Receiver) create(ctx context.Context, p *process, key, payload string) (int64, error) {
+func (r *Receiver) create(ctx context.Context, p *process, worker, key, payload string) (int64, error) {
 	p.watch.moved()
 	r.mu.Lock()
 	n := len(r.requests) + 1
 	rule := r.schedule.rule(n)
-	req := Request{N: n, At: time.Since(r.start), Generation: p.gen, Key: key, Payload: payload, Answer: rule.Answer}
+	req := Request{N: n, At: time.Since(r.start), Generation: p.gen, Worker: worker, Key: key, Payload: payload, Answer: rule.Answer}
 	r.requests = append(r.requests, req)
 	r.mu.Unlock()
 	done := func(reached bool, outcome string) {

@@ -19,7 +19,8 @@ type Page struct {
 }
 
 // reportPage is one self-contained HTML page: the verdict, a table with
-// a column per lane (the app, each boot, the receiver, the harness) and
+// a column per lane (the app, each boot, each named worker, the receiver,
+// the harness) and
 // a row per thing that happened, by virtual time, and the schedule. It
 // needs no script and no network; a narrow screen scrolls the table
 // sideways under its sticky clock column.

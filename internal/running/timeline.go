@@ -32,7 +32,12 @@ func (res Result) Timeline() []Entry {
 	entries := slices.Clone(res.Log)
 	for _, q := range res.Requests {
 		text := fmt.Sprintf("request %d for %s: %s", q.N, q.Key, cmp.Or(q.Outcome, "under way at the end"))
-		entries = append(entries, Entry{At: q.At, Lane: LaneReceiver, From: bootLane(q.Generation), Text: text})
+		e := Entry{At: q.At, Lane: LaneReceiver, From: bootLane(q.Generation), Text: text}
+		if q.Worker != "" {
+			e.Lane, e.From = q.Worker, ""
+			e.Text = fmt.Sprintf("%s → receiver: %s", bootLane(q.Generation), text)
+		}
+		entries = append(entries, e)
 	}
 	slices.SortStableFunc(entries, func(a, b Entry) int { return cmp.Compare(a.At, b.At) })
 	if v := res.Violation; v != nil {
@@ -42,13 +47,22 @@ func (res Result) Timeline() []Entry {
 }
 
 // Lanes are the lanes of res's timeline, in the order a report shows
-// them: the app, each boot, the receiver, the harness.
+// them: the app, each boot, each named worker (its requests, whichever
+// boot it ran in), the receiver (and the requests of unnamed workers),
+// the harness.
 func (res Result) Lanes() []string {
 	lanes := []string{LaneApp}
 	for gen := 1; gen <= res.Boots; gen++ {
 		lanes = append(lanes, bootLane(gen))
 	}
-	return append(lanes, LaneReceiver, LaneHarness)
+	var workers []string
+	for _, q := range res.Requests {
+		if q.Worker != "" && !slices.Contains(workers, q.Worker) {
+			workers = append(workers, q.Worker)
+		}
+	}
+	slices.Sort(workers)
+	return append(append(lanes, workers...), LaneReceiver, LaneHarness)
 }
 
 // String is the entry as a line: its time, its lane, what happened.
