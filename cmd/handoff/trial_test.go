@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -277,29 +278,35 @@ func TestTrialOnPostgres(t *testing.T) {
 		t.Skip("-short: the trials on SQLite run the same command; run without -short for PostgreSQL's")
 	}
 	server := pgtest.Server(t)
-	schemas := func() int {
-		db, err := sql.Open("pgx", server)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		var n int
-		if err := db.QueryRow(`SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'trial\_%'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	before := schemas()
-	code, stdout, stderr := runProcess(t, "trial", "--kills", "3", "--seed", "6", "--workers", "2", "--rows", "24", "--json",
+	cmd := exec.Command(os.Args[0], "trial", "--kills", "3", "--seed", "6", "--workers", "2", "--rows", "24", "--json",
 		"--backend", "postgres", "--postgres-url", server)
-	got := decodeTrial(t, trialRun{code: code, stdout: stdout, stderr: stderr})
+	cmd.Env = append(os.Environ(), "HANDOFF_RUN_MAIN=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	if code < 0 {
+		t.Fatal(err)
+	}
+	got := decodeTrial(t, trialRun{code: code, stdout: stdout.String(), stderr: stderr.String()})
 	if code != 0 || got.Violations != 0 {
-		t.Fatalf("trial: exit %d, %d violations %+v:\n%s", code, got.Violations, got.Problems, stderr)
+		t.Fatalf("trial: exit %d, %d violations %+v:\n%s", code, got.Violations, got.Problems, stderr.String())
 	}
 	if got.Kills != 3 || got.Sent+got.Blocked != 24 || got.Sent == 0 {
 		t.Errorf("trial: %d kills, %d sent and %d blocked; want 3 kills and 24 rows, sent mostly", got.Kills, got.Sent, got.Blocked)
 	}
-	if after := schemas(); after != before {
-		t.Errorf("%d trial schemas before, %d after: a passing trial must drop its own", before, after)
+	// The trial's schemas are named after its process: another suite's
+	// trials on the same server are theirs.
+	db, err := sql.Open("pgx", server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var left int
+	if err := db.QueryRow(`SELECT count(*) FROM pg_namespace WHERE nspname LIKE $1`, fmt.Sprintf("trial\\_%d\\_%%", cmd.Process.Pid)).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d schemas of the trial (process %d) left: a passing trial must drop its own", left, cmd.Process.Pid)
 	}
 }
