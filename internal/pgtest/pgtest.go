@@ -175,6 +175,26 @@ func Schema(t testing.TB, url string) string {
 	return schema
 }
 
+// aclLock names the lock under which roles are granted and dropped: two
+// suites at once on one server that change the database's privileges
+// together fail with "tuple concurrently updated".
+const aclLock = `SELECT pg_advisory_xact_lock(hashtextextended('handoff_pgtest_acl', 0))`
+
+// aclLocked runs statements in one transaction on conn, under aclLock.
+func aclLocked(ctx context.Context, conn *pgx.Conn, statements ...string) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	for _, sql := range append([]string{aclLock}, statements...) {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
+}
+
 // LimitedServer returns the URL of Server's server as a role of t's own
 // that may hold at most limit connections at once (the server refuses
 // more with SQLSTATE 53300, as a full server does), may make schemas in
@@ -189,24 +209,20 @@ func LimitedServer(t testing.TB, limit int) string {
 	if err := conn.QueryRow(ctx, `SELECT current_database()`).Scan(&database); err != nil {
 		t.Fatal(err)
 	}
-	for _, sql := range []string{
+	if err := aclLocked(ctx, conn,
 		fmt.Sprintf(`CREATE ROLE %s LOGIN NOSUPERUSER CONNECTION LIMIT %d`, role, limit),
 		fmt.Sprintf(`GRANT CREATE ON DATABASE %s TO %s`, pgx.Identifier{database}.Sanitize(), role),
-	} {
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
+	); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		// The role's sessions end first: a test that failed may leave one.
-		for _, sql := range []string{
-			`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '` + role + `'`,
-			`DROP OWNED BY ` + role + ` CASCADE`,
-			`DROP ROLE ` + role,
-		} {
-			if _, err := conn.Exec(ctx, sql); err != nil {
-				t.Error(err)
-			}
+		if err := aclLocked(ctx, conn,
+			`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '`+role+`'`,
+			`DROP OWNED BY `+role+` CASCADE`,
+			`DROP ROLE `+role,
+		); err != nil {
+			t.Error(err)
 		}
 	})
 	u, err := url.Parse(server)
