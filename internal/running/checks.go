@@ -127,12 +127,14 @@ func (h *history) settled(at time.Duration, rows map[string]designs.RunningRow, 
 				return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is shown %s, and the receiver holds no task for it", key, row.State)}
 			}
 		case designs.RowBlocked, designs.RowDiscarded:
-			budgetSpent := h.budget == 0 || row.Attempts < 0 || row.Attempts >= h.budget
+			// Where the outbox does not count attempts, the requests
+			// that reached the receiver are the least it made.
+			budgetSpent := h.budget > 0 && (row.Attempts >= h.budget || row.Attempts < 0 && s.requests[key] >= h.budget)
 			switch {
 			case row.Reason == "":
 				return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is %s with no reason a person could act on", key, row.State)}
 			case !s.refused[key] && !s.refused[h.payload(key)] && !budgetSpent:
-				return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is %s (%s) after %d of its %d attempts, and the receiver refused none of its requests", key, row.State, row.Reason, row.Attempts, h.budget)}
+				return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is %s (%s) with %s, and the receiver refused none of its requests", key, row.State, row.Reason, spent(row.Attempts, s.requests[key], h.budget))}
 			}
 		default:
 			return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is in a state the spec does not know: %q", key, row.State)}
@@ -152,6 +154,17 @@ func (h *history) payload(key string) string {
 		}
 	}
 	return ""
+}
+
+// spent says how much of its budget a key spent, as a check reads it.
+func spent(attempts, requests, budget int) string {
+	switch {
+	case budget == 0:
+		return "no budget to spend"
+	case attempts < 0:
+		return fmt.Sprintf("%d requests of its budget of %d", requests, budget)
+	}
+	return fmt.Sprintf("%d of its %d attempts", attempts, budget)
 }
 
 // committedKeys are the keys of the approvals that committed, sorted.

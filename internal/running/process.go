@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -21,10 +20,6 @@ var ErrCrashed = errors.New("running: the process crashed")
 // errReset is what a connection fails with once the harness cut it.
 var errReset = errors.New("running: the connection was reset")
 
-// errCommitReplyLost is what a commit whose reply the harness lost
-// fails with: the database carried it out.
-var errCommitReplyLost = errors.New("running: the connection died before the COMMIT's reply")
-
 // process is one boot of a running design: every connection it made, so
 // that a crash cuts them all at once, and its generation's receiver.
 type process struct {
@@ -34,7 +29,9 @@ type process struct {
 	database string
 	receiver *Receiver
 
-	crashed chan struct{} // closed at the crash
+	crashed  chan struct{} // closed at the crash
+	stopping chan struct{} // closed when the harness stops the process
+	stopOnce sync.Once
 
 	mu      sync.Mutex
 	dead    bool
@@ -74,6 +71,10 @@ type generationReceiver struct {
 func (g generationReceiver) CreateTask(ctx context.Context, key, payload string) (int64, error) {
 	return g.p.receiver.create(ctx, g.p, g.worker, key, payload)
 }
+
+// stop says the harness is stopping the process: a request it holds
+// goes on at once.
+func (p *process) stop() { p.stopOnce.Do(func() { close(p.stopping) }) }
 
 // alive reports whether the process has not crashed.
 func (p *process) alive() bool {
@@ -272,10 +273,13 @@ func (s sqlConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // holds its lock; a cut closes the connection (an open transaction rolls
 // back) at once if no call is under way, else when that call returns.
 type sqlConn struct {
-	mu     sync.Mutex
-	conn   driver.Conn
-	p      *process
-	failed error // set by a cut
+	mu   sync.Mutex
+	conn driver.Conn
+	p    *process
+	// cutAt is set by a cut at once, without the lock, so that no call
+	// that begins after it runs, whichever goroutine takes the lock next.
+	cutAt  atomic.Bool
+	failed error // set by a cut, under the lock
 	closed bool
 	// What is open on the connection: SQLite closes a connection that
 	// has a statement unfinalized only once it is, so a cut closes every
@@ -290,7 +294,7 @@ type sqlConn struct {
 func (c *sqlConn) do(f func() error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.failed != nil {
+	if c.failed != nil || c.cutAt.Load() {
 		return driver.ErrBadConn
 	}
 	defer c.p.watch.moved()
@@ -298,6 +302,7 @@ func (c *sqlConn) do(f func() error) error {
 }
 
 func (c *sqlConn) cut(err error) {
+	c.cutAt.Store(true)
 	if !c.mu.TryLock() {
 		// A call is under way: it may finish, as if the cut came just
 		// after it; the next one fails. The connection closes then.
@@ -453,9 +458,7 @@ func (c *sqlConn) ResetSession(ctx context.Context) error {
 }
 
 func (c *sqlConn) IsValid() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.failed == nil
+	return !c.cutAt.Load()
 }
 
 type sqlTx struct {
@@ -463,26 +466,12 @@ type sqlTx struct {
 	c  *sqlConn
 }
 
-// Commit commits, unless the connection was cut; when the harness loses
-// the commit's reply, the commit is carried out, the connection cut, and
-// the caller hears it failed.
+// Commit commits, unless the connection was cut.
 func (t *sqlTx) Commit() error {
-	lose := false
-	err := t.c.do(func() error {
+	return t.c.do(func() error {
 		t.c.tx = nil
-		if err := t.tx.Commit(); err != nil {
-			return err
-		}
-		if lose = t.c.p.takeCommit(); lose {
-			t.c.cutLocked(errCommitReplyLost)
-		}
-		return nil
+		return t.tx.Commit()
 	})
-	if lose {
-		t.c.p.untrack(t.c)
-		return fmt.Errorf("%w (%w)", errCommitReplyLost, driver.ErrBadConn)
-	}
-	return err
 }
 
 func (t *sqlTx) Rollback() error {

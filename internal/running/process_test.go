@@ -13,7 +13,7 @@ import (
 
 // newProcess is a process of a run, with nothing to receive.
 func newProcess() *process {
-	return &process{watch: &watchdog{}, gen: 1, conns: map[cuttable]struct{}{}, crashed: make(chan struct{})}
+	return &process{watch: &watchdog{}, gen: 1, conns: map[cuttable]struct{}{}, crashed: make(chan struct{}), stopping: make(chan struct{})}
 }
 
 // TestCrashLosesTheOpenTransaction: a crash cuts every connection of

@@ -78,6 +78,7 @@ func (r *Receiver) create(ctx context.Context, p *process, worker, key, payload 
 		select {
 		case <-time.After(rule.Wait):
 		case <-p.crashed:
+		case <-p.stopping:
 		}
 		if !p.alive() {
 			done(false, fmt.Sprintf("held %s, and the process crashed meanwhile: never left", rule.Wait))
@@ -104,6 +105,9 @@ func (r *Receiver) create(ctx context.Context, p *process, worker, key, payload 
 	}
 	id, replayed, err := r.store(key, payload)
 	if err != nil {
+		r.mu.Lock()
+		r.refused[key], r.refused[payload] = true, true
+		r.mu.Unlock()
 		done(true, "422: the key holds another payload")
 		return 0, err
 	}
@@ -123,6 +127,7 @@ func (r *Receiver) create(ctx context.Context, p *process, worker, key, payload 
 		case <-ctx.Done():
 		case <-time.After(time.Minute): // a client with no timeout
 		case <-p.crashed:
+		case <-p.stopping:
 		}
 		done(true, acted+"; the reply came after the client gave up")
 		return 0, fmt.Errorf("%w: answer too slow: %w", system.ErrTransient, context.DeadlineExceeded)

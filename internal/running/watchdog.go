@@ -59,13 +59,14 @@ func (w *watchdog) watch(done <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		if now := w.progress.Load(); now != last || w.reason() != "" {
+		if now := w.progress.Load(); now != last {
 			last, since = now, time.Now()
 			continue
 		}
 		if time.Since(since) < w.stall {
 			continue
 		}
+		since = time.Now() // a cut is progress; a second stall is judged anew
 		w.mu.Lock()
 		p := w.proc
 		w.mu.Unlock()
@@ -74,7 +75,7 @@ func (w *watchdog) watch(done <-chan struct{}) {
 				"(a LISTEN for notifications, or a lock held by a transaction left open). Inside the bubble time passes only while every goroutine waits "+
 				"on the bubble, never on a real socket: run the library without listening (poll-only; River: Config.PollOnly), and end every transaction",
 				p.gen, w.stall)
-			w.stuck.Store(&why)
+			w.stuck.CompareAndSwap(nil, &why)
 			continue
 		}
 		buf := make([]byte, 1<<20)
