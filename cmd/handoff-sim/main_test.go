@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
+	"github.com/outboxlab/handoff/internal/cli/clitest"
 	"github.com/outboxlab/handoff/internal/lanes"
 	_ "modernc.org/sqlite"
 )
@@ -28,23 +24,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// cliTimeout bounds a command a test runs in-process: one that never
-// ends is interrupted and fails its test, instead of holding the package
-// until go test's own timeout.
-const cliTimeout = 2 * time.Minute
-
 // runCLI runs the command line in-process and returns its exit status,
 // stdout and stderr.
 func runCLI(t testing.TB, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), cliTimeout)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	code := run(ctx, args, &stdout, &stderr)
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Errorf("handoff-sim %s: still running after %v, interrupted", strings.Join(args, " "), cliTimeout)
-	}
-	return code, stdout.String(), stderr.String()
+	return clitest.InProcess(t, "handoff-sim", run, args...)
 }
 
 // mustRun runs the command line and fails the test unless it exits 0.

@@ -2,15 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/outboxlab/handoff/internal/lanes"
+	"github.com/outboxlab/handoff/internal/cli/clitest"
 	_ "modernc.org/sqlite"
 )
 
@@ -19,33 +16,19 @@ import (
 
 // TestMain lets a test run the command line in a process of its own (as
 // another user, say): with HANDOFF_RUN_MAIN set, the test binary is the
-// handoff command. It is the lane command too, as explore --parallel N
-// starts it from its own executable: the test binary, under go test.
+// handoff command.
 func TestMain(m *testing.M) {
-	if os.Getenv("HANDOFF_RUN_MAIN") != "" || len(os.Args) > 1 && os.Args[1] == lanes.Command {
+	if os.Getenv("HANDOFF_RUN_MAIN") != "" {
 		main()
 	}
 	os.Exit(m.Run())
 }
 
-// cliTimeout bounds a command a test runs in-process: one that never
-// ends (a worker that never finds the outbox idle) is interrupted and
-// fails its test, instead of holding the package until go test's own
-// timeout.
-const cliTimeout = 2 * time.Minute
-
 // runCLI runs the command line in-process and returns its exit status,
 // stdout and stderr.
 func runCLI(t testing.TB, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), cliTimeout)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	code := run(ctx, args, &stdout, &stderr)
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Errorf("handoff %s: still running after %v, interrupted", strings.Join(args, " "), cliTimeout)
-	}
-	return code, stdout.String(), stderr.String()
+	return clitest.InProcess(t, "handoff", run, args...)
 }
 
 // readFiles returns the content of every file in paths.
