@@ -10,7 +10,7 @@
 // handoff-sim help for the list, handoff-sim help COMMAND (or
 // handoff-sim COMMAND --help) for a command's flags and what each exit
 // status means for it. Each command is a file named after it
-// (explorelane.go for the hidden command explore's lanes run as); the
+// (lanes.go for the hidden commands the lanes of explore and prove run as); the
 // machinery of the table and the parsing of flags are internal/cli's,
 // shared with the product's binary. explore runs its lanes in processes
 // of its own with internal/lanes.
@@ -32,7 +32,6 @@ import (
 	"syscall"
 
 	"github.com/outboxlab/handoff/internal/cli"
-	"github.com/outboxlab/handoff/internal/lanes"
 )
 
 func main() {
@@ -49,11 +48,8 @@ func main() {
 // start, speak a protocol on stdin and stdout rather than a command
 // line's.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == lanes.Command {
-		return exploreLane(ctx, args[1:], os.Stdin, stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == lanes.ProveCommand {
-		return proveLane(ctx, args[1:], os.Stdin, stdout, stderr)
+	if len(args) > 0 && laneCommands[args[0]] != nil {
+		return runLane(ctx, args[0], args[1:], os.Stdin, stdout, stderr)
 	}
 	return cli.Run(ctx, args, stdout, stderr)
 }

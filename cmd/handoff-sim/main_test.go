@@ -2,11 +2,9 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/outboxlab/handoff/internal/cli/clitest"
-	"github.com/outboxlab/handoff/internal/lanes"
 	_ "modernc.org/sqlite"
 )
 
@@ -18,7 +16,7 @@ import (
 // It is the lane command too, as explore --parallel N starts it from its
 // own executable: the test binary, under go test.
 func TestMain(m *testing.M) {
-	if os.Getenv("HANDOFF_RUN_MAIN") != "" || len(os.Args) > 1 && (os.Args[1] == lanes.Command || os.Args[1] == lanes.ProveCommand) {
+	if os.Getenv("HANDOFF_RUN_MAIN") != "" || len(os.Args) > 1 && laneCommands[os.Args[1]] != nil {
 		main()
 	}
 	os.Exit(m.Run())
@@ -41,20 +39,6 @@ func mustRun(t *testing.T, args ...string) string {
 	return stdout
 }
 
-// folder returns every file in dir with its content.
-func folder(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[e.Name()] = string(b)
-	}
-	return files
-}
+// folder returns every file in dir with its content (see
+// clitest.Folder).
+func folder(t *testing.T, dir string) map[string]string { return clitest.Folder(t, dir) }

@@ -29,12 +29,7 @@ func TestHelpDefaults(t *testing.T) {
 		{"crm", "addr", "(default 127.0.0.1:8080)"},
 	} {
 		_, help, _ := runCLI(t, "help", tt.command)
-		var line string
-		for _, l := range strings.Split(help, "\n") {
-			if strings.HasPrefix(strings.TrimSpace(l), "--"+tt.flag+" ") {
-				line = l
-			}
-		}
+		line := clitest.FlagLine(help, tt.flag)
 		if !strings.HasSuffix(line, tt.want) || strings.Count(line, "(default") != 1 {
 			t.Errorf("help %s: the line of --%s is %q; want it to end with %q, its only default", tt.command, tt.flag, line, tt.want)
 		}

@@ -56,23 +56,9 @@ func equalFiles(a, b map[string][]byte) bool {
 	return len(a) == len(b)
 }
 
-// folder returns every file in dir with its content.
-func folder(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[e.Name()] = string(b)
-	}
-	return files
-}
+// folder returns every file in dir with its content (see
+// clitest.Folder).
+func folder(t *testing.T, dir string) map[string]string { return clitest.Folder(t, dir) }
 
 // mustRun runs the command line and fails the test unless it exits 0.
 func mustRun(t *testing.T, args ...string) string {
