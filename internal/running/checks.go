@@ -50,11 +50,6 @@ type history struct {
 	budget    int
 }
 
-// committed reports whether an approval of key committed.
-func (h *history) committed(key string) bool {
-	return slices.ContainsFunc(h.approvals, func(a approval) bool { return a.Key == key && a.Committed })
-}
-
 // check runs H1, H2, H4, H5 and H6 on the outbox's rows, read between
 // the receiver's states before and after.
 func (h *history) check(at time.Duration, before seen, rows map[string]designs.RunningRow, after seen) *Violation {
