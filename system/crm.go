@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"time"
@@ -51,6 +52,9 @@ type CRMOptions struct {
 	// whole milliseconds: under one, a create that finds the lock taken
 	// fails at once.
 	BusyTimeout time.Duration
+	// WrapSQLite, unless nil, wraps the connector of the handle's
+	// connections to the file, as Options.WrapSQLite does an Outbox's.
+	WrapSQLite func(driver.Connector) driver.Connector
 }
 
 // OpenCRM opens (creating if needed) the receiver database at path,
@@ -75,7 +79,7 @@ func OpenCRMWith(ctx context.Context, path string, opts CRMOptions) (*CRM, error
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	q, err := openDB(ctx, path, crmDatabase, opts.Durability, opts.BusyTimeout, opts.Now, nil)
+	q, err := openDB(ctx, path, crmDatabase, opts.Durability, opts.BusyTimeout, opts.Now, opts.WrapSQLite)
 	if err != nil {
 		return nil, err
 	}

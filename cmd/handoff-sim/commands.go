@@ -19,7 +19,7 @@ func commandTable() []cli.Command {
 		{
 			Name:        "designs",
 			Environment: true,
-			Args:        "[--json] [--measure SEEDS [--backend NAME [--postgres-url URL] [--connect-wait D]]] [NAME...]",
+			Args:        "[--json] [--measure SEEDS [--seed S] [--backend NAME [--postgres-url URL] [--connect-wait D]]] [NAME...]",
 			Summary:     "list the fragile designs the harness must catch; --measure how fast it does, on either backend",
 			Done:        "listed, explained or measured",
 			Failed:      "an exploration could not run, or --measure found a fragile design " + notAsDocumented + " (found, shrunk to its documented length, and caught by its documented invariant)",

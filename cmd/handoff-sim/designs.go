@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"slices"
 	"strings"
@@ -22,6 +23,7 @@ import (
 func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("designs", flag.ContinueOnError)
 	measure := fs.Int("measure", 0, "explore every fragile design with this many seeds and report how fast each is caught")
+	seed := fs.Uint64("seed", 0, "with --measure, the first of its seeds, which follow it one by one (default: a fresh one, printed)")
 	asJSON := fs.Bool("json", false, "print JSON: the catalog, or with --measure the measurements")
 	backendFlags := cli.AddBackendFlags(fs)
 	if err := cli.Parse(fs, args, stderr, true); err != nil {
@@ -36,6 +38,8 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("%w: --measure measures the whole catalog; give no names", cli.ErrUsage)
 	case *measure == 0 && which != backend.SQLite:
 		return fmt.Errorf("%w: --backend says where --measure explores; without --measure it has nothing to do", cli.ErrUsage)
+	case *measure == 0 && *seed != 0:
+		return fmt.Errorf("%w: --seed is the first seed of --measure; without --measure it has nothing to do", cli.ErrUsage)
 	}
 	if *measure > 0 {
 		_, postgresURL, err := backendFlags.Values(ctx)
@@ -45,7 +49,12 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if which == backend.Postgres {
 			fmt.Fprintln(stderr, cli.ConnectionsNeeded(postgresURL, 1))
 		}
-		return measureDesigns(ctx, designs.Fragile, *measure, which, postgresURL, *backendFlags.Wait, *asJSON, stdout, stderr)
+		if *seed == 0 {
+			*seed = new(maphash.Hash).Sum64() | 1
+		}
+		fmt.Fprintf(stderr, "measuring with seeds %d to %d; to run it again: handoff-sim designs --measure %d --seed %d\n",
+			*seed, *seed+uint64(*measure)-1, *measure, *seed)
+		return measureDesigns(ctx, designs.Fragile, *seed, *measure, which, postgresURL, *backendFlags.Wait, *asJSON, stdout, stderr)
 	}
 	list := designs.All()
 	if fs.NArg() > 0 {
@@ -125,17 +134,17 @@ type measurement struct {
 const notAsDocumented = "not caught as documented on every seed"
 
 // measureDesigns explores every design of list (the fragile catalog) on
-// backend with each of seeds seeds, prints how fast each was caught, and
+// backend with each of seeds seeds, from first on, prints how fast each was caught, and
 // fails unless every one was caught as documented on every seed: found,
 // shrunk to its documented length, by its documented invariant.
-func measureDesigns(ctx context.Context, list []designs.Design, seeds int, on backend.Backend, postgresURL string, wait time.Duration, asJSON bool, stdout, stderr io.Writer) error {
+func measureDesigns(ctx context.Context, list []designs.Design, first uint64, seeds int, on backend.Backend, postgresURL string, wait time.Duration, asJSON bool, stdout, stderr io.Writer) error {
 	var all []measurement
 	for _, d := range list {
 		m := measurement{Design: d.Name, Seeds: seeds, ExpectedSteps: d.MinimalSteps, ExpectedInvariant: d.Invariant}
 		var sequences, seconds []float64
-		for seed := 1; seed <= seeds; seed++ {
-			fmt.Fprintf(stderr, "measuring %s, seed %d of %d\n", d.Name, seed, seeds)
-			r, err := explore.Explore(ctx, explore.ExploreConfig{Design: d, Checks: explore.DefaultChecks, Steps: explore.DefaultSteps, Seed: uint64(seed),
+		for i := range seeds {
+			fmt.Fprintf(stderr, "measuring %s, seed %d of %d\n", d.Name, i+1, seeds)
+			r, err := explore.Explore(ctx, explore.ExploreConfig{Design: d, Checks: explore.DefaultChecks, Steps: explore.DefaultSteps, Seed: first + uint64(i),
 				Backend: on, PostgresURL: postgresURL, ConnectWait: wait})
 			if err != nil {
 				return err

@@ -85,7 +85,7 @@ func TestDesignsMeasureExitStatus(t *testing.T) {
 			d := twoWrites
 			tt.change(&d)
 			var stdout, stderr strings.Builder
-			err := measureDesigns(t.Context(), []designs.Design{d}, 1, backend.SQLite, "", 0, false, &stdout, io.Discard)
+			err := measureDesigns(t.Context(), []designs.Design{d}, 1, 1, backend.SQLite, "", 0, false, &stdout, io.Discard)
 			if code := c.Exit(err, &stdout, &stderr); code != tt.code || stderr.String() != tt.stderr {
 				t.Fatalf("got exit %d, stderr %q; want %d and %q", code, stderr.String(), tt.code, tt.stderr)
 			}

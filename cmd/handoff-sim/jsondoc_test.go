@@ -50,7 +50,7 @@ var jsonOutputs = []clitest.JSONOutput{
 			t.Fatal(err)
 		}
 		var b strings.Builder
-		if err := measureDesigns(t.Context(), []designs.Design{twoWrites}, 1, backend.SQLite, "", 0, true, &b, io.Discard); err != nil {
+		if err := measureDesigns(t.Context(), []designs.Design{twoWrites}, 1, 1, backend.SQLite, "", 0, true, &b, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		return []string{b.String()}

@@ -63,6 +63,7 @@ func TestExitStatusRule(t *testing.T) {
 		{[]string{"designs", "--measure", "-1"}, 2, "--measure is -1, want 1 or more"},
 		{[]string{"designs", "--measure", "1", "two-writes"}, 2, "give no names"},
 		{[]string{"designs", "--backend", "postgres"}, 2, "without --measure it has nothing to do"},
+		{[]string{"designs", "--seed", "5"}, 2, "--seed is the first seed of --measure; without --measure it has nothing to do"},
 		{[]string{"designs", "--backend", "postgres", "--postgres-url", "postgres://nobody@127.0.0.1:1/none"}, 2, "without --measure it has nothing to do"},
 		{[]string{"designs", "--measure", "1", "--backend", "oracle"}, 2, `unknown backend "oracle"`},
 		{[]string{"explore", "--dir", filepath.Join(dir, "missing")}, 2, "--dir " + filepath.Join(dir, "missing") + ": no such file or directory"},

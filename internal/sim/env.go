@@ -58,6 +58,31 @@ type Env struct {
 	injector faults.Injector
 	app      designs.App
 	crm      designs.CRM
+	// workers are the named workers of the scenario, each its own handle
+	// on the app database, as another process would have.
+	workers map[string]*worker
+	// schema, on PostgreSQL, holds the app database.
+	schema *backend.Schema
+	// holders are the harness's own connections on the files, by file
+	// name: what a database fault holds the write lock with, and checks
+	// the file with (see withDatabaseFault); serverDB, on PostgreSQL, its
+	// connection to the server (see server).
+	holders  map[string]*sql.DB
+	serverDB *sql.DB
+	// commitLoss is the commit-lost or commit-reply-lost fault of the
+	// step that runs until it is armed in commitCut, at the step's
+	// before-commit point.
+	commitLoss faults.Kind
+	commitCut  faults.CommitCut
+
+	sequence // what the oracle knows of the sequence so far
+	speed    // what only makes the Env fast
+}
+
+// sequence is what the harness knows of a sequence, afresh at its
+// start (see begin): the model, the virtual clock, and what an observer
+// outside the system saw. The invariants are checked on it alone.
+type sequence struct {
 	model    model.State
 	sends    map[string]int
 	applied  int
@@ -73,7 +98,6 @@ type Env struct {
 		fault faults.Kind
 		n     int
 	}
-
 	// now is the virtual clock in milliseconds since the Unix epoch: time
 	// moves only with a tick step (and converge), so nothing a step does
 	// depends on when it runs.
@@ -83,25 +107,22 @@ type Env struct {
 	// ceilings are the backoff ceilings the system gave the jitter source
 	// during the step (invariant 10).
 	ceilings []time.Duration
-	// workers are the named workers of the scenario, each its own handle
-	// on the app database, as another process would have.
-	workers map[string]*worker
 	// actedFence is, for a key a person acted on, the fence the action
 	// left: a send of an older claim (a zombie's) is not the row's to count.
 	actedFence map[string]int64
+}
+
+// speed is what only makes an Env fast: handles, connections and
+// sessions kept from one use to the next instead of opened again. The
+// oracle reads none of it; the one shortcut an observation takes (see
+// lane.appChanged) has a test that tries to make it miss a change
+// (TestObservationCacheMissesNoChange).
+type speed struct {
 	// idle are handles no crash closed, kept for a later sequence or
 	// config (see park); lane, if not nil, holds the files of an Env that
 	// runs sequence after sequence (see renew).
 	idle idleHandles
 	lane *lane
-	// schema, on PostgreSQL, holds the app database.
-	schema *backend.Schema
-	// holders are the harness's own connections on the files, by file
-	// name: what a database fault holds the write lock with, and checks
-	// the file with (see withDatabaseFault); serverDB, on PostgreSQL, its
-	// connection to the server (see server).
-	holders  map[string]*sql.DB
-	serverDB *sql.DB
 	// pools, on PostgreSQL, are each worker's connections to the
 	// server, by worker name, which its handles share from one sequence
 	// to the next and across its restarts (see pool).
@@ -110,11 +131,10 @@ type Env struct {
 	// through: it keeps the sessions of the connections that commitCut
 	// closes (see sessions.Keeper).
 	keeper *sessions.Keeper
-	// commitLoss is the commit-lost or commit-reply-lost fault of the
-	// step that runs until it is armed in commitCut, at the step's
-	// before-commit point.
-	commitLoss faults.Kind
-	commitCut  faults.CommitCut
+	// kept, on SQLite, keeps the connections of the handles a step
+	// closes for the next handle that opens the same way (see
+	// sqliteKeeper).
+	kept sqliteKeeper
 }
 
 // worker is a named worker: its handle, the claim it holds, and what its
@@ -141,10 +161,11 @@ func (e *Env) systemOptions(worker string, hook system.Hook) system.Options {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	var wrap func(net.Conn) net.Conn
 	var dial func(context.Context, string, string) (net.Conn, error)
+	wrapSQLite := e.kept.wrap
 	if e.schema != nil {
-		wrap, dial = e.commitCut.Wrap(worker), e.keeper.Dial
+		wrap, dial, wrapSQLite = e.commitCut.Wrap(worker), e.keeper.Dial, nil
 	}
-	return system.Options{Dial: dial, WrapConn: wrap, MaxConns: 1, ConnectWait: e.cfg.ConnectWait,
+	return system.Options{Dial: dial, WrapConn: wrap, WrapSQLite: wrapSQLite, MaxConns: 1, ConnectWait: e.cfg.ConnectWait,
 		Durability: e.cfg.Durability, Hook: hook, Now: e.clock, Worker: worker, BusyTimeout: busyTimeout,
 		Jitter: func(ceiling time.Duration) time.Duration {
 			e.ceilings = append(e.ceilings, ceiling)
@@ -217,14 +238,12 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 // begin starts what a new sequence knows afresh: the model, the clock,
 // the workers and what the harness observed.
 func (e *Env) begin() {
-	e.model = model.New(system.DefaultMaxAttempts)
-	e.model.RestartKeepsLeases = keepsLeases(e.cfg.Design)
-	e.model.ClaimsDueFirst = e.cfg.Design.Supports.DueFirst
-	e.sends, e.workers, e.actedFence = map[string]int{}, map[string]*worker{}, map[string]int64{}
-	e.applied, e.before, e.diverged, e.started = 0, model.Observation{}, Disagreement{}, false
-	e.now, e.jitter = e.model.Now, 0
+	m := model.New(system.DefaultMaxAttempts)
+	m.RestartKeepsLeases = keepsLeases(e.cfg.Design)
+	m.ClaimsDueFirst = e.cfg.Design.Supports.DueFirst
+	e.sequence = sequence{model: m, sends: map[string]int{}, actedFence: map[string]int64{}, now: m.Now}
+	e.workers = map[string]*worker{}
 	e.injector = faults.Injector{}
-	e.burst.fault, e.burst.n = "", 0
 }
 
 // EnvOptions say where NewEnvIn makes an Env and what it runs.
@@ -348,7 +367,8 @@ func (e *Env) recoverLeases(ctx context.Context, app designs.App) error {
 // openCRM opens the receiver's handle on its database.
 func (e *Env) openCRM(ctx context.Context) (designs.CRM, error) {
 	crm, err := e.cfg.Design.OpenCRM(ctx, filepath.Join(e.cfg.Dir, crmFile), system.CRMOptions{
-		Durability: e.cfg.Durability, Retention: time.Duration(e.model.Retention) * time.Millisecond, Now: e.clock, BusyTimeout: busyTimeout})
+		Durability: e.cfg.Durability, Retention: time.Duration(e.model.Retention) * time.Millisecond, Now: e.clock, BusyTimeout: busyTimeout,
+		WrapSQLite: e.kept.wrap})
 	if err != nil {
 		return nil, fmt.Errorf("handoff: opening the receiver database: %w", err)
 	}
@@ -411,7 +431,7 @@ func (e *Env) closeDatabases() error {
 		err = errors.Join(err, e.app.Close(), e.crm.Close())
 	}
 	e.app, e.crm, e.lane = nil, nil, nil
-	return errors.Join(err, e.schema.Drop(context.Background()))
+	return errors.Join(err, e.kept.close(), e.schema.Drop(context.Background()))
 }
 
 // worker returns the named worker's handle. On first use, and after its
