@@ -33,7 +33,7 @@ func lockName(schema, name string) string { return schema + " " + name }
 
 // postgresQueries are the queries whose PostgreSQL text is more than
 // their SQLite text with the parameters numbered $1, $2 …, by their
-// SQLite text.
+// SQLite text, each stated in full (TestPostgresQueriesDiffer).
 var postgresQueries = map[string]string{
 	// The claim skips the rows another worker's claim holds, instead of
 	// waiting for its transaction. It finds its row in the outbox alone
@@ -47,10 +47,16 @@ var postgresQueries = map[string]string{
 		SELECT o.seq, o.key, a.payload, o.attempts, coalesce(o.last_error, ''), o.created_at, o.first_claimed_at, o.fence,
 			coalesce(o.lease_owner, '')
 		FROM o JOIN approvals a ON a.key = o.key`,
+	// greatest is what SQLite's max of two arguments is.
 	sqlEarliest: `SELECT coalesce(min(greatest(next_attempt_at, CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_until END)), 0)
 		FROM outbox WHERE state = 'pending'`,
-	sqlLockRow:  rebind(sqlLockRow) + ` FOR UPDATE`,
-	sqlSnapshot: strings.Replace(sqlSnapshot, "a.rowid", "a.seq", 1),
+	// An operator's action locks the row it reads until it writes it.
+	sqlLockRow: `SELECT ` + rowColumns + ` WHERE o.key = $1 FOR UPDATE`,
+	// The approvals are ordered by seq, which SQLite's rowid is.
+	sqlSnapshot: `SELECT 0, a.seq, a.key, '', 0, 0, '', 0, 0, 0, 0, 0, '', 0, 0, a.case_id, a.title, a.payload FROM approvals a
+		UNION ALL SELECT 1, o.seq, ` + rowFields + `, '', '', '' FROM outbox o
+		ORDER BY 1, 2`,
+	// PostgreSQL names the row the conflict found by its table.
 	sqlRaiseBudget: `INSERT INTO meta (name, value) VALUES ('budget', $1)
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE CAST(meta.value AS INTEGER) < CAST(excluded.value AS INTEGER)`,
 }

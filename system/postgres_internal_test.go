@@ -25,6 +25,23 @@ func TestRebind(t *testing.T) {
 	}
 }
 
+// TestPostgresQueriesDiffer: every query stated anew for PostgreSQL says
+// more than its SQLite text with the parameters numbered, and keeps none
+// of SQLite's parameters.
+func TestPostgresQueriesDiffer(t *testing.T) {
+	if len(postgresQueries) == 0 {
+		t.Fatal("no query is stated anew for PostgreSQL")
+	}
+	for sqlite, postgres := range postgresQueries {
+		if postgres == rebind(sqlite) {
+			t.Errorf("the PostgreSQL text of %q is its SQLite text renumbered: it needs no entry", sqlite)
+		}
+		if strings.Contains(postgres, "?") {
+			t.Errorf("the PostgreSQL text %q keeps a SQLite parameter", postgres)
+		}
+	}
+}
+
 // TestApplicationName: a worker's connections are named "handoff " and
 // its name, cut to the 63 bytes PostgreSQL keeps, never inside a
 // character.
