@@ -230,7 +230,7 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 		return nil, err
 	}
 	if err := e.open(ctx); err != nil {
-		return nil, errors.Join(err, e.closeKeeper(), e.schema.Close(ctx))
+		return nil, errors.Join(err, e.kept.close(), e.closeKeeper(), e.schema.Close(ctx))
 	}
 	return e, nil
 }

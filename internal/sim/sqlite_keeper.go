@@ -21,6 +21,10 @@ import (
 type sqliteKeeper struct {
 	mu   sync.Mutex
 	idle map[driver.Connector][]*keptConn
+	// generation counts the keeper's closes: a connection made before
+	// the last one, which a handle gives back late, is closed for good,
+	// for its file may be gone.
+	generation int
 }
 
 // wrap is system.Options.WrapSQLite: the connector's connections are
@@ -42,14 +46,19 @@ func (k *sqliteKeeper) take(c driver.Connector) *keptConn {
 	return conn
 }
 
-// keep sets conn aside for the next Connect of its connector.
-func (k *sqliteKeeper) keep(conn *keptConn) {
+// keep sets conn aside for the next Connect of its connector, unless it
+// was made before the keeper last closed.
+func (k *sqliteKeeper) keep(conn *keptConn) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if conn.generation != k.generation {
+		return conn.close()
+	}
 	if k.idle == nil {
 		k.idle = map[driver.Connector][]*keptConn{}
 	}
 	k.idle[conn.by] = append(k.idle[conn.by], conn)
+	return nil
 }
 
 // close closes every kept connection: the files are about to go, or the
@@ -57,6 +66,7 @@ func (k *sqliteKeeper) keep(conn *keptConn) {
 func (k *sqliteKeeper) close() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.generation++
 	var err error
 	for c, kept := range k.idle {
 		for _, conn := range kept {
@@ -80,7 +90,10 @@ func (c keptConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &keptConn{Conn: conn, by: c.Connector, k: c.k}, nil
+	c.k.mu.Lock()
+	generation := c.k.generation
+	c.k.mu.Unlock()
+	return &keptConn{Conn: conn, by: c.Connector, k: c.k, generation: generation}, nil
 }
 
 // keptConn is a connection whose Close keeps it unless a transaction
@@ -89,9 +102,10 @@ func (c keptConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // time, so it needs no lock of its own.
 type keptConn struct {
 	driver.Conn
-	by   driver.Connector
-	k    *sqliteKeeper
-	inTx bool
+	by         driver.Connector
+	k          *sqliteKeeper
+	generation int // the keeper's when the connection was made
+	inTx       bool
 	// stmts are the statements prepared on the connection, by query:
 	// one a handle closes stays prepared for the next that asks.
 	stmts map[string]*keptStmt
@@ -101,8 +115,7 @@ func (c *keptConn) Close() error {
 	if c.inTx || !c.IsValid() {
 		return c.close()
 	}
-	c.k.keep(c)
-	return nil
+	return c.k.keep(c)
 }
 
 // close finalizes the connection's statements and closes it.

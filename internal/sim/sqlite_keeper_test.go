@@ -4,9 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
+	"github.com/outboxlab/handoff/system"
 	"modernc.org/sqlite"
 )
 
@@ -33,6 +36,17 @@ func (k *sqliteKeeper) idleConns(c driver.Connector) int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return len(k.idle[c])
+}
+
+// idleTotal is how many connections k keeps in all.
+func (k *sqliteKeeper) idleTotal() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for _, kept := range k.idle {
+		n += len(kept)
+	}
+	return n
 }
 
 // TestSqliteKeeperKeepsOnlyCleanConnections: a handle that closes gives
@@ -152,4 +166,59 @@ func TestSqliteKeeperStatements(t *testing.T) {
 		t.Fatalf("a reused statement does not run: %v", err)
 	}
 	rows.Close()
+}
+
+// TestSqliteKeeperLetsGoAfterClose: a connection given back after the
+// keeper closed (its file may be gone) is closed, not kept.
+func TestSqliteKeeperLetsGoAfterClose(t *testing.T) {
+	var k sqliteKeeper
+	inner := newFileConnector(t)
+	conn, err := k.wrap(inner).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := k.idleConns(inner); n != 0 {
+		t.Fatalf("kept %d connections made before the keeper closed, want 0", n)
+	}
+}
+
+// TestSqliteKeeperServesTheSystem: the system's own handles on a file
+// give their connections back and take them again, the app's and the
+// receiver's alike.
+func TestSqliteKeeperServesTheSystem(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var k sqliteKeeper
+	defer k.close()
+	for i := range 3 {
+		app, err := system.Open(ctx, filepath.Join(dir, appFile), system.Options{WrapSQLite: k.wrap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		crm, err := system.OpenCRMWith(ctx, filepath.Join(dir, crmFile), system.CRMOptions{WrapSQLite: k.wrap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && k.idleTotal() != 0 {
+			t.Fatalf("open %d: %d connections kept unused, want every one taken again", i+1, k.idleTotal())
+		}
+		if _, err := app.RecordApproval(ctx, fmt.Sprintf("case-%d", i), "Call back"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := crm.Tasks(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(app.Close(), crm.Close()); err != nil {
+			t.Fatal(err)
+		}
+		if k.idleTotal() < 2 {
+			t.Fatalf("open %d: %d connections kept after the handles closed, want the app's and the receiver's", i+1, k.idleTotal())
+		}
+	}
 }
