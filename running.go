@@ -209,9 +209,11 @@ func runningFailure(res running.Result, reproduced, runs int) string {
 	var b strings.Builder
 	v := res.Violation
 	fmt.Fprintf(&b, "design %s on %s broke %s (%s) at %s of virtual time:\n  %s\n", res.Schedule.Design, res.Schedule.Backend, v.Check, running.CheckName(v.Check), v.At, v.Detail)
-	if reproduced == 0 {
+	switch {
+	case runs == 0: // not run again
+	case reproduced == 0:
 		fmt.Fprintf(&b, "it did not reproduce in %d more runs of the same schedule: goroutine scheduling decides it; the run that broke is below\n", runs)
-	} else {
+	default:
 		fmt.Fprintf(&b, "it reproduced in %d of %d runs of the same schedule\n", reproduced, runs)
 	}
 	fmt.Fprintf(&b, "\nthe schedule (a %s file):\n\n%s\nwhat happened (virtual time):\n\n%s", ScheduleExt, res.Schedule, res.Story())

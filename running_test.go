@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,8 +98,8 @@ func TestRunningCatalog(t *testing.T) {
 				t.Fatalf("design %s was not caught", d.Name)
 			case last == nil:
 				t.Fatalf("the harness failed:\n%s", account)
-			case last.Violation.Check != d.CaughtBy:
-				t.Fatalf("design %s broke %s, its catalog entry says %s:\n%s", d.Name, last.Violation.Check, d.CaughtBy, runningFailure(*last, 0, 0))
+			case last.Violation.Check != d.CaughtBy && !slices.Contains(d.AlsoCaughtBy, last.Violation.Check):
+				t.Fatalf("design %s broke %s, its catalog entry says %s:\n%s", d.Name, last.Violation.Check, strings.Join(append([]string{d.CaughtBy}, d.AlsoCaughtBy...), " or "), runningFailure(*last, 0, 0))
 			}
 			t.Logf("caught by %s: %s", last.Violation.Check, last.Violation.Detail)
 		})

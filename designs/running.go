@@ -30,8 +30,10 @@ type Running struct {
 	// DuplicateTask or LostWork.
 	Failure string
 	// CaughtBy, for a fragile design, is the history check that catches it
-	// (H1 to H7).
-	CaughtBy string
+	// (H1 to H7); AlsoCaughtBy the others its mistake breaks first on the
+	// schedules that show it another way.
+	CaughtBy     string
+	AlsoCaughtBy []string
 	// Budget is the most requests the outbox sends for one key before it
 	// gives up (blocks or discards the key); 0 means it has none, and H4
 	// then checks no request count.
