@@ -134,9 +134,10 @@ type measurement struct {
 const notAsDocumented = "not caught as documented on every seed"
 
 // measureDesigns explores every design of list (the fragile catalog) on
-// backend with each of seeds seeds, from first on, prints how fast each was caught, and
-// fails unless every one was caught as documented on every seed: found,
-// shrunk to its documented length, by its documented invariant.
+// backend with each of seeds seeds, from first on, prints how fast each
+// was caught, and fails unless every one was caught as documented on
+// every seed: found, shrunk to its documented length, by its documented
+// invariant.
 func measureDesigns(ctx context.Context, list []designs.Design, first uint64, seeds int, on backend.Backend, postgresURL string, wait time.Duration, asJSON bool, stdout, stderr io.Writer) error {
 	var all []measurement
 	for _, d := range list {
