@@ -43,13 +43,17 @@ type RunningOptions struct {
 	// Replays is how many times a failing schedule runs again to say how
 	// often it reproduces; 0 means DefaultReplays.
 	Replays int
+	// Schedules is how many schedules the search draws; 0 means rapid's
+	// -rapid.checks (100 unless set). Under -short, a fifth of them, as
+	// rapid does with its own count.
+	Schedules int
 }
 
 // VerifyRunning checks design d as it runs (docs/spec.md, "Verifying an
 // outbox as it runs"): its own workers, inside a testing/synctest bubble
 // whose clock is virtual, under schedules of approvals, crashes, lost
 // connections and COMMIT replies, an outage, and each request's answer
-// drawn by rapid (-rapid.checks of them), judged by the history checks
+// drawn by rapid (opts.Schedules of them, or -rapid.checks), judged by the history checks
 // H1–H7. It replays the saved schedules of opts.Corpus first; once one
 // fails, the rest and the search are skipped (one root cause fails the
 // test once). A failure
@@ -96,7 +100,7 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	if broke.name != "" {
 		t.Skipf("the search did not run: %s failed first; fix that, and the search runs again", broke.name)
 	}
-	last, st, failed, account := searchRunning(t, d, db, opts.Backend)
+	last, st, failed, account := searchRunning(t, d, db, opts.Backend, opts.Schedules)
 	t.Logf("design %s on %s: %s", d.Name, opts.Backend, st)
 	if !failed {
 		return
@@ -168,8 +172,9 @@ func ReplayRunning(t *testing.T, d designs.Running, path string, opts RunningOpt
 // searchRunning runs the rapid property on d: schedules drawn, each run
 // in a bubble of its own, until a check breaks and the schedule shrinks.
 // It returns the last failing run (the minimal one), what the search ran,
-// whether the check failed, and rapid's account of a failure.
-func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, b Backend) (*running.Result, runningStats, bool, string) {
+// whether the check failed, and rapid's account of a failure. schedules
+// is how many the search draws (0: -rapid.checks).
+func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, b Backend, schedules int) (*running.Result, runningStats, bool, string) {
 	var last *running.Result
 	var st runningStats
 	prop := func(rt *rapid.T) {
@@ -181,7 +186,7 @@ func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, b Backe
 			rt.Fatalf("%v", res.Violation)
 		}
 	}
-	failed, account := explore.CheckQuietly(t, prop)
+	failed, account := explore.CheckQuietly(t, schedules, prop)
 	return last, st, failed, account
 }
 

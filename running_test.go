@@ -1,10 +1,12 @@
 package handoff
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +33,58 @@ func TestVerifyRunningPool(t *testing.T) {
 }
 
 // TestVerifyRunningPoolOnPostgres verifies the pool on PostgreSQL, where
-// connections are also reset and lose a COMMIT's reply.
+// connections are also reset and lose a COMMIT's reply: 30 schedules, or
+// with -deep 300, as CI's deeper pass runs. A schedule costs the server's
+// real round trips, which hold the bubble's virtual clock (a boot's
+// connections, the idle workers' claim every virtual second): some 0.7 s
+// each against 0.03 s on SQLite, whose TestVerifyRunningPool draws the
+// same schedules' shapes 100 at a time. It runs beside the package's
+// other parallel tests, since it mostly waits for the server.
 func TestVerifyRunningPoolOnPostgres(t *testing.T) {
-	VerifyRunning(t, designs.Pool, RunningOptions{Backend: Postgres, PostgresURL: pgtest.Server(t), Corpus: "corpus/running"})
+	t.Parallel()
+	schedules := 30
+	if *deep {
+		schedules = 300
+	}
+	VerifyRunning(t, designs.Pool, RunningOptions{Backend: Postgres, PostgresURL: pgtest.Server(t), Corpus: "corpus/running", Schedules: schedules})
+}
+
+// TestRunningSchedules checks that a search draws as many schedules as
+// RunningOptions.Schedules says (a fifth under -short, as rapid does), or
+// -rapid.checks' count when 0, and that a count of its own leaves
+// -rapid.checks as it was for the tests after it.
+func TestRunningSchedules(t *testing.T) {
+	given := flag.Lookup("rapid.checks").Value.String()
+	checks, err := strconv.Atoi(given)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := func(n int) int {
+		if testing.Short() {
+			return n / 5
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		schedules, want int
+	}{
+		{schedules: 10, want: short(10)},
+		{schedules: 0, want: short(checks)},
+	} {
+		t.Run(strconv.Itoa(tc.schedules), func(t *testing.T) {
+			db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
+			_, st, failed, account := searchRunning(t, designs.Pool, db, SQLite, tc.schedules)
+			if failed {
+				t.Fatalf("the pool failed:\n%s", account)
+			}
+			if st.schedules != tc.want {
+				t.Errorf("drew %d schedules, want %d", st.schedules, tc.want)
+			}
+			if now := flag.Lookup("rapid.checks").Value.String(); now != given {
+				t.Errorf("-rapid.checks is %s after the search, was %s", now, given)
+			}
+		})
+	}
 }
 
 // TestVerifyRunningReportsWhatBroke runs TestVerifyRunningPool in a
@@ -87,7 +138,7 @@ func TestRunningCatalog(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			start := time.Now()
 			db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
-			last, st, failed, account := searchRunning(t, d, db, SQLite)
+			last, st, failed, account := searchRunning(t, d, db, SQLite, 0)
 			t.Logf("%s in %v", st, time.Since(start).Round(time.Millisecond))
 			switch {
 			case d.CaughtBy == "" && failed:

@@ -302,7 +302,7 @@ func verifyProperty(t *testing.T, d designs.Design, opts VerifyOptions) {
 	}
 	prop, done := explore.Property(t.Context(), explore.PropertyConfig{Design: d, Dir: t.TempDir(), MaxSteps: opts.Steps, Fresh: opts.Fresh,
 		Backend: backend.Backend(opts.Backend), PostgresURL: opts.PostgresURL, Recorder: rec, Reproduce: save})
-	failed, account := explore.CheckQuietly(t, prop)
+	failed, account := explore.CheckQuietly(t, 0, prop)
 	done()
 	f := rec.Failure
 	switch {

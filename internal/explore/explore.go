@@ -423,38 +423,55 @@ func (f *rapidFlagSet) check(tb rapid.TB, seed uint64, prop func(*rapid.T)) {
 	if testing.Short() {
 		checks = "5"
 	}
-	f.checkWith(tb, func() {
-		// Both values are valid for their flags.
+	f.checkWith(tb, func() func() {
+		// Both values are valid for their flags; end puts them back.
 		_ = flag.Set("rapid.checks", checks)
 		_ = flag.Set("rapid.seed", strconv.FormatUint(seed, 10))
+		return nil
 	}, prop)
 }
 
 // checkAsGiven runs rapid.Check(tb, prop) with rapid.checks and
 // rapid.seed as the command line gave them, even while explorations in
 // the same process have set them for their own checks: a test's property
-// (TestSimulation's, Verify's) must run the checks it was asked for.
-func (f *rapidFlagSet) checkAsGiven(tb rapid.TB, prop func(*rapid.T)) {
-	f.checkWith(tb, func() {
+// (TestSimulation's, Verify's) must run the checks it was asked for. A
+// checks above 0 replaces rapid.checks for this check only.
+func (f *rapidFlagSet) checkAsGiven(tb rapid.TB, checks int, prop func(*rapid.T)) {
+	f.checkWith(tb, func() (undo func()) {
 		if f.users > 0 {
 			for _, name := range []string{"rapid.checks", "rapid.seed"} {
 				_ = flag.Set(name, f.saved[name]) // the value was read from this flag in begin
 			}
 		}
+		if checks <= 0 {
+			return nil
+		}
+		given := flag.Lookup("rapid.checks").Value.String()
+		_ = flag.Set("rapid.checks", strconv.Itoa(checks)) // a valid count
+		return func() { _ = flag.Set("rapid.checks", given) }
 	}, prop)
 }
 
 // checkWith runs rapid.Check(tb, prop) with rapid's flags as set leaves
-// them. rapid reads them once, before the property first runs, so the
+// them, and puts back what the func set returns undoes, if anything.
+// rapid reads its flags once, before the property first runs, so the
 // mutex is held from setting them until then.
-func (f *rapidFlagSet) checkWith(tb rapid.TB, set func(), prop func(*rapid.T)) {
+func (f *rapidFlagSet) checkWith(tb rapid.TB, set func() (undo func()), prop func(*rapid.T)) {
 	f.mu.Lock()
 	var once sync.Once
-	unlock := func() { once.Do(f.mu.Unlock) }
-	defer unlock()
-	set()
+	var undo func()
+	release := func() {
+		once.Do(func() {
+			if undo != nil {
+				undo()
+			}
+			f.mu.Unlock()
+		})
+	}
+	defer release()
+	undo = set()
 	rapid.Check(tb, func(t *rapid.T) {
-		unlock()
+		release()
 		prop(t)
 	})
 }
@@ -489,7 +506,7 @@ func (tb *exploreTB) Failed() bool                      { return tb.failed }
 // gave them (-rapid.checks, -rapid.seed), even while explorations in the
 // same process set them for their own sequences: a test's property must
 // run the checks it was asked for.
-func Check(tb rapid.TB, prop func(*rapid.T)) { rapidFlags.checkAsGiven(tb, prop) }
+func Check(tb rapid.TB, prop func(*rapid.T)) { rapidFlags.checkAsGiven(tb, 0, prop) }
 
 // DrawStream returns n draws' worth of fuzz input (eight bytes a draw)
 // from a splitmix64 stream with the given seed.

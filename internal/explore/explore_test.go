@@ -232,17 +232,33 @@ func TestInterruptedShrinkingEnds(t *testing.T) {
 
 // TestCheckAsGivenKeepsTheCommandLinesChecks runs a test's property while
 // an exploration has set rapid's flags for its own single checks: the
-// test must still run as many checks as the command line asked for.
+// test must still run as many checks as the command line asked for, or
+// as many as it asks for itself, and asking leaves the command line's
+// count to the next.
 func TestCheckAsGivenKeepsTheCommandLinesChecks(t *testing.T) {
-	count := func() int {
+	countOf := func(checks int) int {
 		n := 0
-		rapidFlags.checkAsGiven(t, func(*rapid.T) { n++ })
+		rapidFlags.checkAsGiven(t, checks, func(*rapid.T) { n++ })
 		return n
+	}
+	count := func() int { return countOf(0) }
+	own := 10
+	if testing.Short() {
+		own = 2 // rapid runs a fifth of the count under -short
 	}
 	asked := count()
 	if asked < 2 {
 		t.Skipf("-rapid.checks asks for %d checks; the test needs more than one to tell them from an exploration's one", asked)
 	}
+	ownCount := func(when string) {
+		if got := countOf(10); got != own {
+			t.Errorf("%s, asked for 10 checks of its own, the property ran %d, want %d", when, got, own)
+		}
+		if got := count(); got != asked {
+			t.Errorf("%s, after a check of its own count, the property ran %d checks, want the command line's %d", when, got, asked)
+		}
+	}
+	ownCount("alone")
 	if err := rapidFlags.begin(); err != nil {
 		t.Fatal(err)
 	}
@@ -251,4 +267,5 @@ func TestCheckAsGivenKeepsTheCommandLinesChecks(t *testing.T) {
 	if got := count(); got != asked {
 		t.Errorf("with an exploration running, the property ran %d checks, want %d as without", got, asked)
 	}
+	ownCount("with an exploration running")
 }

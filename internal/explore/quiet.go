@@ -12,11 +12,13 @@ import (
 // that prints the failure it records itself: rapid prints a failure
 // twice (its account, then the failing run's output again with every
 // draw logged), each line attributed to the harness's files. It returns
-// whether the check failed and rapid's account of it.
-func CheckQuietly(tb testing.TB, prop func(*rapid.T)) (failed bool, account string) {
+// whether the check failed and rapid's account of it. checks, when
+// above 0, is how many checks rapid runs instead of -rapid.checks (and,
+// as rapid does with -rapid.checks, a fifth of them under -short).
+func CheckQuietly(tb testing.TB, checks int, prop func(*rapid.T)) (failed bool, account string) {
 	tb.Helper()
 	q := &quietTB{exploreTB: exploreTB{name: tb.Name()}, ctx: tb.Context()}
-	Check(q, prop)
+	rapidFlags.checkAsGiven(q, checks, prop)
 	if !q.failed {
 		return false, ""
 	}
