@@ -649,9 +649,17 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 }
 
 // observe reads everything observable of the system. If no commit changed
-// the app database since the last step (see lane.appChanged), it takes
-// what that step read of it.
+// the app database, or the receiver's, since the last step (see
+// lane.appChanged, lane.crmChanged), it takes what that step read of it.
 func (e *Env) observe(ctx context.Context) (model.Observation, error) {
+	obs, err := e.observeChanged(ctx)
+	if err != nil {
+		e.lane.forget() // what was not read is read afresh next time
+	}
+	return obs, err
+}
+
+func (e *Env) observeChanged(ctx context.Context) (model.Observation, error) {
 	changed, err := e.lane.appChanged(ctx)
 	if err != nil {
 		return model.Observation{}, err
@@ -664,6 +672,10 @@ func (e *Env) observe(ctx context.Context) (model.Observation, error) {
 		}
 		app := shown(e.cfg.Design, observation(snap, nil))
 		obs.Approvals, obs.Outbox = app.Approvals, app.Outbox
+	}
+	changed, err = e.lane.crmChanged()
+	if err != nil || !changed {
+		return obs, err
 	}
 	tasks, err := e.crm.Tasks(ctx)
 	if err != nil {

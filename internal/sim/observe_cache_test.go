@@ -15,10 +15,11 @@ import (
 // TestObservationCacheMissesNoChange tries to make the observation's
 // cache miss a change: after every step of every scenario of the real
 // design's corpus (every directive and fault it has, crashes, restarts,
-// a person's repairs, time), on one renewable Env per backend, the
-// observation the step made, which reads the app database only when its
-// data version says a commit changed it (see lane.appChanged), must
-// equal one read afresh.
+// a person's repairs, time, both transports), on one renewable Env per
+// backend, the observation the step made, which reads the app database
+// and the receiver's only when a commit changed them (their wal-index's
+// header on SQLite, the server's write-ahead log on PostgreSQL: see
+// lane.appChanged, lane.crmChanged), must equal one read afresh.
 func TestObservationCacheMissesNoChange(t *testing.T) {
 	t.Parallel()
 	for _, b := range []backend.Backend{backend.SQLite, backend.Postgres} {
@@ -33,8 +34,11 @@ func TestObservationCacheMissesNoChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer done()
-			if env.lane == nil {
+			switch {
+			case env.lane == nil:
 				t.Fatal("a renewable Env has no lane: the cache is not under test")
+			case env.lane.crmIndex == nil, b == backend.SQLite && env.lane.appIndex == nil:
+				t.Fatal("a file of the Env has no wal-index: the cache is not under test")
 			}
 			steps := 0
 			for _, sc := range corpusScenarios(t) {

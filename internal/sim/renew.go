@@ -208,12 +208,14 @@ type lane struct {
 	// version asks the app database's data_version, which SQLite changes
 	// whenever another connection commits a change to the file; seen is
 	// the value last read, known whether it was read since the files were
-	// last emptied (on PostgreSQL, the end of the write-ahead log). (Asking
-	// costs about what reading the receiver's few tasks does, so the
-	// receiver is read after every step.)
+	// last emptied (on PostgreSQL, the end of the write-ahead log): for
+	// an app database that is not a file in WAL mode.
 	version *sql.Stmt
 	seen    int64
 	known   bool
+	// appIndex and crmIndex, for a file in WAL mode, tell a commit to it
+	// for the cost of a system call (see walIndex).
+	appIndex, crmIndex *walIndex
 	// onServer says that conns[0] is a connection to PostgreSQL, where
 	// emptying frees no pages of a file to give back.
 	onServer bool
@@ -264,17 +266,42 @@ func openLane(ctx context.Context, e *Env) (_ *lane, err error) {
 	if l.version, err = l.conns[0].PrepareContext(ctx, version); err != nil {
 		return nil, fmt.Errorf("handoff: preparing to ask app.db's data version: %w", err)
 	}
+	if !l.onServer {
+		if l.appIndex, err = laneWALIndex(e.cfg.Dir, appFile); err != nil {
+			return nil, err
+		}
+	}
+	if l.crmIndex, err = laneWALIndex(e.cfg.Dir, crmFile); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
+// laneWALIndex opens the wal-index of the lane's file name in dir, or
+// returns nil when the file is not in WAL mode.
+func laneWALIndex(dir, name string) (*walIndex, error) {
+	w, err := openWALIndex(filepath.Join(dir, name))
+	switch {
+	case errors.Is(err, errNoWALIndex):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("handoff: opening the wal-index of %s: %w", name, err)
+	}
+	return w, nil
+}
+
 // appChanged reports whether a commit may have changed the app database
-// since the last call (and since the files were emptied): SQLite's
-// data_version says so exactly; on PostgreSQL, the end of the server's
-// write-ahead log (see backend.SQLWALPosition) says when no commit did. Without a
-// lane, it may have.
+// since the last call (and since the files were emptied): the header of
+// a SQLite file's wal-index (see walIndex), or in another journal mode
+// its data_version, says so exactly; on PostgreSQL, the end of the
+// server's write-ahead log (see backend.SQLWALPosition) says when no
+// commit did. Without a lane, it may have.
 func (l *lane) appChanged(ctx context.Context) (bool, error) {
 	if l == nil {
 		return true, nil
+	}
+	if l.appIndex != nil {
+		return l.appIndex.changed()
 	}
 	var v int64
 	if err := l.version.QueryRowContext(ctx).Scan(&v); err != nil {
@@ -283,6 +310,17 @@ func (l *lane) appChanged(ctx context.Context) (bool, error) {
 	changed := !l.known || v != l.seen
 	l.seen, l.known = v, true
 	return changed, nil
+}
+
+// crmChanged reports whether a commit may have changed the receiver's
+// database since the last call (and since the files were emptied), as
+// its wal-index's header says; in another journal mode, or without a
+// lane, it may have.
+func (l *lane) crmChanged() (bool, error) {
+	if l == nil || l.crmIndex == nil {
+		return true, nil
+	}
+	return l.crmIndex.changed()
 }
 
 // reset empties every file back to what it held when the lane opened, one
@@ -310,9 +348,23 @@ func (l *lane) reset(ctx context.Context) error {
 			return fmt.Errorf("handoff: emptying %s: %w", laneFiles[i], err)
 		}
 	}
-	// The connection's own commits leave its data_version as it was.
-	l.known = false
+	l.forget()
 	return nil
+}
+
+// forget makes the next appChanged and crmChanged report a change: the
+// lane's own commits leave its data_version as it was, and an
+// observation that failed left the Env without what they said changed.
+func (l *lane) forget() {
+	if l == nil {
+		return
+	}
+	l.known = false
+	for _, w := range []*walIndex{l.appIndex, l.crmIndex} {
+		if w != nil {
+			w.forget()
+		}
+	}
 }
 
 // close closes the lane's connections and handles; a nil lane has none.
@@ -323,6 +375,11 @@ func (l *lane) close() error {
 	var err error
 	if l.version != nil {
 		err = l.version.Close()
+	}
+	for _, w := range []*walIndex{l.appIndex, l.crmIndex} {
+		if w != nil {
+			err = errors.Join(err, w.close())
+		}
 	}
 	for _, stmts := range l.resets {
 		for _, st := range stmts {

@@ -1,0 +1,118 @@
+package sim
+
+import (
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+// TestWALIndexSeesEveryCommit writes to a SQLite file in WAL mode in
+// every way a step can, on a connection other than the reader's, and
+// checks that the wal-index's header reports a change exactly after a
+// commit that changed the file (one after a checkpoint that restarts the
+// WAL, and on the new wal-index SQLite makes after the file's last
+// connection closed, included; and after forget), never after a read or
+// a rollback.
+func TestWALIndexSeesEveryCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wal.db")
+	open := func() *sql.DB {
+		db, err := sql.Open("sqlite", path+"?_pragma=journal_mode(WAL)&_txlock=immediate")
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.SetMaxOpenConns(1)
+		return db
+	}
+	db := open()
+	exec := func(db *sql.DB, q string) {
+		t.Helper()
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(db, "CREATE TABLE rows (n INTEGER)")
+	w, err := openWALIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	for _, step := range []struct {
+		name    string
+		do      func()
+		changed bool
+	}{
+		{"first look", func() {}, true},
+		{"nothing", func() {}, false},
+		{"a read", func() { exec(db, "SELECT count(*) FROM rows") }, false},
+		{"a commit", func() { exec(db, "INSERT INTO rows VALUES (1)") }, true},
+		{"a read after it", func() { exec(db, "SELECT count(*) FROM rows") }, false},
+		{"a transaction rolled back", func() {
+			tx, err := db.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec("INSERT INTO rows VALUES (2)"); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"an update in a transaction", func() {
+			tx, err := db.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec("UPDATE rows SET n = n + 1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"a delete", func() { exec(db, "DELETE FROM rows") }, true},
+		{"a checkpoint that restarts the WAL, then a commit", func() {
+			exec(db, "PRAGMA wal_checkpoint(TRUNCATE)")
+			exec(db, "INSERT INTO rows VALUES (3)")
+		}, true},
+		{"a read after them", func() { exec(db, "SELECT count(*) FROM rows") }, false},
+		{"forget", w.forget, true},
+		{"the last connection closed, a new one commits", func() {
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db = open()
+			exec(db, "INSERT INTO rows VALUES (4)")
+		}, true},
+		{"a commit on the new wal-index", func() { exec(db, "INSERT INTO rows VALUES (5)") }, true},
+		{"nothing on the new wal-index", func() {}, false},
+	} {
+		step.do()
+		got, err := w.changed()
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if got != step.changed {
+			t.Errorf("%s: changed() = %v, want %v", step.name, got, step.changed)
+		}
+	}
+	db.Close()
+}
+
+// TestWALIndexOnlyInWALMode checks that a file in another journal mode
+// has no wal-index to read: the lane asks its data_version instead.
+func TestWALIndexOnlyInWALMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	db, err := sql.Open("sqlite", path+"?_pragma=journal_mode(DELETE)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE TABLE rows (n INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openWALIndex(path); !errors.Is(err, errNoWALIndex) {
+		t.Fatalf("openWALIndex of a file in DELETE mode: %v, want errNoWALIndex", err)
+	}
+}
