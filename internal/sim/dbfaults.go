@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +33,8 @@ const busyTimeout = time.Microsecond
 // faultEffect.database) held on its database, then lifts it and, if
 // anything was committed to a SQLite file meanwhile, checks the file with
 // SQLite's integrity check: whatever the fault refused must have left
-// nothing half-written. A step that committed nothing (SQLite's
-// data_version tells) left the file as it was, since the check reads only
+// nothing half-written. A step that committed nothing (commitMark tells)
+// left the file as it was, since the check reads only
 // what is committed: most faulty steps need no check (every busy one that
 // works as it should). A fault that is not a database's just runs do. app
 // is the handle the step writes the app database through.
@@ -54,10 +55,10 @@ func (e *Env) withDatabaseFault(ctx context.Context, k faults.Kind, app any, do 
 		return nil
 	}
 	onSQLite := f.database != appFile || e.schema == nil // the app database on PostgreSQL is no file
-	var before int64
+	var before string
 	var err error
 	if onSQLite {
-		if before, err = e.dataVersion(ctx, f.database); err != nil {
+		if before, err = e.commitMark(ctx, f.database); err != nil {
 			return err
 		}
 	}
@@ -89,25 +90,31 @@ func (e *Env) withDatabaseFault(ctx context.Context, k faults.Kind, app any, do 
 	if !onSQLite {
 		return nil
 	}
-	after, err := e.dataVersion(ctx, f.database)
+	after, err := e.commitMark(ctx, f.database)
 	if err != nil || after == before {
 		return err
 	}
 	return e.checkIntegrity(ctx, f.database)
 }
 
-// dataVersion reads SQLite's data_version of file on the harness's
-// connection: it changes whenever another connection commits to the file.
-func (e *Env) dataVersion(ctx context.Context, file string) (int64, error) {
+// commitMark is a mark of what is committed to file: two marks differ if
+// another connection committed to it between them. With a lane it is the
+// header of the file's wal-index (see walIndex), for a system call;
+// otherwise SQLite's data_version on the harness's connection.
+func (e *Env) commitMark(ctx context.Context, file string) (string, error) {
+	if w := e.lane.walIndexOf(file); w != nil {
+		hdr, err := w.header()
+		return string(hdr[:]), err
+	}
 	db, err := e.holder(file)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	var v int64
 	if err := db.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
-		return 0, fmt.Errorf("handoff: reading the data version of %s: %w", file, err)
+		return "", fmt.Errorf("handoff: reading the data version of %s: %w", file, err)
 	}
-	return v, nil
+	return strconv.FormatInt(v, 10), nil
 }
 
 // server is the harness's own connection to the PostgreSQL server of the

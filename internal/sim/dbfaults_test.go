@@ -28,8 +28,18 @@ var harmless = []string{`CREATE TABLE harmless (a INTEGER)`}
 // integrity check runs exactly when something was committed under the
 // fault, so damage committed then is reported, and so is earlier damage
 // that a commit under the fault comes upon; a step that commits nothing
-// left the file as it was and is not checked.
+// left the file as it was and is not checked. It does so on an Env of
+// its own, which asks SQLite's data_version, and on a renewable one,
+// whose lane reads the file's wal-index.
 func TestIntegrityCheckAfterADatabaseFault(t *testing.T) {
+	for _, renewable := range []bool{false, true} {
+		t.Run(map[bool]string{false: "data_version", true: "wal-index"}[renewable], func(t *testing.T) {
+			integrityCheckAfterADatabaseFault(t, renewable)
+		})
+	}
+}
+
+func integrityCheckAfterADatabaseFault(t *testing.T, renewable bool) {
 	for _, c := range []struct {
 		name           string
 		before, during []string // what another connection commits before the step, and under its fault
@@ -41,11 +51,14 @@ func TestIntegrityCheckAfterADatabaseFault(t *testing.T) {
 		{"a harmless commit under the fault", nil, harmless, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			env, err := NewEnv(t.Context(), Config{Dir: t.TempDir()})
+			env, done, err := NewEnvIn(t.Context(), EnvOptions{Dir: t.TempDir(), Renewable: renewable})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer env.Close()
+			defer done()
+			if marked := env.lane.walIndexOf(appFile) != nil; marked != renewable {
+				t.Fatalf("the Env reads the wal-index: %t, want %t", marked, renewable)
+			}
 			other, err := sql.Open("sqlite", filepath.Join(env.cfg.Dir, appFile))
 			if err != nil {
 				t.Fatal(err)

@@ -654,9 +654,10 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 func (e *Env) observe(ctx context.Context) (model.Observation, error) {
 	obs, err := e.observeChanged(ctx)
 	if err != nil {
-		e.lane.forget() // what was not read is read afresh next time
+		// What was not read is read afresh next time.
+		return obs, errors.Join(err, e.lane.forget())
 	}
-	return obs, err
+	return obs, nil
 }
 
 func (e *Env) observeChanged(ctx context.Context) (model.Observation, error) {

@@ -312,6 +312,19 @@ func (l *lane) appChanged(ctx context.Context) (bool, error) {
 	return changed, nil
 }
 
+// walIndexOf is the wal-index of the lane's file name, or nil.
+func (l *lane) walIndexOf(name string) *walIndex {
+	switch {
+	case l == nil:
+		return nil
+	case name == appFile:
+		return l.appIndex
+	case name == crmFile:
+		return l.crmIndex
+	}
+	return nil
+}
+
 // crmChanged reports whether a commit may have changed the receiver's
 // database since the last call (and since the files were emptied), as
 // its wal-index's header says; in another journal mode, or without a
@@ -348,23 +361,24 @@ func (l *lane) reset(ctx context.Context) error {
 			return fmt.Errorf("handoff: emptying %s: %w", laneFiles[i], err)
 		}
 	}
-	l.forget()
-	return nil
+	return l.forget()
 }
 
 // forget makes the next appChanged and crmChanged report a change: the
 // lane's own commits leave its data_version as it was, and an
 // observation that failed left the Env without what they said changed.
-func (l *lane) forget() {
+func (l *lane) forget() error {
 	if l == nil {
-		return
+		return nil
 	}
 	l.known = false
+	var err error
 	for _, w := range []*walIndex{l.appIndex, l.crmIndex} {
 		if w != nil {
-			w.forget()
+			err = errors.Join(err, w.forget())
 		}
 	}
+	return err
 }
 
 // close closes the lane's connections and handles; a nil lane has none.

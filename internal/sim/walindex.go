@@ -21,6 +21,12 @@ const walIndexHeaderSize = 48
 // how SQLite itself tells a connection that its cache is out of date, and
 // what PRAGMA data_version reports. Reading 48 bytes costs a system
 // call, against a statement and a read transaction for the pragma.
+//
+// SQLite keeps a file's wal-index while any connection holds the file
+// open, and makes a new one when the file is next opened after its last
+// connection closed; forget looks for a new one. The lane holds a
+// connection of its own on each file for as long as it lives, so that
+// between two forgets (a sequence's steps) the wal-index stays the same.
 type walIndex struct {
 	path  string // FILE-shm
 	f     *os.File
@@ -52,38 +58,40 @@ func openWALIndex(path string) (*walIndex, error) {
 }
 
 // changed reports whether a commit may have changed the file since the
-// last call (and since forget). A wal-index that is no longer the file
-// at its path (SQLite removes it when the last connection closes, and
-// makes a new one at the next open) is opened again, and counts as a
-// change.
+// last call (and since forget).
 func (w *walIndex) changed() (bool, error) {
-	if err := w.reopenIfReplaced(); err != nil {
+	hdr, err := w.header()
+	if err != nil {
 		return false, err
-	}
-	var hdr [walIndexHeaderSize]byte
-	if _, err := w.f.ReadAt(hdr[:], 0); err != nil && !errors.Is(err, io.EOF) {
-		return false, fmt.Errorf("handoff: reading the wal-index %s: %w", w.path, err)
 	}
 	changed := !w.known || !bytes.Equal(hdr[:], w.last[:])
 	w.last, w.known = hdr, true
 	return changed, nil
 }
 
+// header is the wal-index's header as it is now: two readings differ if
+// a commit changed the file between them.
+func (w *walIndex) header() ([walIndexHeaderSize]byte, error) {
+	var hdr [walIndexHeaderSize]byte
+	if _, err := w.f.ReadAt(hdr[:], 0); err != nil && !errors.Is(err, io.EOF) {
+		return hdr, fmt.Errorf("handoff: reading the wal-index %s: %w", w.path, err)
+	}
+	return hdr, nil
+}
+
 // reopenIfReplaced opens the file at w.path again if it is not the one
-// w holds, and forgets what w saw; while there is none, every call
-// counts as a change.
+// w holds.
 func (w *walIndex) reopenIfReplaced() error {
 	now, err := os.Stat(w.path)
 	if err == nil && os.SameFile(w.held, now) {
 		return nil
 	}
-	w.known = false
 	if err != nil {
-		return nil
+		return fmt.Errorf("handoff: reading the wal-index %s: %w", w.path, err)
 	}
 	f, err := os.Open(w.path)
 	if err != nil {
-		return nil
+		return fmt.Errorf("handoff: opening the wal-index %s again: %w", w.path, err)
 	}
 	held, err := f.Stat()
 	if err != nil {
@@ -95,7 +103,12 @@ func (w *walIndex) reopenIfReplaced() error {
 	return nil
 }
 
-// forget makes the next call to changed report a change.
-func (w *walIndex) forget() { w.known = false }
+// forget makes the next call to changed report a change, and reads from
+// then on the file's wal-index as it is now, a new one if SQLite made
+// one since.
+func (w *walIndex) forget() error {
+	w.known = false
+	return w.reopenIfReplaced()
+}
 
 func (w *walIndex) close() error { return w.f.Close() }
