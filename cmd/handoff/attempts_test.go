@@ -27,6 +27,7 @@ func TestEveryAttemptCountedOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: waits out the app database's busy timeout (5 s) for the error outcome")
 	}
+	t.Parallel() // it mostly waits
 	dir := t.TempDir()
 	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
 	approveRows(t, app, 6) // case-0 first: the oldest, as the thief's claim below needs

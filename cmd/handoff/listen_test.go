@@ -195,6 +195,7 @@ func TestSlowClientOfCRMServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: waits out crm serve's header timeout (5 s)")
 	}
+	t.Parallel() // it mostly waits
 	dir := t.TempDir()
 	crm := filepath.Join(dir, "crm.db")
 	mustRun(t, "crm", "init", "--crm", crm)
