@@ -33,8 +33,9 @@ func TestVerifyRunningPool(t *testing.T) {
 }
 
 // TestVerifyRunningPoolOnPostgres verifies the pool on PostgreSQL, where
-// connections are also reset and lose a COMMIT's reply: 30 schedules, or
-// with -deep 300, as CI's deeper pass runs. A schedule costs the server's
+// connections are also reset and lose a COMMIT's reply: 30 schedules and
+// each saved one replayed 3 times, or with -deep 300 schedules and 10
+// replays, as CI's deeper pass runs. A schedule costs the server's
 // real round trips, which hold the bubble's virtual clock (a boot's
 // connections, the idle workers' claim every virtual second): some 0.7 s
 // each against 0.03 s on SQLite, whose TestVerifyRunningPool draws the
@@ -42,11 +43,11 @@ func TestVerifyRunningPool(t *testing.T) {
 // other parallel tests, since it mostly waits for the server.
 func TestVerifyRunningPoolOnPostgres(t *testing.T) {
 	t.Parallel()
-	schedules := 30
+	schedules, replays := 30, 3
 	if *deep {
-		schedules = 300
+		schedules, replays = 300, DefaultReplays
 	}
-	VerifyRunning(t, designs.Pool, RunningOptions{Backend: Postgres, PostgresURL: pgtest.Server(t), Corpus: "corpus/running", Schedules: schedules})
+	VerifyRunning(t, designs.Pool, RunningOptions{Backend: Postgres, PostgresURL: pgtest.Server(t), Corpus: "corpus/running", Schedules: schedules, Replays: replays})
 }
 
 // TestRunningSchedules checks that a search draws as many schedules as
