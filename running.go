@@ -64,6 +64,9 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	if err := d.Check(); err != nil {
 		t.Fatal(err)
 	}
+	if err := opts.check(); err != nil {
+		t.Fatal(err)
+	}
 	opts.Backend = cmp.Or(opts.Backend, SQLite)
 	opts.Replays = cmp.Or(opts.Replays, DefaultReplays)
 	if err := backend.Check(backend.Backend(opts.Backend), opts.PostgresURL); err != nil {
@@ -134,6 +137,17 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	t.Fatalf("%s%s%s", runningFailure(*f, n, opts.Replays), picture, saved)
 }
 
+// check refuses counts below zero, which mean nothing.
+func (opts RunningOptions) check() error {
+	switch {
+	case opts.Schedules < 0:
+		return fmt.Errorf("handoff: RunningOptions.Schedules is %d: give how many schedules to draw, or 0 for -rapid.checks", opts.Schedules)
+	case opts.Replays < 0:
+		return fmt.Errorf("handoff: RunningOptions.Replays is %d: give how many times a failing schedule runs again, or 0 for %d", opts.Replays, DefaultReplays)
+	}
+	return nil
+}
+
 // RunningReplay is what ReplayRunning saw: in how many of its runs a
 // check broke, and the first that broke and how.
 type RunningReplay struct {
@@ -149,6 +163,9 @@ type RunningReplay struct {
 func ReplayRunning(t *testing.T, d designs.Running, path string, opts RunningOptions) RunningReplay {
 	t.Helper()
 	if err := d.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := opts.check(); err != nil {
 		t.Fatal(err)
 	}
 	opts.Backend = cmp.Or(opts.Backend, SQLite)

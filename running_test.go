@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -85,6 +86,25 @@ func TestRunningSchedules(t *testing.T) {
 				t.Errorf("-rapid.checks is %s after the search, was %s", now, given)
 			}
 		})
+	}
+}
+
+// TestRunningOptionsRefuseNegativeCounts: a count below zero is refused
+// in one line that names the field; zero and above are taken.
+func TestRunningOptionsRefuseNegativeCounts(t *testing.T) {
+	for _, tc := range []struct {
+		opts RunningOptions
+		want string
+	}{
+		{RunningOptions{}, ""},
+		{RunningOptions{Schedules: 30, Replays: 3}, ""},
+		{RunningOptions{Schedules: -1}, "RunningOptions.Schedules is -1"},
+		{RunningOptions{Replays: -2}, "RunningOptions.Replays is -2"},
+	} {
+		err := tc.opts.check()
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.opts, err, tc.want)
+		}
 	}
 }
 
