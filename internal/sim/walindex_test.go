@@ -31,6 +31,23 @@ func TestWALIndexSeesEveryCommit(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	inTx := func(db *sql.DB, q string, commit bool) {
+		t.Helper()
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+		end := tx.Rollback
+		if commit {
+			end = tx.Commit
+		}
+		if err := end(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	exec(db, "CREATE TABLE rows (n INTEGER)")
 	w, err := openWALIndex(path)
 	if err != nil {
@@ -53,30 +70,8 @@ func TestWALIndexSeesEveryCommit(t *testing.T) {
 		{"a read", func() { exec(db, "SELECT count(*) FROM rows") }, false},
 		{"a commit", func() { exec(db, "INSERT INTO rows VALUES (1)") }, true},
 		{"a read after it", func() { exec(db, "SELECT count(*) FROM rows") }, false},
-		{"a transaction rolled back", func() {
-			tx, err := db.Begin()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tx.Exec("INSERT INTO rows VALUES (2)"); err != nil {
-				t.Fatal(err)
-			}
-			if err := tx.Rollback(); err != nil {
-				t.Fatal(err)
-			}
-		}, false},
-		{"an update in a transaction", func() {
-			tx, err := db.Begin()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tx.Exec("UPDATE rows SET n = n + 1"); err != nil {
-				t.Fatal(err)
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
-		}, true},
+		{"a transaction rolled back", func() { inTx(db, "INSERT INTO rows VALUES (2)", false) }, false},
+		{"an update in a transaction", func() { inTx(db, "UPDATE rows SET n = n + 1", true) }, true},
 		{"a delete", func() { exec(db, "DELETE FROM rows") }, true},
 		{"a checkpoint that restarts the WAL, then a commit", func() {
 			exec(db, "PRAGMA wal_checkpoint(TRUNCATE)")
