@@ -45,7 +45,7 @@ type RunningOptions struct {
 	Replays int
 	// Schedules is how many schedules the search draws; 0 means rapid's
 	// -rapid.checks (100 unless set). Under -short, a fifth of them, as
-	// rapid does with its own count.
+	// rapid does with its own count, but at least one.
 	Schedules int
 }
 

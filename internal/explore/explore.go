@@ -435,7 +435,8 @@ func (f *rapidFlagSet) check(tb rapid.TB, seed uint64, prop func(*rapid.T)) {
 // rapid.seed as the command line gave them, even while explorations in
 // the same process have set them for their own checks: a test's property
 // (TestSimulation's, Verify's) must run the checks it was asked for. A
-// checks above 0 replaces rapid.checks for this check only.
+// checks above 0 replaces rapid.checks for this check only (under
+// -short, a fifth of it, at least one).
 func (f *rapidFlagSet) checkAsGiven(tb rapid.TB, checks int, prop func(*rapid.T)) {
 	f.checkWith(tb, func() (undo func()) {
 		if f.users > 0 {
@@ -445,6 +446,9 @@ func (f *rapidFlagSet) checkAsGiven(tb rapid.TB, checks int, prop func(*rapid.T)
 		}
 		if checks <= 0 {
 			return nil
+		}
+		if testing.Short() {
+			checks = max(checks, 5) // rapid runs a fifth: at least one
 		}
 		given := flag.Lookup("rapid.checks").Value.String()
 		_ = flag.Set("rapid.checks", strconv.Itoa(checks)) // a valid count

@@ -242,9 +242,9 @@ func TestCheckAsGivenKeepsTheCommandLinesChecks(t *testing.T) {
 		return n
 	}
 	count := func() int { return countOf(0) }
-	own := 10
+	own, few := 10, 3
 	if testing.Short() {
-		own = 2 // rapid runs a fifth of the count under -short
+		own, few = 2, 1 // rapid runs a fifth of the count under -short, at least one
 	}
 	asked := count()
 	if asked < 2 {
@@ -253,6 +253,9 @@ func TestCheckAsGivenKeepsTheCommandLinesChecks(t *testing.T) {
 	ownCount := func(when string) {
 		if got := countOf(10); got != own {
 			t.Errorf("%s, asked for 10 checks of its own, the property ran %d, want %d", when, got, own)
+		}
+		if got := countOf(3); got != few {
+			t.Errorf("%s, asked for 3 checks of its own, the property ran %d, want %d", when, got, few)
 		}
 		if got := count(); got != asked {
 			t.Errorf("%s, after a check of its own count, the property ran %d checks, want the command line's %d", when, got, asked)

@@ -14,7 +14,8 @@ import (
 // draw logged), each line attributed to the harness's files. It returns
 // whether the check failed and rapid's account of it. checks, when
 // above 0, is how many checks rapid runs instead of -rapid.checks (and,
-// as rapid does with -rapid.checks, a fifth of them under -short).
+// as rapid does with -rapid.checks, a fifth of them under -short, but at
+// least one).
 func CheckQuietly(tb testing.TB, checks int, prop func(*rapid.T)) (failed bool, account string) {
 	tb.Helper()
 	q := &quietTB{exploreTB: exploreTB{name: tb.Name()}, ctx: tb.Context()}

@@ -115,8 +115,8 @@ type sequence struct {
 // speed is what only makes an Env fast: handles, connections and
 // sessions kept from one use to the next instead of opened again. The
 // oracle reads none of it; the one shortcut an observation takes (see
-// lane.appChanged) has a test that tries to make it miss a change
-// (TestObservationCacheMissesNoChange).
+// lane.appChanged, lane.crmChanged) has a test that tries to make it
+// miss a change (TestObservationCacheMissesNoChange).
 type speed struct {
 	// idle are handles no crash closed, kept for a later sequence or
 	// config (see park); lane, if not nil, holds the files of an Env that
@@ -623,8 +623,8 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	v := checkInvariants(checkInput{obs: obs, model: predicted, sends: e.sends, got: r.got, want: r.want, converging: r.converging,
 		before: e.before, claimedForSend: r.claimedForSend, backoffAfter: r.backoffAfter, ceilings: e.ceilings, settling: r.settling, settled: r.settled, auditDiff: r.auditDiff})
 	if v != nil && e.diskFull() {
-		return Outcome{}, fmt.Errorf("%w: %s broke invariant %d while the disk under %s has no room: %w",
-			ErrEnvironment, s, v.Invariant, e.cfg.Dir, system.ErrFull)
+		return Outcome{}, errors.Join(fmt.Errorf("%w: %s broke invariant %d while the disk under %s has no room: %w",
+			ErrEnvironment, s, v.Invariant, e.cfg.Dir, system.ErrFull), e.lane.forget())
 	}
 	if e.diverged.Step == 0 && !sameObservation(predicted.Observation, obs) {
 		e.diverged = Disagreement{Step: e.applied, Diff: textdiff.Values(predicted.Observation, obs, diffContext)}

@@ -69,8 +69,8 @@ func TestObservationCacheMissesNoChange(t *testing.T) {
 	}
 }
 
-// freshObservation reads everything observable of env's system, the
-// app database whatever its data version says.
+// freshObservation reads everything observable of env's system, both
+// databases whatever their wal-index or data version says.
 func freshObservation(t *testing.T, e *Env) model.Observation {
 	t.Helper()
 	snap, err := e.app.Snapshot(t.Context())

@@ -205,11 +205,11 @@ type lane struct {
 	conns  []*sql.DB
 	resets [][]*sql.Stmt // for each of conns, the statements that empty its file
 	held   []io.Closer
-	// version asks the app database's data_version, which SQLite changes
-	// whenever another connection commits a change to the file; seen is
-	// the value last read, known whether it was read since the files were
-	// last emptied (on PostgreSQL, the end of the write-ahead log): for
-	// an app database that is not a file in WAL mode.
+	// version, for an app database that is not a file in WAL mode, asks
+	// its data_version, which SQLite changes whenever another connection
+	// commits a change to the file (on PostgreSQL, the end of the
+	// write-ahead log); seen is the value last read, known whether it was
+	// read since the files were last emptied.
 	version *sql.Stmt
 	seen    int64
 	known   bool
@@ -262,17 +262,20 @@ func openLane(ctx context.Context, e *Env) (_ *lane, err error) {
 	version := "PRAGMA data_version"
 	if e.schema != nil {
 		version, l.onServer = backend.SQLWALPosition, true
+	} else if l.appIndex, err = laneWALIndex(e.cfg.Dir, appFile); err != nil {
+		return nil, err
 	}
-	if l.version, err = l.conns[0].PrepareContext(ctx, version); err != nil {
-		return nil, fmt.Errorf("handoff: preparing to ask app.db's data version: %w", err)
-	}
-	if !l.onServer {
-		if l.appIndex, err = laneWALIndex(e.cfg.Dir, appFile); err != nil {
-			return nil, err
+	if l.appIndex == nil {
+		if l.version, err = l.conns[0].PrepareContext(ctx, version); err != nil {
+			return nil, fmt.Errorf("handoff: preparing to ask app.db's data version: %w", err)
 		}
 	}
-	if l.crmIndex, err = laneWALIndex(e.cfg.Dir, crmFile); err != nil {
-		return nil, err
+	// A receiver of the design's own may keep its tasks elsewhere than in
+	// the file's commits (in memory, say): it is read after every step.
+	if !e.cfg.Design.OwnReceiver {
+		if l.crmIndex, err = laneWALIndex(e.cfg.Dir, crmFile); err != nil {
+			return nil, err
+		}
 	}
 	return l, nil
 }
@@ -327,8 +330,8 @@ func (l *lane) walIndexOf(name string) *walIndex {
 
 // crmChanged reports whether a commit may have changed the receiver's
 // database since the last call (and since the files were emptied), as
-// its wal-index's header says; in another journal mode, or without a
-// lane, it may have.
+// its wal-index's header says; in another journal mode, for a receiver
+// of the design's own, or without a lane, it may have.
 func (l *lane) crmChanged() (bool, error) {
 	if l == nil || l.crmIndex == nil {
 		return true, nil
@@ -365,8 +368,11 @@ func (l *lane) reset(ctx context.Context) error {
 }
 
 // forget makes the next appChanged and crmChanged report a change: the
-// lane's own commits leave its data_version as it was, and an
-// observation that failed left the Env without what they said changed.
+// lane's own commits leave its data_version as it was, an observation
+// that failed left the Env without what they said changed, and a step
+// that ended in an error left the Env's last observation behind. It
+// fails if a file's wal-index is no longer the one the lane reads (see
+// walIndex.forget).
 func (l *lane) forget() error {
 	if l == nil {
 		return nil
@@ -390,11 +396,6 @@ func (l *lane) close() error {
 	if l.version != nil {
 		err = l.version.Close()
 	}
-	for _, w := range []*walIndex{l.appIndex, l.crmIndex} {
-		if w != nil {
-			err = errors.Join(err, w.close())
-		}
-	}
 	for _, stmts := range l.resets {
 		for _, st := range stmts {
 			err = errors.Join(err, st.Close())
@@ -405,6 +406,11 @@ func (l *lane) close() error {
 	}
 	for _, h := range l.held {
 		err = errors.Join(err, h.Close())
+	}
+	for _, w := range []*walIndex{l.appIndex, l.crmIndex} {
+		if w != nil {
+			err = errors.Join(err, w.close()) // after the connections: see walIndex.close
+		}
 	}
 	return err
 }

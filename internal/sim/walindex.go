@@ -24,9 +24,10 @@ const walIndexHeaderSize = 48
 //
 // SQLite keeps a file's wal-index while any connection holds the file
 // open, and makes a new one when the file is next opened after its last
-// connection closed; forget looks for a new one. The lane holds a
-// connection of its own on each file for as long as it lives, so that
-// between two forgets (a sequence's steps) the wal-index stays the same.
+// connection closed: a walIndex reads one wal-index only, and holds for
+// as long as another connection keeps the file open. The lane's own
+// connection on each file does for as long as the lane lives; forget,
+// between two sequences, checks that the wal-index is still the file's.
 type walIndex struct {
 	path  string // FILE-shm
 	f     *os.File
@@ -79,36 +80,23 @@ func (w *walIndex) header() ([walIndexHeaderSize]byte, error) {
 	return hdr, nil
 }
 
-// reopenIfReplaced opens the file at w.path again if it is not the one
-// w holds.
-func (w *walIndex) reopenIfReplaced() error {
+// forget makes the next call to changed report a change. It fails if the
+// file's wal-index is no longer the one w reads: every connection closed
+// the file meanwhile, and commits since may have gone unseen.
+func (w *walIndex) forget() error {
+	w.known = false
 	now, err := os.Stat(w.path)
-	if err == nil && os.SameFile(w.held, now) {
-		return nil
-	}
 	if err != nil {
-		return fmt.Errorf("handoff: reading the wal-index %s: %w", w.path, err)
+		return fmt.Errorf("handoff: the wal-index %s is gone: every connection closed its file, and commits may have gone unseen: %w", w.path, err)
 	}
-	f, err := os.Open(w.path)
-	if err != nil {
-		return fmt.Errorf("handoff: opening the wal-index %s again: %w", w.path, err)
+	if !os.SameFile(w.held, now) {
+		return fmt.Errorf("handoff: the wal-index %s was made anew: every connection closed its file, and commits may have gone unseen", w.path)
 	}
-	held, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("handoff: reading the wal-index %s: %w", w.path, err)
-	}
-	w.f.Close()
-	w.f, w.held = f, held
 	return nil
 }
 
-// forget makes the next call to changed report a change, and reads from
-// then on the file's wal-index as it is now, a new one if SQLite made
-// one since.
-func (w *walIndex) forget() error {
-	w.known = false
-	return w.reopenIfReplaced()
-}
-
+// close closes w's file. The process's POSIX locks on the wal-index go
+// with it, SQLite's own included: close only what no connection of the
+// process uses any more (the lane closes its wal-indexes after its
+// connections).
 func (w *walIndex) close() error { return w.f.Close() }
