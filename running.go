@@ -195,7 +195,7 @@ func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, b Backe
 	var last *running.Result
 	var st runningStats
 	prop := func(rt *rapid.T) {
-		s := running.Draw(rt, d.Name, string(b), d.Lease)
+		s := running.Draw(rt, d, string(b))
 		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: string(b)}, s)
 		st.add(res)
 		if res.Violation != nil {
@@ -204,7 +204,41 @@ func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, b Backe
 		}
 	}
 	failed, account := explore.CheckQuietly(t, schedules, prop)
+	if last != nil {
+		min := minimize(t, d, db, *last)
+		last = &min
+	}
 	return last, st, failed, account
+}
+
+// minimize removes from a failing run's schedule every line its failure
+// does not need: first the answers of requests the run never made,
+// then, one at a time while the check still breaks, each event, answer
+// rule, key rule and replica (Schedule.Smaller). rapid's shrinking
+// leaves such lines where a draw cannot shrink away without changing
+// the draws after it. Each candidate runs once, and a candidate that
+// breaks the same check is kept, so the result may reproduce less often
+// than the run it came from: VerifyRunning says how often it does.
+func minimize(t *testing.T, d designs.Running, db *runningDatabase, res running.Result) running.Result {
+	fails := func(s running.Schedule) (running.Result, bool) {
+		r := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: s.Backend}, s)
+		return r, r.Violation != nil && r.Violation.Check == res.Violation.Check
+	}
+	if s := res.Schedule.Unused(len(res.Requests)); s.Size() < res.Schedule.Size() {
+		if r, ok := fails(s); ok {
+			res = r
+		}
+	}
+	for smaller := true; smaller; {
+		smaller = false
+		for _, s := range res.Schedule.Smaller() {
+			if r, ok := fails(s); ok {
+				res, smaller = r, true
+				break
+			}
+		}
+	}
+	return res
 }
 
 // replaySchedule runs s times times and returns the first failing run,
@@ -248,11 +282,18 @@ type runningStats struct {
 	virtual                    time.Duration
 	answers                    map[running.Answer]int
 	events                     map[running.EventKind]int
+	replicas                   map[int]int
+	keys                       map[running.KeyFault]int
 }
 
 func (s *runningStats) add(res running.Result) {
 	if s.answers == nil {
 		s.answers, s.events = map[running.Answer]int{}, map[running.EventKind]int{}
+		s.replicas, s.keys = map[int]int{}, map[running.KeyFault]int{}
+	}
+	s.replicas[max(res.Schedule.Replicas, 1)]++
+	for _, k := range res.Schedule.Keys {
+		s.keys[k.Fault]++
 	}
 	s.schedules++
 	s.requests += len(res.Requests)
@@ -267,7 +308,15 @@ func (s *runningStats) add(res running.Result) {
 }
 
 func (s runningStats) String() string {
-	var answers, events []string
+	var answers, events, replicas, keys []string
+	for n, c := range s.replicas {
+		replicas = append(replicas, fmt.Sprintf("%d: %d", n, c))
+	}
+	for k, c := range s.keys {
+		keys = append(keys, fmt.Sprintf("%s %d", k, c))
+	}
+	slices.Sort(replicas)
+	slices.Sort(keys)
 	for a, n := range s.answers {
 		answers = append(answers, fmt.Sprintf("%s %d", a, n))
 	}
@@ -276,9 +325,9 @@ func (s runningStats) String() string {
 	}
 	slices.Sort(answers)
 	slices.Sort(events)
-	return fmt.Sprintf("%s, %s, %s, %s of virtual time; events: %s; answers: %s",
+	return fmt.Sprintf("%s, %s, %s, %s of virtual time; schedules by replicas: %s; events: %s; keys stuck: %s; answers: %s",
 		words.HowMany(s.schedules, "schedule"), words.HowMany(s.requests, "request"), words.HowMany(s.boots, "boot"),
-		s.virtual.Round(time.Second), strings.Join(events, ", "), strings.Join(answers, ", "))
+		s.virtual.Round(time.Second), strings.Join(replicas, ", "), strings.Join(events, ", "), cmp.Or(strings.Join(keys, ", "), "none"), strings.Join(answers, ", "))
 }
 
 // readSchedule reads the schedule file at path.

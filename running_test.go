@@ -14,6 +14,7 @@ import (
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/pgtest"
+	"github.com/outboxlab/handoff/internal/running"
 )
 
 // TestVerifyRunningPool verifies the handoff's own worker pool, as
@@ -31,6 +32,13 @@ func TestVerifyRunningPool(t *testing.T) {
 		corpus = os.Getenv(verifyCorpusEnv)
 	}
 	VerifyRunning(t, d, RunningOptions{Corpus: corpus})
+}
+
+// TestVerifyRunningPoolOverHTTP verifies the pool sending through the
+// handoff's own HTTP sender (crm.Sender), its requests reaching the
+// harness's receiver over HTTP in memory, on SQLite.
+func TestVerifyRunningPoolOverHTTP(t *testing.T) {
+	VerifyRunning(t, designs.PoolHTTP, RunningOptions{})
 }
 
 // TestVerifyRunningPoolOnPostgres verifies the pool on PostgreSQL, where
@@ -170,7 +178,59 @@ func TestRunningCatalog(t *testing.T) {
 			case last.Violation.Check != d.CaughtBy && !slices.Contains(d.AlsoCaughtBy, last.Violation.Check):
 				t.Fatalf("design %s broke %s, its catalog entry says %s:\n%s", d.Name, last.Violation.Check, strings.Join(append([]string{d.CaughtBy}, d.AlsoCaughtBy...), " or "), runningFailure(*last, 0, 0))
 			}
-			t.Logf("caught by %s: %s", last.Violation.Check, last.Violation.Detail)
+			t.Logf("caught by %s: %s\nminimal schedule, %d lines:\n%s", last.Violation.Check, last.Violation.Detail, last.Schedule.Size(), last.Schedule)
+			if last.Schedule.Size() > d.MinimalSize {
+				t.Errorf("the minimal schedule of %s holds %d lines, its catalog entry says at most %d:\n%s", d.Name, last.Schedule.Size(), d.MinimalSize, last.Schedule)
+			}
 		})
+	}
+}
+
+// TestRunningCatalogSchedules replays each fragile running design's
+// saved minimal schedule (corpus/running-fragile/NAME.schedule): it must
+// break exactly the check the design's entry names, and no other, in
+// every run that breaks one, and hold no more lines than the entry says;
+// the plain worker and the pool run every one of them with every check
+// holding, so that each schedule shows its design's mistake and nothing
+// else. Every history check is the catch of some design, so a check
+// that stops firing fails here.
+func TestRunningCatalogSchedules(t *testing.T) {
+	caught := map[string]bool{}
+	for _, d := range designs.RunningFragile {
+		path := filepath.Join("corpus", "running-fragile", d.Name+ScheduleExt)
+		s, err := readSchedule(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Design != d.Name || s.Size() > d.MinimalSize {
+			t.Errorf("%s names design %s and holds %d lines; want %s and at most %d", path, s.Design, s.Size(), d.Name, d.MinimalSize)
+		}
+		t.Run(d.Name, func(t *testing.T) {
+			db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
+			broke := 0
+			for range 3 {
+				res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: s.Backend}, s)
+				if v := res.Violation; v != nil {
+					broke++
+					if v.Check != d.CaughtBy {
+						t.Fatalf("%s broke %s, want %s:\n%s", path, v.Check, d.CaughtBy, runningFailure(res, 0, 0))
+					}
+				}
+			}
+			if broke == 0 {
+				t.Fatalf("%s broke no check in 3 runs, want %s", path, d.CaughtBy)
+			}
+			caught[d.CaughtBy] = true
+			for _, good := range []designs.Running{designs.Plain, designs.Pool} {
+				if res := running.Run(t, running.Config{Design: good, Database: db.next(t), Backend: s.Backend}, s); res.Violation != nil {
+					t.Errorf("the schedule breaks %s too:\n%s", good.Name, runningFailure(res, 0, 0))
+				}
+			}
+		})
+	}
+	for n := 1; n <= 8; n++ {
+		if check := fmt.Sprintf("H%d", n); !caught[check] {
+			t.Errorf("no fragile running design's saved schedule is caught by %s: a check that never fires goes unnoticed", check)
+		}
 	}
 }

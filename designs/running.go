@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/outboxlab/handoff/system"
@@ -34,10 +35,26 @@ type Running struct {
 	// schedules that show it another way.
 	CaughtBy     string
 	AlsoCaughtBy []string
+	// MinimalSize, for a fragile design, is the most lines (events,
+	// answer rules, key rules) a minimal schedule that catches it holds.
+	MinimalSize int
 	// Budget is the most requests the outbox sends for one key before it
 	// gives up (blocks or discards the key); 0 means it has none, and H4
 	// then checks no request count.
 	Budget int
+	// Counts says what the outbox counts toward Budget: attempts before
+	// each send (the zero value), errors after a send that failed, or
+	// nothing. H4 and H7 judge what it declares (docs/verify.md, "What a
+	// design declares").
+	Counts Counting
+	// Holds says how a job stays with the worker that took it: a lease
+	// (the zero value), a visibility timeout, or a row lock held for the
+	// whole job.
+	Holds Holding
+	// Replicas is the most processes of the design that may run side by
+	// side on the one database; 0 means as many as a schedule draws (up
+	// to 3). Say 1 only for an outbox that refuses to run twice.
+	Replicas int
 	// Lease is how long a job stays with the worker that took it before
 	// another may take it: a lease, a visibility timeout, a rescue
 	// horizon. The harness pauses some workers for longer (0 means 30 s).
@@ -88,6 +105,24 @@ type Process interface {
 	// ReceiverFor is Receiver as the worker named worker reaches it: the
 	// report draws that worker's requests in a lane of its own.
 	ReceiverFor(worker string) system.Receiver
+	// HTTPClient is a client whose requests reach the same receiver over
+	// HTTP, in memory, as the worker named worker's ("" for none): POST
+	// ReceiverURL()/tasks with the key in Idempotency-Key, answered with
+	// the spec's status classes and Retry-After, the drawn faults acting
+	// on the exchange (a reply lost is a connection reset after the
+	// receiver acted; a slow answer comes after the request's deadline).
+	// To keep a client of your own (its timeouts, its middleware), set
+	// its Transport to this client's. A POST without Idempotency-Key
+	// creates a task every time, as a receiver whose key is optional
+	// does.
+	HTTPClient(worker string) *http.Client
+	// ReceiverURL is the base URL HTTPClient's requests go to.
+	ReceiverURL() string
+	// Replica is which of the processes running side by side on the one
+	// database this is, from 1. A boot names its workers after it, so
+	// that no two live workers share a name (a worker that boots releases
+	// the leases held under its own name).
+	Replica() int
 }
 
 // Booted is a running process of a Running design.
@@ -104,6 +139,43 @@ type Booted interface {
 	// connections are cut already: Stop must not wait for them.
 	Stop() error
 }
+
+// Counting is what a running outbox counts toward its budget.
+type Counting string
+
+// What an outbox may count.
+const (
+	// CountsAttempts: one is added before each send (at the claim), so a
+	// crash during a send spends its try. H4: the attempts shown cover
+	// every request that left, and the receiver sees at most Budget
+	// requests for a key.
+	CountsAttempts Counting = "attempts"
+	// CountsErrors: one is added when a send fails (the handler returned
+	// an error), so a crash during a send is a free retry. H4: the
+	// receiver answers at most Budget failures for a key; requests cut
+	// by a crash are not bounded.
+	CountsErrors Counting = "errors"
+	// CountsNothing: no count is kept where the harness can read it. H4
+	// checks no count; H7 takes the requests that left as the tries.
+	CountsNothing Counting = "nothing"
+)
+
+// Holding is how a job stays with the worker that took it.
+type Holding string
+
+// How an outbox may hold a job.
+const (
+	// HeldByLease: a lease with an expiry (Lease); another worker may
+	// take the job once it ran out. The harness pauses workers past it.
+	HeldByLease Holding = "lease"
+	// HeldByVisibility: a queue's visibility timeout (Lease); the same
+	// as a lease for the checks.
+	HeldByVisibility Holding = "visibility timeout"
+	// HeldByLock: a row lock (SELECT … FOR UPDATE) held for the whole
+	// job; no other worker takes the job while its holder lives, so a
+	// paused worker delays it, and the horizon waits out the pause.
+	HeldByLock Holding = "lock"
+)
 
 // RowState is where a key stands in a running outbox, as Read shows it.
 type RowState string
@@ -153,16 +225,23 @@ func (r Running) Check() error {
 		return fmt.Errorf("%w %s: Budget is %d, want 0 (none) or more", ErrRunning, r.Name, r.Budget)
 	case r.Lease < 0:
 		return fmt.Errorf("%w %s: Lease is %v, want 0 (30 s) or more", ErrRunning, r.Name, r.Lease)
+	case r.Counts != "" && r.Counts != CountsAttempts && r.Counts != CountsErrors && r.Counts != CountsNothing:
+		return fmt.Errorf("%w %s: Counts is %q, want %q, %q or %q", ErrRunning, r.Name, r.Counts, CountsAttempts, CountsErrors, CountsNothing)
+	case r.Holds != "" && r.Holds != HeldByLease && r.Holds != HeldByVisibility && r.Holds != HeldByLock:
+		return fmt.Errorf("%w %s: Holds is %q, want %q, %q or %q", ErrRunning, r.Name, r.Holds, HeldByLease, HeldByVisibility, HeldByLock)
+	case r.Replicas < 0:
+		return fmt.Errorf("%w %s: Replicas is %d, want 0 (up to 3) or more", ErrRunning, r.Name, r.Replicas)
 	case r.Settle <= 0:
 		return fmt.Errorf("%w %s: Settle is %v, want how long it takes to finish every key once faults heal", ErrRunning, r.Name, r.Settle)
 	}
 	return nil
 }
 
-// AllRunning is every running design: the handoff's pool, the plain
+// AllRunning is every running design: the handoff's pool (in memory and
+// over HTTP), the plain
 // polling worker, then the fragile running catalog.
 func AllRunning() []Running {
-	return append([]Running{Pool, Plain}, RunningFragile...)
+	return append([]Running{Pool, PoolHTTP, Plain}, RunningFragile...)
 }
 
 // LookupRunning returns the running design called name.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/outboxlab/handoff/crm"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -41,12 +43,31 @@ var Pool = Running{
 	Budget:  system.PoolMaxAttempts,
 	Lease:   poolOptions().Lease,
 	Settle:  poolSettle(),
-	Boot:    bootPool,
+	Boot:    bootPool(false),
+}
+
+// PoolHTTP is Pool sending over HTTP: each worker delivers through the
+// handoff's own HTTP sender (crm.Sender), whose requests reach the
+// harness's receiver with the spec's HTTP semantics (Idempotency-Key,
+// the status classes, Retry-After), the drawn faults acting on each
+// exchange.
+var PoolHTTP = Running{
+	Name:    "pool-http",
+	Summary: fmt.Sprintf("handoff work --crm-url: %d pipelined workers of system.Pool sending through crm.Sender over HTTP", poolWorkers),
+	Budget:  system.PoolMaxAttempts,
+	Lease:   poolOptions().Lease,
+	Settle:  poolSettle(),
+	Boot:    bootPool(true),
 }
 
 // bootPool opens the app database as handoff work does, a handle for
-// each worker and one for the app's approvals, and starts the workers.
-func bootPool(ctx context.Context, p Process) (Booted, error) {
+// each worker and one for the app's approvals, and starts the workers,
+// sending in memory or, with overHTTP, through crm.Sender.
+func bootPool(overHTTP bool) func(ctx context.Context, p Process) (Booted, error) {
+	return func(ctx context.Context, p Process) (Booted, error) { return bootPoolOver(ctx, p, overHTTP) }
+}
+
+func bootPoolOver(ctx context.Context, p Process, overHTTP bool) (Booted, error) {
 	opts := poolOptions()
 	opts.Durability = system.ProcessSafe // a crash here is a process's: the OS keeps what was written
 	opts.WrapSQLite, opts.Dial, opts.MaxConns = p.WrapSQLite, p.Dial, 2
@@ -66,8 +87,17 @@ func bootPool(ctx context.Context, p Process) (Booted, error) {
 	}
 	b.app = app
 	b.pool = &system.Pool{ReceiverFor: p.ReceiverFor}
+	if overHTTP {
+		b.pool.ReceiverFor = func(worker string) system.Receiver {
+			s, err := crm.NewSender(p.ReceiverURL(), p.HTTPClient(worker))
+			if err != nil {
+				panic(err) // the harness's URL is valid
+			}
+			return s
+		}
+	}
 	for i := range poolWorkers {
-		o, err := open(fmt.Sprintf("pool:%d", i+1))
+		o, err := open(workerName(p, "pool", i+1))
 		if err != nil {
 			b.close()
 			return nil, err
@@ -85,14 +115,29 @@ type poolBoot struct {
 	app     *system.Outbox
 	pool    *system.Pool
 	closers []*system.Outbox
+	run     context.Context // the workers' context
 	cancel  context.CancelFunc
 	done    chan error
+
+	// enqueueLater is running-enqueue-later's mistake: Approve says
+	// committed and a goroutine records the approval a second later.
+	enqueueLater bool
+	later        sync.WaitGroup
 }
 
 func (b *poolBoot) Approve(ctx context.Context, caseID, title string) (string, string, error) {
 	a, err := system.NewApproval(caseID, title)
 	if err != nil {
 		return "", "", err
+	}
+	if b.enqueueLater {
+		b.later.Go(func() {
+			sleepCtx(b.run, time.Second)
+			if b.run.Err() == nil {
+				b.app.RecordApproval(b.run, caseID, title)
+			}
+		})
+		return a.Key, a.Payload, nil
 	}
 	_, err = b.app.RecordApproval(ctx, caseID, title)
 	return a.Key, a.Payload, err
@@ -118,6 +163,7 @@ func outboxRows(snap system.Snapshot) map[string]RunningRow {
 func (b *poolBoot) Stop() error {
 	b.cancel()
 	err := <-b.done
+	b.later.Wait()
 	return errors.Join(err, b.close())
 }
 
@@ -127,4 +173,15 @@ func (b *poolBoot) close() error {
 		errs = append(errs, o.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// workerName names the ith worker of kind in p's boot: "pool:2", or in
+// replica 3 "pool:3.2". Names stay the same across a replica's boots (a
+// boot releases the leases its last boot held) and differ between
+// replicas (a boot must not release another live process's).
+func workerName(p Process, kind string, i int) string {
+	if p.Replica() > 1 {
+		return fmt.Sprintf("%s:%d.%d", kind, p.Replica(), i)
+	}
+	return fmt.Sprintf("%s:%d", kind, i)
 }

@@ -12,7 +12,7 @@ import (
 // Violation is a history check that broke: which, when, and what the
 // history shows.
 type Violation struct {
-	Check  string // H1 to H7
+	Check  string // H1 to H8, or run
 	At     time.Duration
 	Detail string
 }
@@ -31,6 +31,7 @@ func CheckName(check string) string {
 		"H5":  "a sent row names its key's task",
 		"H6":  "nothing approved disappears",
 		"H7":  "after the faults heal, every approval is delivered once or given up with a reason",
+		"H8":  "no request after a refusal for good, and no key held behind a stuck one",
 		"run": "the app boots, runs until it is stopped, and stops when told",
 	}[check]
 }
@@ -44,14 +45,25 @@ type approval struct {
 	Err          string // what the app said, when it did not commit
 }
 
-// history is what a run recorded: the approvals, and the receiver's.
+// history is what a run recorded: the approvals, the faults that struck
+// each process, and what the design declares.
 type history struct {
 	approvals []approval
+	faults    []struck
 	budget    int
+	counts    designs.Counting
+	stuck     map[string]KeyFault // the lasting fault of each case
 }
 
-// check runs H1, H2, H4, H5 and H6 on the outbox's rows, read between
-// the receiver's states before and after.
+// struck is a fault that cut a process's connections at one instant: a
+// crash, a reset or a lost COMMIT reply.
+type struck struct {
+	At      time.Duration
+	Replica int
+}
+
+// check runs H1, H2, H4, H5, H6 and H8's refusals on the outbox's rows,
+// read between the receiver's states before and after.
 func (h *history) check(at time.Duration, before seen, rows map[string]designs.RunningRow, after seen) *Violation {
 	broke := func(check, format string, args ...any) *Violation {
 		return &Violation{Check: check, At: at, Detail: fmt.Sprintf(format, args...)}
@@ -75,14 +87,10 @@ func (h *history) check(at time.Duration, before seen, rows map[string]designs.R
 		}
 	}
 	for _, key := range sortedKeys(rows) {
-		row := rows[key]
-		switch n := before.requests[key]; {
-		case row.Attempts >= 0 && n > row.Attempts:
-			return broke("H4", "the receiver saw %d requests for %s, the outbox counts %d attempts", n, key, row.Attempts)
-		case h.budget > 0 && after.requests[key] > h.budget:
-			return broke("H4", "the receiver saw %d requests for %s, over the budget of %d", after.requests[key], key, h.budget)
+		if v := h.counted(key, rows[key], before, after); v != "" {
+			return broke("H4", "%s", v)
 		}
-		if row.State == designs.RowSent {
+		if row := rows[key]; row.State == designs.RowSent {
 			t, ok := after.taskOf(key)
 			switch {
 			case !ok:
@@ -99,14 +107,76 @@ func (h *history) check(at time.Duration, before seen, rows map[string]designs.R
 			}
 		}
 	}
+	if v := h.afterRefusal(after.requests); v != "" {
+		return broke("H8", "%s", v)
+	}
 	return nil
 }
 
-// settled checks H7 on the rows read after the faults healed and the
-// horizon passed: every approval the outbox shows, or that committed, is
-// delivered (one task) or given up with a reason that the history
-// bears out.
-func (h *history) settled(at time.Duration, rows map[string]designs.RunningRow, s seen) *Violation {
+// counted is H4 for one key as the design declares its count: "" when
+// it holds, else what broke.
+func (h *history) counted(key string, row designs.RunningRow, before, after seen) string {
+	switch h.counts {
+	case designs.CountsNothing:
+		return ""
+	case designs.CountsErrors:
+		if n := after.failed(key); h.budget > 0 && n > h.budget {
+			return fmt.Sprintf("the receiver answered %d failures for %s (an outage's included), over the budget of %d", n, key, h.budget)
+		}
+		return ""
+	}
+	if n := before.made(key); row.Attempts >= 0 && n > row.Attempts {
+		return fmt.Sprintf("%d requests for %s left the app (%d reached the receiver), the outbox counts %d attempts", n, key, before.reached(key), row.Attempts)
+	}
+	if n := after.made(key); h.budget > 0 && n > h.budget {
+		return fmt.Sprintf("%d requests for %s left the app (%d reached the receiver), over the budget of %d", n, key, after.reached(key), h.budget)
+	}
+	return ""
+}
+
+// afterRefusal is H8's first half: "" when no request followed a
+// refusal for good of its key, else the first that did. A refusal
+// counts once it answered the key's newest request (no other request
+// for the key was sent while it was under way: an answer to a paused
+// worker whose job another took is news its outbox may not hear), and
+// once its process lived on for a second after it (a crash, a reset or
+// a lost COMMIT reply at that moment may have lost what the outbox
+// wrote of it).
+func (h *history) afterRefusal(requests []Request) string {
+	for _, q := range requests {
+		if !q.refusal() || h.cut(q.Replica, q.Done) {
+			continue
+		}
+		overlapped := slices.ContainsFunc(requests, func(o Request) bool {
+			return o.N != q.N && o.id() == q.id() && o.At > q.At && o.At <= q.Done
+		})
+		if overlapped {
+			continue
+		}
+		for _, o := range requests {
+			if o.id() == q.id() && o.At > q.Done && o.made() {
+				return fmt.Sprintf("request %d for %s at %s came after the receiver refused it for good at %s (request %d: %s)",
+					o.N, o.Key, o.At, q.Done, q.N, q.Outcome)
+			}
+		}
+	}
+	return ""
+}
+
+// cut reports whether a fault struck replica within a second after at.
+func (h *history) cut(replica int, at time.Duration) bool {
+	return slices.ContainsFunc(h.faults, func(f struck) bool {
+		return f.Replica == replica && f.At >= at && f.At <= at+time.Second
+	})
+}
+
+// settled checks H7 and H8's liveness on the rows read after the
+// faults healed (at healed) and the horizon passed: every approval the
+// outbox shows, or that committed, is delivered (one task) or given up
+// with a reason that the history bears out; a key still pending, sent
+// nothing since the faults healed, while the outbox went on sending a
+// key that is stuck for good, is held behind it.
+func (h *history) settled(at, healed time.Duration, rows map[string]designs.RunningRow, s seen) *Violation {
 	var open []string
 	for _, key := range h.knownKeys(rows) {
 		row, shown := rows[key]
@@ -122,23 +192,86 @@ func (h *history) settled(at time.Duration, rows map[string]designs.RunningRow, 
 				return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is shown %s, and the receiver holds no task for it", key, row.State)}
 			}
 		case designs.RowBlocked, designs.RowDiscarded:
-			// Where the outbox does not count attempts, the requests
-			// that reached the receiver are the least it made.
-			budgetSpent := h.budget > 0 && (row.Attempts >= h.budget || row.Attempts < 0 && s.requests[key] >= h.budget)
 			switch {
 			case row.Reason == "":
 				return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is %s with no reason a person could act on", key, row.State)}
-			case !s.refused[key] && !s.refused[h.payload(key)] && !budgetSpent:
-				return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is %s (%s) with %s, and the receiver refused none of its requests", key, row.State, row.Reason, spent(row.Attempts, s.requests[key], h.budget))}
+			case !s.refused(key, h.payload(key)) && !h.spent(key, row, s):
+				return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is %s (%s) with %s, and the receiver refused none of its requests", key, row.State, row.Reason, h.spending(key, row, s))}
 			}
 		default:
 			return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is in a state the spec does not know: %q", key, row.State)}
+		}
+	}
+	sentSince := func(key string) bool {
+		return slices.ContainsFunc(s.requests, func(q Request) bool { return q.Key == key && q.At >= healed })
+	}
+	for _, key := range open {
+		if sentSince(key) {
+			continue
+		}
+		for _, other := range h.stuckKeys() {
+			if other != key && sentSince(other) {
+				return &Violation{Check: "H8", At: at, Detail: fmt.Sprintf("%s is still pending when the horizon passed, every fault healed, while %s is stuck (%s): held behind it", key, other, h.stuckWhy(other))}
+			}
 		}
 	}
 	if len(open) > 0 {
 		return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("still pending when the horizon passed, every fault healed: %s", strings.Join(open, ", "))}
 	}
 	return nil
+}
+
+// spent reports whether key spent its budget, as the design counts.
+func (h *history) spent(key string, row designs.RunningRow, s seen) bool {
+	if h.budget == 0 {
+		return false
+	}
+	if row.Attempts >= h.budget && h.counts != designs.CountsNothing {
+		return true
+	}
+	if h.counts == designs.CountsErrors {
+		return s.failed(key) >= h.budget
+	}
+	// Where the outbox does not show its count, the requests that left
+	// (an outage's included) are the least it made.
+	return (row.Attempts < 0 || h.counts == designs.CountsNothing) && s.made(key) >= h.budget
+}
+
+// spending says how much of its budget a key spent, as a check reads it.
+func (h *history) spending(key string, row designs.RunningRow, s seen) string {
+	switch {
+	case h.budget == 0:
+		return "no budget to spend"
+	case h.counts == designs.CountsErrors:
+		return fmt.Sprintf("%d failed requests of its budget of %d", s.failed(key), h.budget)
+	case row.Attempts < 0 || h.counts == designs.CountsNothing:
+		return fmt.Sprintf("%d requests (an outage's included) of its budget of %d", s.made(key), h.budget)
+	}
+	return fmt.Sprintf("%d of its %d attempts", row.Attempts, h.budget)
+}
+
+// stuckKeys are the keys of the approved cases the receiver refuses,
+// answers late or is down for, for good.
+func (h *history) stuckKeys() []string {
+	var keys []string
+	for _, a := range h.approvals {
+		if _, ok := h.stuck[a.Case]; ok && a.Key != "" && !slices.Contains(keys, a.Key) {
+			keys = append(keys, a.Key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// stuckWhy says what the receiver does with every request for key.
+func (h *history) stuckWhy(key string) string {
+	for _, a := range h.approvals {
+		if a.Key == key {
+			return map[KeyFault]string{RefuseKey400: "refused for good, 400", RefuseKey422: "refused for good, 422",
+				SlowKey: "every answer after the client's timeout", DownKey: "the receiver down for it"}[h.stuck[a.Case]]
+		}
+	}
+	return ""
 }
 
 // payload is the payload approved for key, "" when none is known.
@@ -149,17 +282,6 @@ func (h *history) payload(key string) string {
 		}
 	}
 	return ""
-}
-
-// spent says how much of its budget a key spent, as a check reads it.
-func spent(attempts, requests, budget int) string {
-	switch {
-	case budget == 0:
-		return "no budget to spend"
-	case attempts < 0:
-		return fmt.Sprintf("%d requests of its budget of %d", requests, budget)
-	}
-	return fmt.Sprintf("%d of its %d attempts", attempts, budget)
 }
 
 // committedKeys are the keys of the approvals that committed, sorted.

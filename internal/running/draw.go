@@ -1,11 +1,14 @@
 package running
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/outboxlab/handoff/designs"
 )
 
 // titles are the titles approvals draw: plain, non-ASCII, and at the
@@ -20,18 +23,24 @@ var titles = []string{
 // defaultLease is the lease a design that declares none is paused past.
 const defaultLease = 30 * time.Second
 
-// Draw draws a schedule for a design whose jobs stay with a worker for
-// lease (0: defaultLease) on backend: approvals, crashes,
-// connection resets and lost COMMIT replies (on PostgreSQL, where the
-// database is at the other end of a connection), and an outage at drawn times
-// within the first two minutes, and an answer for each of the first
-// requests, a paused worker held past the lease. Shrinking makes a
-// failure's schedule small.
-func Draw(t *rapid.T, design, backend string, lease time.Duration) Schedule {
-	if lease == 0 {
-		lease = defaultLease
+// Draw draws a schedule for design d on backend: one to three replicas
+// of it side by side (up to d.Replicas), approvals, crashes, connection
+// resets and lost COMMIT replies (on PostgreSQL, where the database is
+// at the other end of a connection), each striking one replica, and an
+// outage at drawn times within the first two minutes; an answer for
+// each of the first requests, a paused worker held past d's lease (or,
+// for a job held by a lock, any pause); and for some cases a fault that
+// lasts: refused for good, always slow, or the receiver down for it.
+// Shrinking makes a failure's schedule small.
+func Draw(t *rapid.T, d designs.Running, backend string) Schedule {
+	lease := cmp.Or(d.Lease, defaultLease)
+	s := Schedule{Design: d.Name, Backend: backend}
+	most := MaxReplicas
+	if d.Replicas > 0 {
+		most = min(d.Replicas, MaxReplicas)
 	}
-	s := Schedule{Design: design, Backend: backend}
+	s.Replicas = rapid.IntRange(1, most).Draw(t, "replicas")
+	replica := func(label string) int { return rapid.IntRange(1, s.Replicas).Draw(t, label) }
 	at := func(label string) time.Duration {
 		return time.Duration(rapid.IntRange(0, 120_000).Draw(t, label)) * time.Millisecond
 	}
@@ -39,9 +48,12 @@ func Draw(t *rapid.T, design, backend string, lease time.Duration) Schedule {
 	for i := range cases {
 		c := fmt.Sprintf("case-%d", i+1)
 		title := rapid.SampledFrom(titles).Draw(t, "title")
-		s.Events = append(s.Events, Event{At: at("approve at"), Kind: Approve, Case: c, Title: title})
+		s.Events = append(s.Events, Event{At: at("approve at"), Kind: Approve, Case: c, Title: title, Replica: replica("approve on")})
 		if rapid.IntRange(0, 4).Draw(t, "approve again") == 0 {
-			s.Events = append(s.Events, Event{At: at("approve again at"), Kind: Approve, Case: c, Title: title})
+			s.Events = append(s.Events, Event{At: at("approve again at"), Kind: Approve, Case: c, Title: title, Replica: replica("approve again on")})
+		}
+		if f := rapid.SampledFrom(drawnKeyFaults).Draw(t, "key fault"); f != "" {
+			s.Keys = append(s.Keys, KeyRule{Case: c, Fault: f})
 		}
 	}
 	faults := []EventKind{Crash}
@@ -52,12 +64,17 @@ func Draw(t *rapid.T, design, backend string, lease time.Duration) Schedule {
 	}
 	for _, k := range faults {
 		for range rapid.IntRange(0, 2).Draw(t, string(k)+"s") {
-			s.Events = append(s.Events, Event{At: at(string(k) + " at"), Kind: k})
+			s.Events = append(s.Events, Event{At: at(string(k) + " at"), Kind: k, Replica: replica(string(k) + " on")})
 		}
 	}
 	if rapid.Bool().Draw(t, "outage") {
 		s.Events = append(s.Events, Event{At: at("outage at"), Kind: Outage,
 			For: time.Duration(rapid.IntRange(1, 120).Draw(t, "outage seconds")) * time.Second})
+	}
+	if s.Replicas == 1 {
+		for i := range s.Events {
+			s.Events[i].Replica = 0
+		}
 	}
 	slices.SortStableFunc(s.Events, func(a, b Event) int { return int(a.At - b.At) })
 	for n := 1; n <= 12; n++ {
@@ -68,7 +85,7 @@ func Draw(t *rapid.T, design, backend string, lease time.Duration) Schedule {
 		r := AnswerRule{N: n, Answer: a}
 		switch a {
 		case Hold:
-			r.Wait = lease + time.Duration(rapid.IntRange(1, 300).Draw(t, "hold seconds past the lease"))*time.Second
+			r.Wait = holdPast(d, lease) + time.Duration(rapid.IntRange(1, 300).Draw(t, "hold seconds past the lease"))*time.Second
 		case Busy, Throttled:
 			r.Wait = time.Duration(rapid.IntRange(1, 60).Draw(t, "retry after seconds")) * time.Second
 		}
@@ -76,6 +93,19 @@ func Draw(t *rapid.T, design, backend string, lease time.Duration) Schedule {
 	}
 	return s
 }
+
+// holdPast is what a paused worker's pause is drawn past: d's lease, or
+// nothing for a job held by a lock, which no other worker takes while
+// its holder lives.
+func holdPast(d designs.Running, lease time.Duration) time.Duration {
+	if d.Holds == designs.HeldByLock {
+		return 0
+	}
+	return lease
+}
+
+// drawnKeyFaults weighs the faults that last: most cases have none.
+var drawnKeyFaults = []KeyFault{"", "", "", "", "", RefuseKey400, RefuseKey422, SlowKey, DownKey}
 
 // drawnAnswers weighs the answers: most requests are answered.
 var drawnAnswers = []Answer{Answered, Answered, Answered, Answered, Answered, Answered,

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 
@@ -25,6 +26,7 @@ var errReset = errors.New("running: the connection was reset")
 type process struct {
 	watch    *watchdog
 	gen      int
+	replica  int // which of the schedule's processes, from 1
 	backend  string
 	database string
 	receiver *Receiver
@@ -49,9 +51,25 @@ var _ interface {
 	Dial(ctx context.Context, network, addr string) (net.Conn, error)
 	Receiver() system.Receiver
 	ReceiverFor(worker string) system.Receiver
+	HTTPClient(worker string) *http.Client
+	ReceiverURL() string
+	Replica() int
 } = (*process)(nil)
 
-func (p *process) Backend() string  { return p.backend }
+func (p *process) Backend() string     { return p.backend }
+func (p *process) Replica() int        { return p.replica }
+func (p *process) ReceiverURL() string { return ReceiverURL }
+
+// HTTPClient is a client whose requests reach the harness's receiver
+// over HTTP, in memory, as the named worker's ("" for none). It follows
+// no redirects and has no timeout of its own: the caller's context, or
+// a Timeout set on it, bounds a request.
+func (p *process) HTTPClient(worker string) *http.Client {
+	return &http.Client{
+		Transport:     httpReceiver{p: p, worker: worker},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
 func (p *process) Database() string { return p.database }
 
 // Receiver is the harness's receiver as this process reaches it: a

@@ -11,8 +11,9 @@ import (
 
 // Receiver is the harness's receiver in a running run: the spec's
 // receiver (a task per key, a replay answered with the task, another
-// payload a conflict), reached in memory, that answers each request as
-// the schedule says and records every request and every task.
+// payload a conflict), reached in memory as a function or over HTTP,
+// that answers each request as the schedule says (by its number, or for
+// good by its case) and records every request and every task.
 type Receiver struct {
 	schedule Schedule
 	start    time.Time
@@ -21,7 +22,8 @@ type Receiver struct {
 	tasks    []Task
 	byKey    map[string]int64 // the task of each key
 	requests []Request
-	refused  map[string]bool // keys and payloads the receiver refused for good
+	cases    map[string]string // the case of each approved key and payload
+	keyOf    map[string]string // the approved key of each payload
 }
 
 // Task is one task the receiver created.
@@ -29,48 +31,141 @@ type Task struct {
 	ID           int64
 	Key, Payload string
 	At           time.Duration
+	// Keyless says the request carried no Idempotency-Key: the receiver
+	// created the task without looking for one, and Key is the key
+	// approved with its payload.
+	Keyless bool
 }
 
 // Request is one request a process sent, and what came of it.
 type Request struct {
-	N            int           // its number, from 1, as the schedule counts
-	At           time.Duration // when it was sent
-	Generation   int           // the boot of the process that sent it
-	Worker       string        // the worker that sent it, when the design names it
+	N          int           // its number, from 1, as the schedule counts
+	At         time.Duration // when it was sent
+	Done       time.Duration // when its answer went back, or it ended unanswered
+	Generation int           // the boot of the process that sent it
+	Replica    int           // the process, from 1, that sent it
+	Worker     string        // the worker that sent it, when the design names it
+	// Case is the approved case whose key or payload the request carries,
+	// "" when it carries neither.
+	Case         string
 	Key, Payload string
-	Answer       Answer
+	// Keyless says an HTTP request carried no Idempotency-Key.
+	Keyless bool
+	// Answer is what the receiver did with it: the schedule's rule for
+	// its number, the lasting fault of its key, or Down when it never
+	// reached the receiver.
+	Answer Answer
 	// Reached says the receiver took it: an outage's and a crashed
 	// process's requests never arrive.
 	Reached bool
 	// Outcome says what the receiver did and what the worker heard.
 	Outcome string
+
+	neverLeft bool // the process had crashed: the request never left it
+}
+
+// Answers a request can get besides the drawn ones.
+const (
+	// Down: the request failed before it reached the receiver: an outage,
+	// a key the receiver is down for, or a process that had crashed.
+	Down Answer = "down"
+)
+
+// refusal reports whether the receiver refused the request for good.
+func (q Request) refusal() bool {
+	return q.Reached && (q.Answer == Refused || q.Answer == Conflict)
+}
+
+// made reports whether the request left its process: it reached the
+// receiver, or failed at it (an outage). A request of a crashed process
+// never left.
+func (q Request) made() bool { return q.Reached || q.Answer == Down && !q.neverLeft }
+
+// id is who a request is for: its case where the harness knows it (a
+// design may send one case under keys of its own), else its key.
+func (q Request) id() string {
+	if q.Case != "" {
+		return q.Case
+	}
+	return q.Key
 }
 
 func newReceiver(s Schedule, start time.Time) *Receiver {
-	return &Receiver{schedule: s, start: start, byKey: map[string]int64{}, refused: map[string]bool{}}
+	return &Receiver{schedule: s, start: start, byKey: map[string]int64{}, cases: map[string]string{}, keyOf: map[string]string{}}
+}
+
+// approved tells the receiver the key and payload the app derived for a
+// case, so that a request carrying either is known to be that case's.
+func (r *Receiver) approved(caseID, key, payload string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if key != "" {
+		r.cases[key] = caseID
+	}
+	if payload != "" {
+		r.cases[payload] = caseID
+		r.keyOf[payload] = key
+	}
+}
+
+// reply is what the receiver did with one request, for either way of
+// reaching it to say.
+type reply struct {
+	answer   Answer // Answered, a drawn answer, or Down
+	id       int64
+	replayed bool
+	task     Task
+	wait     time.Duration // the retry hint of a 503 or 429
+	// err is the answer as a system.Receiver says it.
+	err error
 }
 
 // create is CreateTask for the process p.
 func (r *Receiver) create(ctx context.Context, p *process, worker, key, payload string) (int64, error) {
+	rep := r.handle(ctx, p, worker, key, payload, false)
+	return rep.id, rep.err
+}
+
+// handle takes one request of process p: it records it, answers it as
+// the schedule says, and returns what it did.
+func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload string, keyless bool) reply {
 	p.watch.moved()
 	r.mu.Lock()
 	n := len(r.requests) + 1
 	rule := r.schedule.rule(n)
-	req := Request{N: n, At: time.Since(r.start), Generation: p.gen, Worker: worker, Key: key, Payload: payload, Answer: rule.Answer}
-	r.requests = append(r.requests, req)
+	caseID := r.cases[key]
+	if caseID == "" {
+		caseID = r.cases[payload]
+	}
+	at := time.Since(r.start)
+	r.requests = append(r.requests, Request{N: n, At: at, Generation: p.gen, Replica: p.replica, Worker: worker,
+		Case: caseID, Key: key, Payload: payload, Keyless: keyless, Answer: rule.Answer})
 	r.mu.Unlock()
-	done := func(reached bool, outcome string) {
+	fault, lasting := r.schedule.keyFault(caseID)
+	lasting = lasting && caseID != ""
+	done := func(answer Answer, reached bool, outcome string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		r.requests[n-1].Reached, r.requests[n-1].Outcome = reached, outcome
+		q := &r.requests[n-1]
+		q.Answer, q.Reached, q.Outcome, q.Done = answer, reached, outcome, time.Since(r.start)
+	}
+	neverLeft := func(outcome string) reply {
+		done(Down, false, outcome)
+		r.mu.Lock()
+		r.requests[n-1].neverLeft = true
+		r.mu.Unlock()
+		return reply{answer: Down, err: fmt.Errorf("%w: %w", system.ErrTransient, ErrCrashed)}
 	}
 	if !p.alive() {
-		done(false, "never left: the process had crashed")
-		return 0, fmt.Errorf("%w: %w", system.ErrTransient, ErrCrashed)
+		return neverLeft("never left: the process had crashed")
 	}
-	if r.down(req.At) {
-		done(false, "the receiver is down: failed before it acted")
-		return 0, fmt.Errorf("%w: connection refused (outage)", system.ErrTransient)
+	switch {
+	case r.down(at):
+		done(Down, false, "the receiver is down: failed before it acted")
+		return reply{answer: Down, err: fmt.Errorf("%w: connection refused (outage)", system.ErrTransient)}
+	case lasting && fault == DownKey:
+		done(Down, false, "the receiver is down for this key, for good: failed before it acted")
+		return reply{answer: Down, err: fmt.Errorf("%w: connection refused (down for this key)", system.ErrTransient)}
 	}
 	if rule.Answer == Hold {
 		// The worker is paused: it sends only after the hold, whatever
@@ -81,47 +176,51 @@ func (r *Receiver) create(ctx context.Context, p *process, worker, key, payload 
 		case <-p.stopping:
 		}
 		if !p.alive() {
-			done(false, fmt.Sprintf("held %s, and the process crashed meanwhile: never left", rule.Wait))
-			return 0, fmt.Errorf("%w: %w", system.ErrTransient, ErrCrashed)
+			return neverLeft(fmt.Sprintf("held %s, and the process crashed meanwhile: never left", rule.Wait))
 		}
 	}
-	switch rule.Answer {
+	answer := rule.Answer
+	if lasting {
+		answer = map[KeyFault]Answer{RefuseKey400: Refused, RefuseKey422: Conflict, SlowKey: Slow}[fault]
+	}
+	forGood := ""
+	if lasting {
+		forGood = ", as every request for this key"
+	}
+	switch answer {
 	case Busy, Throttled:
-		done(true, fmt.Sprintf("%s, retry after %s, before acting", rule.Answer, rule.Wait))
-		return 0, &system.RetryHint{After: rule.Wait, Err: fmt.Errorf("%w: %s", system.ErrTransient, rule.Answer)}
+		done(answer, true, fmt.Sprintf("%s, retry after %s, before acting", answer, rule.Wait))
+		return reply{answer: answer, wait: rule.Wait, err: &system.RetryHint{After: rule.Wait, Err: fmt.Errorf("%w: %s", system.ErrTransient, answer)}}
 	case InFlight:
-		done(true, "409: in flight elsewhere, before acting")
-		return 0, fmt.Errorf("%w: 409 in flight", system.ErrTransient)
-	case Refused, Conflict:
-		r.mu.Lock()
-		r.refused[key], r.refused[payload] = true, true
-		r.mu.Unlock()
-		if rule.Answer == Conflict {
-			done(true, "422: the key holds another payload, before acting")
-			return 0, fmt.Errorf("%w: 422", system.ErrKeyConflict)
-		}
-		done(true, "400: refused for good, before acting")
-		return 0, fmt.Errorf("%w: 400", system.ErrRejected)
+		done(answer, true, "409: in flight elsewhere, before acting")
+		return reply{answer: answer, err: fmt.Errorf("%w: 409 in flight", system.ErrTransient)}
+	case Conflict:
+		done(answer, true, "422: the key holds another payload, before acting"+forGood)
+		return reply{answer: answer, err: fmt.Errorf("%w: 422", system.ErrKeyConflict)}
+	case Refused:
+		done(answer, true, "400: refused for good, before acting"+forGood)
+		return reply{answer: answer, err: fmt.Errorf("%w: 400", system.ErrRejected)}
 	}
-	id, replayed, err := r.store(key, payload)
+	t, replayed, err := r.store(key, payload, keyless)
 	if err != nil {
-		r.mu.Lock()
-		r.refused[key], r.refused[payload] = true, true
-		r.mu.Unlock()
-		done(true, "422: the key holds another payload")
-		return 0, err
+		done(Conflict, true, "422: the key holds another payload")
+		return reply{answer: Conflict, err: err}
 	}
-	acted := fmt.Sprintf("created task %d", id)
-	if replayed {
-		acted = fmt.Sprintf("replayed task %d", id)
+	acted := fmt.Sprintf("created task %d", t.ID)
+	switch {
+	case replayed:
+		acted = fmt.Sprintf("replayed task %d", t.ID)
+	case keyless:
+		acted = fmt.Sprintf("created task %d: no Idempotency-Key, so no replay looked for", t.ID)
 	}
-	switch rule.Answer {
+	rep := reply{answer: answer, id: t.ID, replayed: replayed, task: t}
+	switch answer {
 	case LostReply:
-		done(true, acted+"; the reply was lost")
-		return 0, fmt.Errorf("%w: reply lost", system.ErrTransient)
+		done(answer, true, acted+"; the reply was lost")
+		return reply{answer: answer, task: t, err: fmt.Errorf("%w: reply lost", system.ErrTransient)}
 	case Failed:
-		done(true, acted+"; answered 500")
-		return 0, fmt.Errorf("%w: 500", system.ErrTransient)
+		done(answer, true, acted+"; answered 500")
+		return reply{answer: answer, task: t, err: fmt.Errorf("%w: 500", system.ErrTransient)}
 	case Slow:
 		select {
 		case <-ctx.Done():
@@ -129,11 +228,23 @@ func (r *Receiver) create(ctx context.Context, p *process, worker, key, payload 
 		case <-p.crashed:
 		case <-p.stopping:
 		}
-		done(true, acted+"; the reply came after the client gave up")
-		return 0, fmt.Errorf("%w: answer too slow: %w", system.ErrTransient, context.DeadlineExceeded)
+		done(answer, true, acted+"; the reply came after the client gave up"+forGood)
+		return reply{answer: answer, task: t, err: fmt.Errorf("%w: answer too slow: %w", system.ErrTransient, context.DeadlineExceeded)}
 	}
-	done(true, acted)
-	return id, nil
+	done(Answered, true, acted)
+	rep.answer = Answered
+	return rep
+}
+
+// malformed records a request that the receiver over HTTP refused for
+// good before it reached the store: a malformed key or body.
+func (r *Receiver) malformed(p *process, worker, key, payload, outcome string) {
+	p.watch.moved()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at := time.Since(r.start)
+	r.requests = append(r.requests, Request{N: len(r.requests) + 1, At: at, Done: at, Generation: p.gen, Replica: p.replica, Worker: worker,
+		Case: r.cases[payload], Key: key, Payload: payload, Answer: Refused, Reached: true, Outcome: outcome})
 }
 
 // down reports whether an outage of the schedule covers at.
@@ -146,43 +257,39 @@ func (r *Receiver) down(at time.Duration) bool {
 	return false
 }
 
-// store creates the task of key, or replays it.
-func (r *Receiver) store(key, payload string) (int64, bool, error) {
+// store creates the task of key, or replays it. A keyless request
+// creates a task every time, named by the key approved with its
+// payload.
+func (r *Receiver) store(key, payload string, keyless bool) (Task, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if id, ok := r.byKey[key]; ok {
-		if r.tasks[id-1].Payload != payload {
-			return 0, false, fmt.Errorf("%w: %s", system.ErrKeyConflict, key)
+	if keyless {
+		key = r.keyOf[payload]
+	} else if id, ok := r.byKey[key]; ok {
+		if t := r.tasks[id-1]; t.Payload != payload {
+			return Task{}, false, fmt.Errorf("%w: %s", system.ErrKeyConflict, key)
 		}
-		return id, true, nil
+		return r.tasks[id-1], true, nil
 	}
-	id := int64(len(r.tasks) + 1)
-	r.tasks = append(r.tasks, Task{ID: id, Key: key, Payload: payload, At: time.Since(r.start)})
-	r.byKey[key] = id
-	return id, false, nil
+	t := Task{ID: int64(len(r.tasks) + 1), Key: key, Payload: payload, At: time.Since(r.start), Keyless: keyless}
+	r.tasks = append(r.tasks, t)
+	if !keyless {
+		r.byKey[key] = t.ID
+	}
+	return t, false, nil
 }
 
 // seen is what the receiver knows at one moment.
 type seen struct {
 	tasks    []Task
-	requests map[string]int  // requests that reached it, by key
-	refused  map[string]bool // keys and payloads refused for good
+	requests []Request
 }
 
 // snapshot is what the receiver knows now.
 func (r *Receiver) snapshot() seen {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := seen{tasks: append([]Task(nil), r.tasks...), requests: map[string]int{}, refused: map[string]bool{}}
-	for _, q := range r.requests {
-		if q.Reached {
-			s.requests[q.Key]++
-		}
-	}
-	for k := range r.refused {
-		s.refused[k] = true
-	}
-	return s
+	return seen{tasks: append([]Task(nil), r.tasks...), requests: append([]Request(nil), r.requests...)}
 }
 
 // Requests is every request so far, in the order sent.
@@ -200,4 +307,50 @@ func (s seen) taskOf(key string) (Task, bool) {
 		}
 	}
 	return Task{}, false
+}
+
+// reached is how many requests for key reached the receiver.
+func (s seen) reached(key string) int {
+	n := 0
+	for _, q := range s.requests {
+		if q.Key == key && q.Reached {
+			n++
+		}
+	}
+	return n
+}
+
+// made is how many requests for key left their process: those that
+// reached the receiver and those that failed at it during an outage.
+func (s seen) made(key string) int {
+	n := 0
+	for _, q := range s.requests {
+		if q.Key == key && q.made() {
+			n++
+		}
+	}
+	return n
+}
+
+// failed is how many requests for key were answered with an error, or
+// failed at the receiver: what an outbox that counts errors counts.
+func (s seen) failed(key string) int {
+	n := 0
+	for _, q := range s.requests {
+		if q.Key == key && q.made() && q.Answer != Answered && q.Answer != Hold {
+			n++
+		}
+	}
+	return n
+}
+
+// refused reports whether the receiver refused some request of key or
+// of its payload for good.
+func (s seen) refused(key, payload string) bool {
+	for _, q := range s.requests {
+		if q.refusal() && (q.Key == key || payload != "" && q.Payload == payload) {
+			return true
+		}
+	}
+	return false
 }

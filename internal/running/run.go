@@ -32,8 +32,9 @@ type Result struct {
 	Tasks     []Task
 	Log       []Entry // what the harness did and read
 
-	Virtual time.Duration // the virtual time the run took
-	Boots   int
+	Virtual   time.Duration // the virtual time the run took
+	Boots     int
+	BootLanes []string // the lane of each boot, in boot order
 }
 
 // checkEvery is how often, in virtual time, the harness reads the
@@ -72,7 +73,12 @@ func Run(t *testing.T, cfg Config, s Schedule) Result {
 		}
 	}()
 	synctest.Test(t, func(t *testing.T) {
-		r := &runner{cfg: cfg, s: s, start: time.Now(), h: &history{budget: cfg.Design.Budget}, watch: w}
+		stuck := map[string]KeyFault{}
+		for _, k := range s.Keys {
+			stuck[k.Case] = k.Fault
+		}
+		h := &history{budget: cfg.Design.Budget, counts: cfg.Design.Counts, stuck: stuck}
+		r := &runner{cfg: cfg, s: s, start: time.Now(), h: h, watch: w, procs: make([]*replica, s.replicas())}
 		r.rec = newReceiver(s, r.start)
 		res = r.run(t.Context())
 		// A goroutine that outlives Stop by a timer's sleep (a library's
@@ -93,7 +99,13 @@ type runner struct {
 	h     *history
 	log   []Entry
 	boots int
+	lanes []string
 
+	procs []*replica // the processes side by side, by replica number - 1
+}
+
+// replica is one of the processes of a run, as it runs now.
+type replica struct {
 	p      *process
 	booted designs.Booted
 	cancel context.CancelFunc
@@ -119,13 +131,25 @@ func (r *runner) logf(lane, format string, args ...any) {
 	r.log = append(r.log, Entry{At: r.now(), Lane: lane, Text: fmt.Sprintf(format, args...)})
 }
 
-// bootLane names the lane of the process's boot gen.
-func bootLane(gen int) string { return fmt.Sprintf("boot %d", gen) }
+// bootLane names the lane of a process's boot gen: "boot 2", or with
+// replicas side by side "replica 1 boot 2".
+func bootLane(replicas, replica, gen int) string {
+	if replicas > 1 {
+		return fmt.Sprintf("replica %d boot %d", replica, gen)
+	}
+	return fmt.Sprintf("boot %d", gen)
+}
+
+// lane is the lane of p's boot.
+func (r *runner) lane(p *process) string { return bootLane(r.s.replicas(), p.replica, p.gen) }
 
 func (r *runner) run(ctx context.Context) Result {
 	v := r.events(ctx)
-	if r.booted != nil {
-		if err := r.stop(); err != nil {
+	for _, rep := range r.procs {
+		if rep == nil || rep.booted == nil {
+			continue
+		}
+		if err := r.stop(rep); err != nil {
 			if v == nil {
 				v = &Violation{Check: "run", At: r.now(), Detail: err.Error()}
 			} else {
@@ -133,15 +157,17 @@ func (r *runner) run(ctx context.Context) Result {
 			}
 		}
 	}
-	return Result{Schedule: r.s, Violation: v, Requests: r.rec.Requests(), Tasks: r.rec.snapshot().tasks, Log: r.log, Virtual: r.now(), Boots: r.boots}
+	return Result{Schedule: r.s, Violation: v, Requests: r.rec.Requests(), Tasks: r.rec.snapshot().tasks, Log: r.log, Virtual: r.now(), Boots: r.boots, BootLanes: r.lanes}
 }
 
 // events boots the app, plays the schedule's events at their times, then
 // lets virtual time run until every key is final or the horizon passes,
 // checking the history all along.
 func (r *runner) events(ctx context.Context) *Violation {
-	if err := r.boot(ctx); err != nil {
-		return &Violation{Check: "run", Detail: err.Error()}
+	for i := range r.procs {
+		if err := r.boot(ctx, i+1); err != nil {
+			return &Violation{Check: "run", Detail: err.Error()}
+		}
 	}
 	for _, e := range r.s.Events {
 		if v := r.sleep(e.At - r.now()); v != nil {
@@ -155,6 +181,15 @@ func (r *runner) events(ctx context.Context) *Violation {
 		}
 	}
 	horizon := r.s.Last() + r.cfg.Design.Settle
+	if r.cfg.Design.Holds == designs.HeldByLock {
+		// No other worker takes a job a paused worker holds: the pause
+		// delays it.
+		for _, a := range r.s.Answers {
+			if a.Answer == Hold {
+				horizon += a.Wait
+			}
+		}
+	}
 	r.logf(LaneHarness, "the last fault is over at %s; the horizon is %s", r.s.Last(), horizon)
 	for {
 		if v := r.sleep(min(checkEvery, horizon-r.now())); v != nil {
@@ -166,7 +201,7 @@ func (r *runner) events(ctx context.Context) *Violation {
 		}
 		if r.h.final(rows) && r.quiet() || r.now() >= horizon {
 			r.logf(LaneHarness, "read:%s", showRows(rows))
-			return r.h.settled(r.now(), rows, r.rec.snapshot())
+			return r.h.settled(r.now(), r.s.Last(), rows, r.rec.snapshot())
 		}
 	}
 }
@@ -183,46 +218,55 @@ func (r *runner) quiet() bool {
 
 // apply does e.
 func (r *runner) apply(ctx context.Context, e Event) *Violation {
+	rep := r.procs[e.replica()-1]
 	switch e.Kind {
 	case Approve:
-		return r.approve(ctx, e)
+		return r.approve(ctx, rep, e)
 	case Crash:
-		r.logf(bootLane(r.p.gen), "crash: every goroutine stopped, every connection cut")
-		r.p.crash()
-		if err := r.stop(); err != nil {
+		r.logf(r.lane(rep.p), "crash: every goroutine stopped, every connection cut")
+		r.h.faults = append(r.h.faults, struck{At: r.now(), Replica: e.replica()})
+		rep.p.crash()
+		if err := r.stop(rep); err != nil {
 			return &Violation{Check: "run", At: r.now(), Detail: err.Error()}
 		}
-		if err := r.boot(ctx); err != nil {
+		if err := r.boot(ctx, e.replica()); err != nil {
 			return &Violation{Check: "run", At: r.now(), Detail: err.Error()}
 		}
 	case Reset, CommitLost:
 		if r.cfg.Backend != "postgres" {
 			// A SQLite database is a file in the process: only a crash
 			// cuts it.
-			r.logf(bootLane(r.p.gen), "%s: not on SQLite, whose connections only a crash cuts", e.Kind)
+			r.logf(r.lane(rep.p), "%s: not on SQLite, whose connections only a crash cuts", e.Kind)
 			return nil
 		}
+		r.h.faults = append(r.h.faults, struck{At: r.now(), Replica: e.replica()})
 		if e.Kind == Reset {
-			r.logf(bootLane(r.p.gen), "reset: %d database connections cut", r.p.reset())
+			r.logf(r.lane(rep.p), "reset: %d database connections cut", rep.p.reset())
 			return nil
 		}
-		r.logf(bootLane(r.p.gen), "commit-lost: the next COMMIT loses its reply")
-		r.p.loseCommitReply()
+		r.logf(r.lane(rep.p), "commit-lost: the next COMMIT loses its reply")
+		rep.p.loseCommitReply()
 	case Outage:
 		r.logf(LaneReceiver, "outage: down until %s", e.At+e.For)
 	}
 	return nil
 }
 
-// approve approves e's case through the running process, and checks H3.
-func (r *runner) approve(ctx context.Context, e Event) *Violation {
-	key, payload, err := r.booted.Approve(ctx, e.Case, e.Title)
+// approve approves e's case through the replica's process, and checks
+// H3.
+func (r *runner) approve(ctx context.Context, rep *replica, e Event) *Violation {
+	key, payload, err := rep.booted.Approve(ctx, e.Case, e.Title)
 	a := approval{At: r.now(), Case: e.Case, Title: e.Title, Key: key, Payload: payload, Committed: err == nil}
+	r.rec.approved(e.Case, key, payload)
+	lane := LaneApp
+	if r.s.replicas() > 1 {
+		lane = fmt.Sprintf("%s (replica %d)", LaneApp, e.replica())
+	}
 	if err != nil {
 		a.Err = err.Error()
-		r.logf(LaneApp, "approve %s: %v (outcome unknown)", e.Case, err)
+		r.logf(lane, "approve %s: %v (outcome unknown)", e.Case, err)
 	} else {
-		r.logf(LaneApp, "approve %s: committed %s", e.Case, key)
+		r.logf(lane, "approve %s: committed %s", e.Case, key)
 	}
 	r.h.approvals = append(r.h.approvals, a)
 	if !a.Committed {
@@ -255,7 +299,7 @@ func (r *runner) check(ctx context.Context) (map[string]designs.RunningRow, *Vio
 func (r *runner) read(ctx context.Context) (map[string]designs.RunningRow, *Violation) {
 	var last error
 	for range 60 {
-		rows, err := r.booted.Read(ctx)
+		rows, err := r.procs[0].booted.Read(ctx)
 		if err == nil {
 			return rows, nil
 		}
@@ -267,40 +311,53 @@ func (r *runner) read(ctx context.Context) (map[string]designs.RunningRow, *Viol
 	return nil, &Violation{Check: "run", At: r.now(), Detail: fmt.Sprintf("reading the outbox failed for a minute: %v", last)}
 }
 
-// boot starts a new process of the design.
-func (r *runner) boot(ctx context.Context) error {
+// boot starts a new process of the design as the given replica.
+func (r *runner) boot(ctx context.Context, replicaN int) error {
 	r.boots++
 	ctx, cancel := context.WithCancel(ctx)
-	p := &process{watch: r.watch, gen: r.boots, backend: r.cfg.Backend, database: r.cfg.Database, receiver: r.rec, conns: map[cuttable]struct{}{}, crashed: make(chan struct{}), stopping: make(chan struct{})}
+	p := &process{watch: r.watch, gen: r.boots, replica: replicaN, backend: r.cfg.Backend, database: r.cfg.Database, receiver: r.rec,
+		conns: map[cuttable]struct{}{}, crashed: make(chan struct{}), stopping: make(chan struct{})}
+	r.lanes = append(r.lanes, r.lane(p))
 	b, err := r.cfg.Design.Boot(ctx, p)
 	if err != nil {
 		cancel()
 		p.crash()
 		return fmt.Errorf("boot %d of %s: %w", r.boots, r.cfg.Design.Name, err)
 	}
-	r.p, r.booted, r.cancel = p, b, cancel
-	r.watch.watching(p)
-	r.logf(bootLane(r.boots), "booted")
+	r.procs[replicaN-1] = &replica{p: p, booted: b, cancel: cancel}
+	r.watch.watching(r.processes())
+	r.logf(r.lane(p), "booted")
 	return nil
 }
 
-// stop cancels the process's context and waits for its Stop, for at
+// processes are the processes running now.
+func (r *runner) processes() []*process {
+	var ps []*process
+	for _, rep := range r.procs {
+		if rep != nil {
+			ps = append(ps, rep.p)
+		}
+	}
+	return ps
+}
+
+// stop cancels the replica's context and waits for its Stop, for at
 // most stopWait.
-func (r *runner) stop() error {
-	r.p.stop()
-	r.cancel()
+func (r *runner) stop(rep *replica) error {
+	rep.p.stop()
+	rep.cancel()
 	done := make(chan error, 1)
-	go func(b designs.Booted) { done <- b.Stop() }(r.booted)
-	r.booted = nil
+	go func(b designs.Booted) { done <- b.Stop() }(rep.booted)
+	rep.booted = nil
 	select {
 	case err := <-done:
-		if err != nil && r.p.alive() {
-			return fmt.Errorf("boot %d ended with an error, its workers stopped (a process would exit): %w", r.p.gen, err)
+		if err != nil && rep.p.alive() {
+			return fmt.Errorf("%s ended with an error, its workers stopped (a process would exit): %w", r.lane(rep.p), err)
 		}
-		r.p.crash() // whatever is left open of it
+		rep.p.crash() // whatever is left open of it
 		return nil
 	case <-time.After(stopWait):
-		return fmt.Errorf("boot %d of %s did not stop within %s of virtual time: Stop must end every goroutine the boot started", r.p.gen, r.cfg.Design.Name, stopWait)
+		return fmt.Errorf("%s of %s did not stop within %s of virtual time: Stop must end every goroutine the boot started", r.lane(rep.p), r.cfg.Design.Name, stopWait)
 	}
 }
 

@@ -96,7 +96,7 @@ request 7 400
 		{"design pool\nbackend sqlite\nrequest 1 hold\n", "request 1 hold needs how long"},
 		{"design pool\nbackend sqlite\nrequest 1 400 2s\n", "request 1 400 takes no time after it"},
 		{"design pool\nbackend sqlite\nrequest 1 400\nrequest 1 500\n", "request 1 has a rule already"},
-		{"design pool\nbackend sqlite\nwhen 1s crash\n", "\"when\": want design, backend, at or request"},
+		{"design pool\nbackend sqlite\nwhen 1s crash\n", "\"when\": want design, backend, replicas, at, request or key"},
 	} {
 		_, err := running.ParseSchedule("inline", strings.NewReader(tt.text))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

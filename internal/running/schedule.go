@@ -20,8 +20,13 @@ import (
 type Schedule struct {
 	Design  string
 	Backend string
-	Events  []Event      // by time
-	Answers []AnswerRule // by request number
+	// Replicas is how many processes of the design run side by side on
+	// the one database, each booted, crashed and booted again on its own;
+	// 0 means 1.
+	Replicas int
+	Events   []Event      // by time
+	Answers  []AnswerRule // by request number
+	Keys     []KeyRule    // by case: what the receiver does with every request of it
 }
 
 // Event is something the harness does at a virtual time since the
@@ -33,7 +38,60 @@ type Event struct {
 	Case, Title string
 	// For, for an outage: how long the receiver is down.
 	For time.Duration
+	// Replica, for an approval, a crash, a reset or a lost COMMIT reply:
+	// the process (from 1) it strikes; 0 means 1.
+	Replica int
 }
+
+// KeyRule is a fault that lasts: what the receiver does with every
+// request for one case's action, whatever its number, for the whole run.
+type KeyRule struct {
+	Case  string
+	Fault KeyFault
+}
+
+// KeyFault is what the receiver does with every request for one key.
+type KeyFault string
+
+// The faults that last, per key.
+const (
+	// RefuseKey400: every request for the key is refused for good, 400,
+	// before acting (the receiver's validation rejects it).
+	RefuseKey400 KeyFault = "400"
+	// RefuseKey422: every request for the key is refused for good, 422
+	// (the receiver holds the key with another payload).
+	RefuseKey422 KeyFault = "422"
+	// SlowKey: every request for the key creates (or replays) its task
+	// and answers after the client gave up.
+	SlowKey KeyFault = "slow"
+	// DownKey: the receiver is down for the key, past the design's
+	// settle time: every request for it fails before the receiver acts.
+	DownKey KeyFault = "down"
+)
+
+// keyFaults are the KeyFaults a schedule file may name.
+var keyFaults = []KeyFault{RefuseKey400, RefuseKey422, SlowKey, DownKey}
+
+// replica is the process an event strikes, from 1.
+func (e Event) replica() int { return max(e.Replica, 1) }
+
+// replicas is how many processes the schedule runs.
+func (s Schedule) replicas() int { return max(s.Replicas, 1) }
+
+// keyFault returns the lasting fault of caseID's requests, if any.
+func (s Schedule) keyFault(caseID string) (KeyFault, bool) {
+	for _, k := range s.Keys {
+		if k.Case == caseID {
+			return k.Fault, true
+		}
+	}
+	return "", false
+}
+
+// Size is how many lines of faults and approvals the schedule holds:
+// its events, its answer rules and its key rules. A minimal schedule's
+// size is what the fragile catalog bounds.
+func (s Schedule) Size() int { return len(s.Events) + len(s.Answers) + len(s.Keys) }
 
 // EventKind names an Event.
 type EventKind string
@@ -99,6 +157,9 @@ const (
 	Conflict Answer = "422"
 )
 
+// MaxReplicas is the most processes a schedule runs side by side.
+const MaxReplicas = 3
+
 // answers are the Answers a schedule file may name.
 var answers = []Answer{Answered, LostReply, Slow, Hold, Busy, Throttled, InFlight, Failed, Refused, Conflict}
 
@@ -115,6 +176,54 @@ func (s Schedule) Last() time.Duration {
 	return last
 }
 
+// Smaller is every schedule one step smaller than s: without one of
+// its events, answer rules or key rules, or with one replica fewer (the
+// last replica's events struck on the one before). Minimizing a failure
+// tries each.
+func (s Schedule) Smaller() []Schedule {
+	var out []Schedule
+	if s.replicas() > 1 {
+		c := s.clone()
+		c.Replicas--
+		for i := range c.Events {
+			c.Events[i].Replica = min(c.Events[i].Replica, c.Replicas)
+			if c.Replicas == 1 {
+				c.Events[i].Replica = 0
+			}
+		}
+		out = append(out, c)
+	}
+	for i := range s.Events {
+		c := s.clone()
+		c.Events = slices.Delete(c.Events, i, i+1)
+		out = append(out, c)
+	}
+	for i := range s.Answers {
+		c := s.clone()
+		c.Answers = slices.Delete(c.Answers, i, i+1)
+		out = append(out, c)
+	}
+	for i := range s.Keys {
+		c := s.clone()
+		c.Keys = slices.Delete(c.Keys, i, i+1)
+		out = append(out, c)
+	}
+	return out
+}
+
+// Unused is s without the answer rules of requests that a run of it
+// never made: requests is how many it made.
+func (s Schedule) Unused(requests int) Schedule {
+	c := s.clone()
+	c.Answers = slices.DeleteFunc(c.Answers, func(r AnswerRule) bool { return r.N > requests })
+	return c
+}
+
+func (s Schedule) clone() Schedule {
+	s.Events, s.Answers, s.Keys = slices.Clone(s.Events), slices.Clone(s.Answers), slices.Clone(s.Keys)
+	return s
+}
+
 // rule returns the answer rule of the nth request.
 func (s Schedule) rule(n int) AnswerRule {
 	for _, r := range s.Answers {
@@ -129,6 +238,9 @@ func (s Schedule) rule(n int) AnswerRule {
 func (s Schedule) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "design %s\nbackend %s\n", s.Design, s.Backend)
+	if s.replicas() > 1 {
+		fmt.Fprintf(&b, "replicas %d\n", s.Replicas)
+	}
 	for _, e := range s.Events {
 		fmt.Fprintf(&b, "at %s %s", e.At, e.Kind)
 		switch e.Kind {
@@ -137,7 +249,13 @@ func (s Schedule) String() string {
 		case Outage:
 			fmt.Fprintf(&b, " %s", e.For)
 		}
+		if e.Kind != Outage && s.replicas() > 1 {
+			fmt.Fprintf(&b, " replica=%d", e.replica())
+		}
 		b.WriteByte('\n')
+	}
+	for _, k := range s.Keys {
+		fmt.Fprintf(&b, "key %s %s\n", k.Case, k.Fault)
 	}
 	for _, r := range s.Answers {
 		fmt.Fprintf(&b, "request %d %s", r.N, r.Answer)
@@ -172,6 +290,11 @@ func ParseSchedule(name string, r io.Reader) (Schedule, error) {
 	case s.Backend == "":
 		return Schedule{}, fmt.Errorf("%w: %s: no backend line (backend sqlite or backend postgres)", ErrSchedule, name)
 	}
+	for _, e := range s.Events {
+		if e.replica() > s.replicas() {
+			return Schedule{}, fmt.Errorf("%w: %s: at %s %s strikes replica %d, and the schedule runs %d (a replicas N line)", ErrSchedule, name, e.At, e.Kind, e.replica(), s.replicas())
+		}
+	}
 	return s, nil
 }
 
@@ -185,6 +308,21 @@ func (s *Schedule) parseLine(text string) error {
 		if s.Backend != "sqlite" && s.Backend != "postgres" {
 			return fmt.Errorf("backend %q: want sqlite or postgres", s.Backend)
 		}
+	case "replicas":
+		n, err := strconv.Atoi(strings.TrimSpace(rest))
+		if err != nil || n < 1 || n > MaxReplicas {
+			return fmt.Errorf("replicas %q: want how many processes run side by side, 1 to %d", rest, MaxReplicas)
+		}
+		s.Replicas = n
+	case "key":
+		k, err := parseKeyRule(rest)
+		if err != nil {
+			return err
+		}
+		if _, ok := s.keyFault(k.Case); ok {
+			return fmt.Errorf("key %s has a rule already", k.Case)
+		}
+		s.Keys = append(s.Keys, k)
 	case "at":
 		e, err := parseEvent(rest)
 		if err != nil {
@@ -204,7 +342,7 @@ func (s *Schedule) parseLine(text string) error {
 		}
 		s.Answers = append(s.Answers, r)
 	default:
-		return fmt.Errorf("%q: want design, backend, at or request", word)
+		return fmt.Errorf("%q: want design, backend, replicas, at, request or key", word)
 	}
 	return nil
 }
@@ -217,6 +355,13 @@ func parseEvent(text string) (Event, error) {
 	}
 	kind, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
 	e := Event{At: d, Kind: EventKind(kind)}
+	if i := strings.LastIndex(" "+args, " replica="); i >= 0 && e.Kind != Outage {
+		r := args[i+len("replica="):]
+		if e.Replica, err = strconv.Atoi(strings.TrimSpace(r)); err != nil || e.Replica < 1 {
+			return Event{}, fmt.Errorf("%s replica=%s: want the process's number, from 1", kind, r)
+		}
+		args = strings.TrimSpace(args[:i])
+	}
 	switch e.Kind {
 	case Approve:
 		c, title, _ := strings.Cut(strings.TrimSpace(args), " ")
@@ -263,6 +408,22 @@ func parseRule(text string) (AnswerRule, error) {
 		}
 	}
 	return r, nil
+}
+
+func parseKeyRule(text string) (KeyRule, error) {
+	fields := strings.Fields(text)
+	if len(fields) != 2 {
+		return KeyRule{}, fmt.Errorf("key %q: want key CASE FAULT, such as key case-2 400", text)
+	}
+	k := KeyRule{Case: fields[0], Fault: KeyFault(fields[1])}
+	if !slices.Contains(keyFaults, k.Fault) {
+		names := make([]string, len(keyFaults))
+		for i, f := range keyFaults {
+			names[i] = string(f)
+		}
+		return KeyRule{}, fmt.Errorf("key fault %q: want one of %s", fields[1], strings.Join(names, ", "))
+	}
+	return k, nil
 }
 
 func answerList() string {

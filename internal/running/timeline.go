@@ -32,10 +32,10 @@ func (res Result) Timeline() []Entry {
 	entries := slices.Clone(res.Log)
 	for _, q := range res.Requests {
 		text := fmt.Sprintf("request %d for %s: %s", q.N, q.Key, cmp.Or(q.Outcome, "under way at the end"))
-		e := Entry{At: q.At, Lane: LaneReceiver, From: bootLane(q.Generation), Text: text}
+		e := Entry{At: q.At, Lane: LaneReceiver, From: bootLane(res.Schedule.replicas(), q.Replica, q.Generation), Text: text}
 		if q.Worker != "" {
 			e.Lane, e.From = q.Worker, ""
-			e.Text = fmt.Sprintf("%s → receiver: %s", bootLane(q.Generation), text)
+			e.Text = fmt.Sprintf("%s → receiver: %s", bootLane(res.Schedule.replicas(), q.Replica, q.Generation), text)
 		}
 		entries = append(entries, e)
 	}
@@ -52,9 +52,13 @@ func (res Result) Timeline() []Entry {
 // the harness.
 func (res Result) Lanes() []string {
 	lanes := []string{LaneApp}
-	for gen := 1; gen <= res.Boots; gen++ {
-		lanes = append(lanes, bootLane(gen))
+	for i := 2; i <= res.Schedule.replicas(); i++ {
+		lanes = append(lanes, fmt.Sprintf("%s (replica %d)", LaneApp, i))
 	}
+	if res.Schedule.replicas() > 1 {
+		lanes[0] = LaneApp + " (replica 1)"
+	}
+	lanes = append(lanes, res.BootLanes...)
 	var workers []string
 	for _, q := range res.Requests {
 		if q.Worker != "" && !slices.Contains(workers, q.Worker) {

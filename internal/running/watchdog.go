@@ -26,18 +26,18 @@ type watchdog struct {
 	progress atomic.Int64
 	stuck    atomic.Pointer[string] // why the run was stopped, once it was
 
-	mu   sync.Mutex
-	proc *process // the running process
+	mu    sync.Mutex
+	procs []*process // the running processes
 }
 
 // moved records progress: a statement, a request, a step of the harness.
 func (w *watchdog) moved() { w.progress.Add(1) }
 
 // watching sets the process whose connections the watchdog cuts.
-func (w *watchdog) watching(p *process) {
+func (w *watchdog) watching(ps []*process) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.proc = p
+	w.procs = ps
 }
 
 // reason is why the watchdog stopped the run, "" when it did not.
@@ -68,13 +68,19 @@ func (w *watchdog) watch(done <-chan struct{}) {
 		}
 		since = time.Now() // a cut is progress; a second stall is judged anew
 		w.mu.Lock()
-		p := w.proc
+		ps := w.procs
 		w.mu.Unlock()
-		if p != nil && p.cutWaiting() > 0 {
+		cut := -1
+		for _, p := range ps {
+			if p.cutWaiting() > 0 {
+				cut = p.gen
+			}
+		}
+		if cut >= 0 {
 			why := fmt.Sprintf("virtual time stopped: a goroutine of boot %d waited %s of real time on a database connection that had nothing to send it "+
 				"(a LISTEN for notifications, or a lock held by a transaction left open). Inside the bubble time passes only while every goroutine waits "+
 				"on the bubble, never on a real socket: run the library without listening (poll-only; River: Config.PollOnly), and end every transaction",
-				p.gen, w.stall)
+				cut, w.stall)
 			w.stuck.CompareAndSwap(nil, &why)
 			continue
 		}
