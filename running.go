@@ -186,6 +186,10 @@ func ReplayRunning(t *testing.T, d designs.Running, path string, opts RunningOpt
 	return r
 }
 
+// progressEvery is how often, in real time, a search of the running
+// mode says how far it got (go test -v shows it as it comes).
+const progressEvery = 10 * time.Second
+
 // searchRunning runs the rapid property on d: schedules drawn, each run
 // in a bubble of its own, until a check breaks and the schedule shrinks.
 // It returns the last failing run (the minimal one), what the search ran,
@@ -194,10 +198,15 @@ func ReplayRunning(t *testing.T, d designs.Running, path string, opts RunningOpt
 func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, b Backend, schedules int) (*running.Result, runningStats, bool, string) {
 	var last *running.Result
 	var st runningStats
+	said := time.Now()
 	prop := func(rt *rapid.T) {
 		s := running.Draw(rt, d, string(b))
 		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: string(b)}, s)
 		st.add(res)
+		if time.Since(said) >= progressEvery {
+			said = time.Now()
+			t.Logf("searching %s on %s: %s so far", d.Name, b, st)
+		}
 		if res.Violation != nil {
 			last = &res
 			rt.Fatalf("%v", res.Violation)
@@ -211,18 +220,28 @@ func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, b Backe
 	return last, st, failed, account
 }
 
+// minimizeTries is how many runs minimize gives a smaller schedule to
+// break the check again: goroutine scheduling may hide it in one.
+const minimizeTries = 2
+
 // minimize removes from a failing run's schedule every line its failure
 // does not need: first the answers of requests the run never made,
 // then, one at a time while the check still breaks, each event, answer
 // rule, key rule and replica (Schedule.Smaller). rapid's shrinking
 // leaves such lines where a draw cannot shrink away without changing
-// the draws after it. Each candidate runs once, and a candidate that
-// breaks the same check is kept, so the result may reproduce less often
-// than the run it came from: VerifyRunning says how often it does.
+// the draws after it. A candidate runs up to minimizeTries times and is
+// kept once it breaks the same check, so the result may reproduce less
+// often than the run it came from: VerifyRunning says how often it does.
 func minimize(t *testing.T, d designs.Running, db *runningDatabase, res running.Result) running.Result {
 	fails := func(s running.Schedule) (running.Result, bool) {
-		r := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: s.Backend}, s)
-		return r, r.Violation != nil && r.Violation.Check == res.Violation.Check
+		var r running.Result
+		for range minimizeTries {
+			r = running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: s.Backend}, s)
+			if r.Violation != nil && r.Violation.Check == res.Violation.Check {
+				return r, true
+			}
+		}
+		return r, false
 	}
 	if s := res.Schedule.Unused(len(res.Requests)); s.Size() < res.Schedule.Size() {
 		if r, ok := fails(s); ok {

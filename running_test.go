@@ -234,3 +234,24 @@ func TestRunningCatalogSchedules(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayCountsWhatBroke: a replay says in how many runs a check
+// broke, not how many runs it made: none for the plain worker on the
+// schedule that catches running-new-key, every one for that design.
+func TestReplayCountsWhatBroke(t *testing.T) {
+	s, err := readSchedule(filepath.Join("corpus", "running-fragile", "running-new-key"+ScheduleExt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newKey, err := designs.LookupRunning("running-new-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
+	if f, n := replaySchedule(t, designs.Plain, db, s, 3); f != nil || n != 0 {
+		t.Errorf("the plain worker broke a check in %d of 3 runs (%v), want 0", n, f)
+	}
+	if f, n := replaySchedule(t, newKey, db, s, 3); f == nil || n != 3 || f.Violation.Check != "H2" {
+		t.Errorf("running-new-key broke a check in %d of 3 runs (%v), want H2 in 3", n, f)
+	}
+}

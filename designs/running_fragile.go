@@ -377,8 +377,10 @@ func (w *plainWorker) send(ctx context.Context, j job, key string) (int64, error
 }
 
 // post is the worker's own request over HTTP: POST {url}/tasks, with
-// Idempotency-Key when key is not "", and a 2xx answer's id as the task;
-// any other answer is an error to retry.
+// Idempotency-Key when key is not "", and a 2xx answer's id as the task.
+// With mistakeRetry4xx any other answer is an error to retry; else 422
+// is a conflict, another 4xx but 409 and 429 a refusal, the rest an
+// error to retry.
 func (w *plainWorker) post(ctx context.Context, key, payload string) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url+"/tasks", strings.NewReader(payload))
 	if err != nil {
@@ -400,10 +402,16 @@ func (w *plainWorker) post(ctx context.Context, key, payload string) (int64, err
 	var t struct {
 		ID int64 `json:"id"`
 	}
-	if resp.StatusCode/100 != 2 || json.NewDecoder(resp.Body).Decode(&t) != nil {
+	code := resp.StatusCode
+	switch {
+	case code/100 == 2 && json.NewDecoder(resp.Body).Decode(&t) == nil:
+		return t.ID, nil
+	case w.mistake == mistakeRetry4xx || code/100 != 4 || code == http.StatusConflict || code == http.StatusTooManyRequests:
 		return 0, fmt.Errorf("%w: %s", system.ErrTransient, resp.Status)
+	case code == http.StatusUnprocessableEntity:
+		return 0, fmt.Errorf("%w: %s", system.ErrKeyConflict, resp.Status)
 	}
-	return t.ID, nil
+	return 0, fmt.Errorf("%w: %s", system.ErrRejected, resp.Status)
 }
 
 // deliverUnlocked is mistakeNoLock's delivery, as an ORM writes it: load

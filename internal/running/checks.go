@@ -1,6 +1,7 @@
 package running
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -156,7 +157,7 @@ func (h *history) afterRefusal(requests []Request) string {
 		for _, o := range requests {
 			if o.id() == q.id() && o.At > q.Done && o.made() {
 				return fmt.Sprintf("request %d for %s at %s came after the receiver refused it for good at %s (request %d: %s)",
-					o.N, o.Key, o.At, q.Done, q.N, q.Outcome)
+					o.N, cmp.Or(o.Key, "case "+o.Case), o.At, q.Done, q.N, q.Outcome)
 			}
 		}
 	}
@@ -175,7 +176,7 @@ func (h *history) cut(replica int, at time.Duration) bool {
 // outbox shows, or that committed, is delivered (one task) or given up
 // with a reason that the history bears out; a key still pending, sent
 // nothing since the faults healed, while the outbox went on sending a
-// key that is stuck for good, is held behind it.
+// key stuck for good that was approved before it, is held behind it.
 func (h *history) settled(at, healed time.Duration, rows map[string]designs.RunningRow, s seen) *Violation {
 	var open []string
 	for _, key := range h.knownKeys(rows) {
@@ -210,7 +211,7 @@ func (h *history) settled(at, healed time.Duration, rows map[string]designs.Runn
 			continue
 		}
 		for _, other := range h.stuckKeys() {
-			if other != key && sentSince(other) {
+			if other != key && sentSince(other) && h.approvedAt(other) <= h.approvedAt(key) {
 				return &Violation{Check: "H8", At: at, Detail: fmt.Sprintf("%s is still pending when the horizon passed, every fault healed, while %s is stuck (%s): held behind it", key, other, h.stuckWhy(other))}
 			}
 		}
@@ -261,6 +262,16 @@ func (h *history) stuckKeys() []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// approvedAt is when key was first approved.
+func (h *history) approvedAt(key string) time.Duration {
+	for _, a := range h.approvals {
+		if a.Key == key {
+			return a.At
+		}
+	}
+	return 0
 }
 
 // stuckWhy says what the receiver does with every request for key.

@@ -173,6 +173,9 @@ func (r *runner) events(ctx context.Context) *Violation {
 		if v := r.sleep(e.At - r.now()); v != nil {
 			return v
 		}
+		if late := r.now() - e.At; late > 0 {
+			r.logf(LaneHarness, "the next event, scheduled at %s, comes %s late: the last read of the outbox waited for its connections", e.At, late)
+		}
 		if v := r.apply(ctx, e); v != nil {
 			return v
 		}

@@ -31,7 +31,11 @@ type Entry struct {
 func (res Result) Timeline() []Entry {
 	entries := slices.Clone(res.Log)
 	for _, q := range res.Requests {
-		text := fmt.Sprintf("request %d for %s: %s", q.N, q.Key, cmp.Or(q.Outcome, "under way at the end"))
+		key := q.Key
+		if q.Keyless {
+			key = "case " + cmp.Or(q.Case, "unknown") + " with no Idempotency-Key"
+		}
+		text := fmt.Sprintf("request %d for %s: %s", q.N, key, cmp.Or(q.Outcome, "under way at the end"))
 		e := Entry{At: q.At, Lane: LaneReceiver, From: bootLane(res.Schedule.replicas(), q.Replica, q.Generation), Text: text}
 		if q.Worker != "" {
 			e.Lane, e.From = q.Worker, ""

@@ -1,0 +1,234 @@
+package running
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/outboxlab/handoff/designs"
+)
+
+// Hand-made histories for the history checks: each case is one outbox
+// read between two states of the receiver, and the check that must
+// break (or "" for none) with words its detail must hold.
+
+const (
+	k1, k2 = "harbor:create-followup:v1:case-1", "harbor:create-followup:v1:case-2"
+	p1, p2 = `{"case_id":"case-1","title":"One"}`, `{"case_id":"case-2","title":"Two"}`
+)
+
+// approved is a history of case-1 and case-2 approved and committed.
+func approved(budget int, counts designs.Counting) *history {
+	return &history{budget: budget, counts: counts, approvals: []approval{
+		{Case: "case-1", Key: k1, Payload: p1, Committed: true},
+		{Case: "case-2", Key: k2, Payload: p2, Committed: true},
+	}}
+}
+
+// req is a request for case c's key that the receiver answered with a
+// at second sec.
+func req(n int, c string, a Answer, sec int) Request {
+	key, payload := k1, p1
+	if c == "case-2" {
+		key, payload = k2, p2
+	}
+	at := time.Duration(sec) * time.Second
+	return Request{N: n, At: at, Done: at, Replica: 1, Case: c, Key: key, Payload: payload, Answer: a, Reached: a != Down}
+}
+
+func rows(kv ...any) map[string]designs.RunningRow {
+	m := map[string]designs.RunningRow{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1].(designs.RunningRow)
+	}
+	return m
+}
+
+var (
+	pending = designs.RunningRow{State: designs.RowPending, Attempts: 1}
+	sent1   = designs.RunningRow{State: designs.RowSent, TaskID: 1, Attempts: 1}
+)
+
+func TestHistoryCheck(t *testing.T) {
+	task1 := Task{ID: 1, Key: k1, Payload: p1}
+	for _, tc := range []struct {
+		name  string
+		h     *history
+		rows  map[string]designs.RunningRow
+		after seen
+		check string
+		words string
+	}{
+		{"every check holds", approved(3, ""), rows(k1, sent1, k2, pending),
+			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-1", Answered, 1)}}, "", ""},
+		{"two tasks for one key", approved(3, ""), rows(k1, sent1),
+			seen{tasks: []Task{task1, {ID: 2, Key: k1, Payload: p1, Keyless: true}}}, "H1", "2 tasks for " + k1},
+		{"a task no approval holds", approved(3, ""), rows(k1, pending),
+			seen{tasks: []Task{{ID: 1, Key: k1 + "/1", Payload: p1}}}, "H2", "no approval holds its key"},
+		{"a task with another payload", approved(3, ""), rows(k1, pending),
+			seen{tasks: []Task{{ID: 1, Key: k1, Payload: p2}}}, "H2", "its payload is not the one approved"},
+		{"more requests than attempts", approved(3, ""), rows(k1, pending),
+			seen{requests: []Request{req(1, "case-1", LostReply, 1), req(2, "case-1", LostReply, 2)}}, "H4", "the outbox counts 1 attempts"},
+		{"an outage's request is counted", approved(3, ""), rows(k1, pending),
+			seen{requests: []Request{req(1, "case-1", Down, 1), req(2, "case-1", Down, 2)}}, "H4", "2 requests for " + k1 + " left the app (0 reached"},
+		{"a crashed process's request never left", approved(3, ""), rows(k1, pending, k2, pending),
+			seen{requests: []Request{req(1, "case-1", Down, 1), {N: 2, Key: k1, Answer: Down, neverLeft: true}}}, "", ""},
+		{"over the budget", approved(1, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: -1}),
+			seen{requests: []Request{req(1, "case-1", LostReply, 1), req(2, "case-1", LostReply, 2)}}, "H4", "over the budget of 1"},
+		{"an error counter: failures bounded", approved(1, designs.CountsErrors), rows(k1, designs.RunningRow{State: designs.RowPending}),
+			seen{requests: []Request{req(1, "case-1", Failed, 1), req(2, "case-1", Down, 2)}}, "H4", "2 failures"},
+		{"an error counter: an answered request is free", approved(1, designs.CountsErrors), rows(k1, designs.RunningRow{State: designs.RowSent, TaskID: 1}, k2, pending),
+			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-1", Failed, 1), req(2, "case-1", Answered, 2)}}, "", ""},
+		{"no count: nothing to judge", approved(1, designs.CountsNothing), rows(k1, designs.RunningRow{State: designs.RowPending}, k2, pending),
+			seen{requests: []Request{req(1, "case-1", Failed, 1), req(2, "case-1", Failed, 2)}}, "", ""},
+		{"sent with no task", approved(3, ""), rows(k1, sent1), seen{}, "H5", "the receiver holds no task for it"},
+		{"sent with another task", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowSent, TaskID: 2, Attempts: 1}),
+			seen{tasks: []Task{task1}}, "H5", "the receiver's task for it is 1"},
+		{"gone with no task", approved(3, ""), rows(k2, pending), seen{}, "H6", k1 + " was approved"},
+		{"gone with its task", approved(3, ""), rows(k2, pending), seen{tasks: []Task{task1}}, "", ""},
+		{"a request after a refusal", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 2}, k2, pending),
+			seen{requests: []Request{req(1, "case-1", Refused, 1), req(2, "case-1", Refused, 5)}}, "H8", "request 2 for " + k1 + " at 5s came after the receiver refused it for good at 1s"},
+		{"a request after a 422", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 2}, k2, pending),
+			seen{requests: []Request{req(1, "case-1", Conflict, 1), req(2, "case-1", Answered, 5)}, tasks: []Task{task1}}, "H8", "request 2"},
+		{"a refusal of another key", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 1}, k2, pending),
+			seen{requests: []Request{req(1, "case-2", Refused, 1), req(2, "case-1", Failed, 5)}}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := tc.h.check(time.Minute, tc.after, tc.rows, tc.after)
+			judge(t, v, tc.check, tc.words)
+		})
+	}
+}
+
+// TestRefusalThatMayNotHaveBeenHeard: a refusal answered to a paused
+// worker whose job another worker took meanwhile, or to a process cut
+// within a second after it, is not held against the outbox.
+func TestRefusalThatMayNotHaveBeenHeard(t *testing.T) {
+	held := req(1, "case-1", Refused, 1)
+	held.At = 0 // sent at 0, held, refused at 1s
+	other := req(2, "case-1", LostReply, 0)
+	other.At = 500 * time.Millisecond // sent while the first was held
+	later := req(3, "case-1", Answered, 9)
+	h := approved(3, "")
+	if got := h.afterRefusal([]Request{held, other, later}); got != "" {
+		t.Errorf("a refusal answered while a newer request was under way: %s, want none", got)
+	}
+	refused, after := req(1, "case-1", Refused, 1), req(2, "case-1", Answered, 9)
+	h.faults = []struck{{At: 1500 * time.Millisecond, Replica: 1}}
+	if got := h.afterRefusal([]Request{refused, after}); got != "" {
+		t.Errorf("a refusal whose process crashed half a second later: %s, want none", got)
+	}
+	h.faults = []struck{{At: 3 * time.Second, Replica: 1}}
+	if got := h.afterRefusal([]Request{refused, after}); !strings.Contains(got, "request 2") {
+		t.Errorf("a refusal whose process lived on for two seconds: %q, want request 2 named", got)
+	}
+	h.faults = []struck{{At: 1500 * time.Millisecond, Replica: 2}}
+	if got := h.afterRefusal([]Request{refused, after}); !strings.Contains(got, "request 2") {
+		t.Errorf("a refusal whose process lived on while another replica crashed: %q, want request 2 named", got)
+	}
+}
+
+// later has case c approved a minute after the others.
+func later(h *history, c string) *history {
+	for i := range h.approvals {
+		if h.approvals[i].Case == c {
+			h.approvals[i].At = time.Minute
+		}
+	}
+	return h
+}
+
+func TestHistorySettled(t *testing.T) {
+	task1 := Task{ID: 1, Key: k1, Payload: p1}
+	blocked := func(attempts int, reason string) designs.RunningRow {
+		return designs.RunningRow{State: designs.RowBlocked, Attempts: attempts, Reason: reason}
+	}
+	stuck := func(h *history, c string, f KeyFault) *history {
+		h.stuck = map[string]KeyFault{c: f}
+		return h
+	}
+	for _, tc := range []struct {
+		name  string
+		h     *history
+		rows  map[string]designs.RunningRow
+		s     seen
+		check string
+		words string
+	}{
+		{"delivered", approved(3, ""), rows(k1, sent1, k2, designs.RunningRow{State: designs.RowDone}),
+			seen{tasks: []Task{task1, {ID: 2, Key: k2, Payload: p2}}}, "", ""},
+		{"still pending", approved(3, ""), rows(k1, sent1, k2, pending), seen{tasks: []Task{task1}}, "H7", "still pending when the horizon passed, every fault healed: " + k2},
+		{"done with no task", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowDone}, k2, sent1), seen{}, "H7", k1 + " is shown done"},
+		{"blocked with no reason", approved(3, ""), rows(k1, sent1, k2, blocked(3, "")), seen{tasks: []Task{task1}}, "H7", "no reason a person could act on"},
+		{"blocked for nothing", approved(3, ""), rows(k1, sent1, k2, blocked(1, "budget-exhausted")), seen{tasks: []Task{task1}}, "H7", "1 of its 3 attempts"},
+		{"blocked: the budget spent", approved(3, ""), rows(k1, sent1, k2, blocked(3, "budget-exhausted")), seen{tasks: []Task{task1}}, "", ""},
+		{"blocked: refused", approved(3, ""), rows(k1, sent1, k2, blocked(1, "rejected")),
+			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", Refused, 1)}}, "", ""},
+		{"blocked: the budget spent in an outage, no count shown", approved(2, ""), rows(k1, sent1, k2, blocked(-1, "budget-exhausted")),
+			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", Down, 1), req(2, "case-2", Down, 2)}}, "", ""},
+		{"blocked: one outage request of two", approved(2, ""), rows(k1, sent1, k2, blocked(-1, "budget-exhausted")),
+			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", Down, 1)}}, "H7", "1 requests (an outage's included) of its budget of 2"},
+		{"an error counter: blocked after its failures", approved(2, designs.CountsErrors), rows(k1, sent1, k2, blocked(0, "budget-exhausted")),
+			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", Failed, 1), req(2, "case-2", Busy, 2)}}, "", ""},
+		{"a state the spec does not know", approved(3, ""), rows(k1, sent1, k2, designs.RunningRow{State: "parked"}), seen{tasks: []Task{task1}}, "H7", `"parked"`},
+		{"held behind a stuck key", stuck(approved(3, ""), "case-1", DownKey), rows(k1, pending, k2, pending),
+			seen{requests: []Request{req(1, "case-1", Down, 30), req(2, "case-1", Down, 40)}}, "H8", k2 + " is still pending when the horizon passed, every fault healed, while " + k1 + " is stuck (the receiver down for it)"},
+		{"pending on its own, beside a stuck key approved after it", stuck(later(approved(3, ""), "case-1"), "case-1", DownKey), rows(k1, pending, k2, pending),
+			seen{requests: []Request{req(1, "case-1", Down, 30), req(2, "case-1", Down, 40)}}, "H7", "still pending"},
+		{"pending on its own, beside a stuck key", stuck(approved(3, ""), "case-1", RefuseKey400), rows(k1, blocked(1, "rejected"), k2, pending),
+			seen{requests: []Request{req(1, "case-1", Refused, 1)}}, "H7", "still pending"},
+		{"the stuck key itself pending", stuck(approved(3, ""), "case-1", SlowKey), rows(k1, pending, k2, sent1),
+			seen{tasks: []Task{{ID: 1, Key: k2, Payload: p2}}, requests: []Request{req(1, "case-1", Slow, 30)}}, "H7", "still pending when the horizon passed, every fault healed: " + k1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			judge(t, tc.h.settled(time.Hour, 20*time.Second, tc.rows, tc.s), tc.check, tc.words)
+		})
+	}
+}
+
+// judge fails t unless v broke check with words in its detail, or, for
+// check "", v is nil.
+func judge(t *testing.T, v *Violation, check, words string) {
+	t.Helper()
+	switch {
+	case check == "" && v != nil:
+		t.Errorf("got %v, want every check to hold", v)
+	case check == "":
+	case v == nil:
+		t.Errorf("every check held, want %s", check)
+	case v.Check != check || !strings.Contains(v.Detail, words):
+		t.Errorf("got %v, want %s with %q", v, check, words)
+	}
+}
+
+// TestDrawHoldsPastTheLease: a drawn pause outlasts the design's lease
+// (for a job held by a lock, any pause), and every event strikes a
+// replica the schedule runs.
+func TestDrawHoldsPastTheLease(t *testing.T) {
+	lease := designs.Running{Name: "d", Lease: 40 * time.Second}
+	lock := designs.Running{Name: "d", Lease: 40 * time.Second, Holds: designs.HeldByLock}
+	rapidCheck(t, func(s Schedule, d designs.Running) {
+		for _, r := range s.Answers {
+			if r.Answer == Hold && d.Holds != designs.HeldByLock && r.Wait <= d.Lease {
+				t.Fatalf("a hold of %s, within the lease of %s", r.Wait, d.Lease)
+			}
+			if r.Answer == Hold && r.Wait <= 0 {
+				t.Fatalf("a hold of %s", r.Wait)
+			}
+		}
+		for _, e := range s.Events {
+			if e.replica() > s.replicas() {
+				t.Fatalf("%s strikes replica %d of %d", e.Kind, e.replica(), s.replicas())
+			}
+		}
+	}, lease, lock)
+}
+
+// rapidCheck runs check on schedules drawn for each design.
+func rapidCheck(t *testing.T, check func(Schedule, designs.Running), ds ...designs.Running) {
+	for _, d := range ds {
+		rapid.Check(t, func(rt *rapid.T) { check(Draw(rt, d, "postgres"), d) })
+	}
+}

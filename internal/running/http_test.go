@@ -1,0 +1,110 @@
+package running
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/outboxlab/handoff/crm"
+	"github.com/outboxlab/handoff/system"
+)
+
+// TestHTTPReceiver: the receiver over HTTP answers as the spec's HTTP
+// receiver does, each drawn answer as its status class, and crm.Sender
+// maps each to the outcome the spec's table says.
+func TestHTTPReceiver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := Schedule{Answers: []AnswerRule{{N: 2, Answer: LostReply}, {N: 4, Answer: Busy, Wait: 1500 * time.Millisecond},
+			{N: 5, Answer: Throttled, Wait: 3 * time.Second}, {N: 6, Answer: InFlight}, {N: 7, Answer: Failed}, {N: 8, Answer: Refused},
+			{N: 9, Answer: Conflict}, {N: 10, Answer: Slow}}}
+		rec := newReceiver(s, time.Now())
+		rec.approved("case-1", k1, p1)
+		p := &process{watch: &watchdog{}, gen: 1, replica: 1, receiver: rec, conns: map[cuttable]struct{}{}, crashed: make(chan struct{}), stopping: make(chan struct{})}
+		client := p.HTTPClient("w")
+		sender, err := crm.NewSender(ReceiverURL, client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for i, tc := range []struct {
+			want   error // nil: the task
+			hint   time.Duration
+			detail string
+		}{
+			{nil, 0, "created"},
+			{system.ErrTransient, 0, "lost reply"},
+			{nil, 0, "replayed"},
+			{system.ErrTransient, 2 * time.Second, "503"},
+			{system.ErrTransient, 3 * time.Second, "429"},
+			{system.ErrTransient, 0, "409"},
+			{system.ErrTransient, 0, "500"},
+			{system.ErrRejected, 0, "400"},
+			{system.ErrKeyConflict, 0, "422"},
+			{system.ErrTransient, 0, "slow"},
+		} {
+			send, cancel := context.WithTimeout(ctx, 10*time.Second)
+			id, err := sender.CreateTask(send, k1, p1)
+			cancel()
+			var hint *system.RetryHint
+			switch {
+			case tc.want == nil && (err != nil || id != 1):
+				t.Errorf("request %d (%s): %d, %v; want task 1", i+1, tc.detail, id, err)
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Errorf("request %d (%s): %v, want %v", i+1, tc.detail, err, tc.want)
+			case tc.hint > 0 && (!errors.As(err, &hint) || hint.After != tc.hint):
+				t.Errorf("request %d (%s): %v, want a retry hint of %s", i+1, tc.detail, err, tc.hint)
+			}
+		}
+		if got := len(rec.snapshot().tasks); got != 1 {
+			t.Errorf("%d tasks after ten requests for one key, want 1", got)
+		}
+		post := func(key, body string) *http.Response {
+			req, _ := http.NewRequest(http.MethodPost, ReceiverURL+"/tasks", strings.NewReader(body))
+			if key != "" {
+				req.Header.Set("Idempotency-Key", key)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp
+		}
+		if resp := post(`"`+k1+`"`, p1); resp.StatusCode != http.StatusCreated || resp.Header.Get("Idempotent-Replayed") != "true" || resp.Header.Get("Location") != "/tasks/1" {
+			t.Errorf("a replay: %s %v, want 201 replayed at /tasks/1", resp.Status, resp.Header)
+		}
+		if resp := post("", p1); resp.StatusCode != http.StatusCreated || len(rec.snapshot().tasks) != 2 || rec.snapshot().tasks[1].Key != k1 {
+			t.Errorf("no Idempotency-Key: %s, tasks %v; want a second task for %s", resp.Status, rec.snapshot().tasks, k1)
+		}
+		for _, tc := range []struct {
+			key, body string
+			status    int
+		}{
+			{"not-a-structured-string", p1, http.StatusBadRequest},
+			{`"` + k1 + `"`, "{not json", http.StatusBadRequest},
+			{`"` + k1 + `"`, `"` + strings.Repeat("x", crm.MaxBodyBytes) + `"`, http.StatusRequestEntityTooLarge},
+		} {
+			if resp := post(tc.key, tc.body); resp.StatusCode != tc.status {
+				t.Errorf("key %.20q, body %.20q: %s, want %d", tc.key, tc.body, resp.Status, tc.status)
+			}
+		}
+		if q := rec.Requests(); !q[len(q)-1].refusal() {
+			t.Errorf("a malformed request is not recorded as refused for good: %+v", q[len(q)-1])
+		}
+		for path, status := range map[string]int{"/contract": http.StatusOK, "/other": http.StatusNotFound, "/tasks": http.StatusMethodNotAllowed} {
+			resp, err := client.Get(ReceiverURL + path)
+			if err != nil || resp.StatusCode != status {
+				t.Errorf("GET %s: %v %v, want %d", path, resp, err, status)
+			}
+		}
+		if r, err := sender.Contract(ctx); err != nil || r != 0 {
+			t.Errorf("the contract: %v %v, want a retention of 0 (forever)", r, err)
+		}
+	})
+}
