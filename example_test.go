@@ -134,7 +134,9 @@ func ExampleVerifyRunning() {
 			}
 			pool := &system.Pool{Receiver: p.Receiver()}
 			for _, name := range []string{"w1", "w2"} {
-				opts.Worker = name
+				// One name per worker and replica: a worker that boots
+				// releases the leases held under its own name.
+				opts.Worker = fmt.Sprintf("%s@replica-%d", name, p.Replica())
 				o, err := system.Open(ctx, p.Database(), opts)
 				if err != nil {
 					return nil, err

@@ -43,6 +43,10 @@ type RunningOptions struct {
 	// Replays is how many times a failing schedule runs again to say how
 	// often it reproduces; 0 means DefaultReplays.
 	Replays int
+	// Replicas is how many processes of the design every schedule runs
+	// side by side on the one database, 1 to 3; 0 draws 1 to 3 for each
+	// schedule (at most the design's Replicas).
+	Replicas int
 	// Schedules is how many schedules the search draws; 0 means rapid's
 	// -rapid.checks (100 unless set). Under -short, a fifth of them, as
 	// rapid does with its own count, but at least one.
@@ -50,15 +54,17 @@ type RunningOptions struct {
 }
 
 // VerifyRunning checks design d as it runs (docs/spec.md, "Verifying an
-// outbox as it runs"): its own workers, inside a testing/synctest bubble
-// whose clock is virtual, under schedules of approvals, crashes, lost
-// connections and COMMIT replies, an outage, and each request's answer
-// drawn by rapid (opts.Schedules of them, or -rapid.checks), judged by the history checks
-// H1–H7. It replays the saved schedules of opts.Corpus first; once one
-// fails, the rest and the search are skipped (one root cause fails the
-// test once). A failure
-// shrinks to a minimal schedule and fails t once, with the schedule, the
-// timeline of the run, and how often it reproduced in opts.Replays runs.
+// outbox as it runs"): one to three replicas of it side by side, each
+// with its own workers, inside a testing/synctest bubble whose clock is
+// virtual, under schedules of approvals, crashes, lost connections and
+// COMMIT replies, an outage, faults that last for some keys (refused for
+// good, always slow, the receiver down for them), and each request's
+// answer, drawn by rapid (opts.Schedules of them, or -rapid.checks),
+// judged by the history checks H1–H8. It replays the saved schedules of
+// opts.Corpus first; once one fails, the rest and the search are
+// skipped (one root cause fails the test once). A failure shrinks to a
+// minimal schedule and fails t once, with the schedule, the timeline of
+// the run, and how often it reproduced in opts.Replays runs.
 func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	t.Helper()
 	if err := d.Check(); err != nil {
@@ -103,7 +109,7 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	if broke.name != "" {
 		t.Skipf("the search did not run: %s failed first; fix that, and the search runs again", broke.name)
 	}
-	last, st, failed, account := searchRunning(t, d, db, opts.Backend, opts.Schedules)
+	last, st, failed, account := searchRunning(t, d, db, opts)
 	t.Logf("design %s on %s: %s", d.Name, opts.Backend, st)
 	if !failed {
 		return
@@ -142,6 +148,8 @@ func (opts RunningOptions) check() error {
 	switch {
 	case opts.Schedules < 0:
 		return fmt.Errorf("handoff: RunningOptions.Schedules is %d: give how many schedules to draw, or 0 for -rapid.checks", opts.Schedules)
+	case opts.Replicas < 0 || opts.Replicas > running.MaxReplicas:
+		return fmt.Errorf("handoff: RunningOptions.Replicas is %d: give how many processes run side by side, 1 to %d, or 0 to draw it", opts.Replicas, running.MaxReplicas)
 	case opts.Replays < 0:
 		return fmt.Errorf("handoff: RunningOptions.Replays is %d: give how many times a failing schedule runs again, or 0 for %d", opts.Replays, DefaultReplays)
 	}
@@ -193,14 +201,16 @@ const progressEvery = 10 * time.Second
 // searchRunning runs the rapid property on d: schedules drawn, each run
 // in a bubble of its own, until a check breaks and the schedule shrinks.
 // It returns the last failing run (the minimal one), what the search ran,
-// whether the check failed, and rapid's account of a failure. schedules
-// is how many the search draws (0: -rapid.checks).
-func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, b Backend, schedules int) (*running.Result, runningStats, bool, string) {
+// whether the check failed, and rapid's account of a failure. It draws
+// opts.Schedules schedules (0: -rapid.checks) of opts.Replicas processes
+// (0: drawn) on opts.Backend.
+func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, opts RunningOptions) (*running.Result, runningStats, bool, string) {
+	b, schedules := cmp.Or(opts.Backend, SQLite), opts.Schedules
 	var last *running.Result
 	var st runningStats
 	said := time.Now()
 	prop := func(rt *rapid.T) {
-		s := running.Draw(rt, d, string(b))
+		s := running.Draw(rt, d, string(b), opts.Replicas)
 		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: string(b)}, s)
 		st.add(res)
 		if time.Since(said) >= progressEvery {

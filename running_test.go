@@ -31,8 +31,12 @@ func TestVerifyRunningPool(t *testing.T) {
 		}
 		corpus = os.Getenv(verifyCorpusEnv)
 	}
-	VerifyRunning(t, d, RunningOptions{Corpus: corpus})
+	VerifyRunning(t, d, RunningOptions{Corpus: corpus, Replicas: *replicas})
 }
+
+// replicas fixes the processes every schedule of the pool's searches
+// runs, for a measurement of what a replica costs.
+var replicas = flag.Int("replicas", 0, "TestVerifyRunningPool, TestVerifyRunningPoolOnPostgres: run every schedule with this many processes side by side (1 to 3); 0 draws 1 to 3")
 
 // TestVerifyRunningPoolOverHTTP verifies the pool sending through the
 // handoff's own HTTP sender (crm.Sender), its requests reaching the
@@ -56,7 +60,7 @@ func TestVerifyRunningPoolOnPostgres(t *testing.T) {
 	if *deep {
 		schedules, replays = 300, DefaultReplays
 	}
-	VerifyRunning(t, designs.Pool, RunningOptions{Backend: Postgres, PostgresURL: pgtest.Server(t), Corpus: "corpus/running", Schedules: schedules, Replays: replays})
+	VerifyRunning(t, designs.Pool, RunningOptions{Backend: Postgres, PostgresURL: pgtest.Server(t), Corpus: "corpus/running", Schedules: schedules, Replays: replays, Replicas: *replicas})
 }
 
 // TestRunningSchedules checks that a search draws as many schedules as
@@ -80,7 +84,7 @@ func TestRunningSchedules(t *testing.T) {
 	} {
 		t.Run(strconv.Itoa(tc.schedules), func(t *testing.T) {
 			db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
-			_, st, failed, account := searchRunning(t, designs.Pool, db, SQLite, tc.schedules)
+			_, st, failed, account := searchRunning(t, designs.Pool, db, RunningOptions{Schedules: tc.schedules})
 			if failed {
 				t.Fatalf("the pool failed:\n%s", account)
 			}
@@ -105,6 +109,9 @@ func TestRunningOptionsRefuseNegativeCounts(t *testing.T) {
 		{RunningOptions{Schedules: 30, Replays: 3}, ""},
 		{RunningOptions{Schedules: -1}, "RunningOptions.Schedules is -1"},
 		{RunningOptions{Replays: -2}, "RunningOptions.Replays is -2"},
+		{RunningOptions{Replicas: 4}, "RunningOptions.Replicas is 4"},
+		{RunningOptions{Replicas: -1}, "RunningOptions.Replicas is -1"},
+		{RunningOptions{Replicas: 2}, ""},
 	} {
 		err := tc.opts.check()
 		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && !strings.Contains(got, tc.want) {
@@ -164,7 +171,7 @@ func TestRunningCatalog(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			start := time.Now()
 			db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
-			last, st, failed, account := searchRunning(t, d, db, SQLite, 0)
+			last, st, failed, account := searchRunning(t, d, db, RunningOptions{})
 			t.Logf("%s in %v", st, time.Since(start).Round(time.Millisecond))
 			switch {
 			case d.CaughtBy == "" && failed:

@@ -17,7 +17,7 @@ import (
 // (docs/spec.md, "Verifying an outbox as it runs"). The harness boots it
 // inside a testing/synctest bubble, where the time package is virtual,
 // approves through it at drawn times, crashes and boots it again, answers
-// its requests with drawn faults, and checks the history checks H1–H7
+// its requests with drawn faults, and checks the history checks H1–H8
 // against what its receiver saw.
 type Running struct {
 	// Name is how the catalog, the CLI and saved schedules call it.
@@ -31,7 +31,7 @@ type Running struct {
 	// DuplicateTask or LostWork.
 	Failure string
 	// CaughtBy, for a fragile design, is the history check that catches it
-	// (H1 to H7); AlsoCaughtBy the others its mistake breaks first on the
+	// (H1 to H8); AlsoCaughtBy the others its mistake breaks first on the
 	// schedules that show it another way.
 	CaughtBy     string
 	AlsoCaughtBy []string

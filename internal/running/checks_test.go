@@ -229,6 +229,6 @@ func TestDrawHoldsPastTheLease(t *testing.T) {
 // rapidCheck runs check on schedules drawn for each design.
 func rapidCheck(t *testing.T, check func(Schedule, designs.Running), ds ...designs.Running) {
 	for _, d := range ds {
-		rapid.Check(t, func(rt *rapid.T) { check(Draw(rt, d, "postgres"), d) })
+		rapid.Check(t, func(rt *rapid.T) { check(Draw(rt, d, "postgres", 0), d) })
 	}
 }

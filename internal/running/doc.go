@@ -4,7 +4,7 @@
 // design's own goroutines run, plays a schedule of approvals, crashes,
 // lost connections and COMMIT replies, an outage and each request's
 // answer, and judges the history of requests and tasks at its receiver
-// with the checks H1–H7.
+// with the checks H1–H8.
 //
 // A Schedule is what a run plays, drawn by Draw or read from a
 // .schedule file (ParseSchedule); Run runs one and returns its Result:

@@ -18,7 +18,7 @@ func TestDocsName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for n := 1; n <= 7; n++ {
+	for n := 1; n <= 8; n++ {
 		check := fmt.Sprintf("H%d", n)
 		if running.CheckName(check) == "" {
 			t.Errorf("%s has no name in running.CheckName", check)

@@ -32,14 +32,18 @@ const defaultLease = 30 * time.Second
 // for a job held by a lock, any pause); and for some cases a fault that
 // lasts: refused for good, always slow, or the receiver down for it.
 // Shrinking makes a failure's schedule small.
-func Draw(t *rapid.T, d designs.Running, backend string) Schedule {
+//
+// replicas, when not 0, is the count of replicas every schedule runs.
+func Draw(t *rapid.T, d designs.Running, backend string, replicas int) Schedule {
 	lease := cmp.Or(d.Lease, defaultLease)
 	s := Schedule{Design: d.Name, Backend: backend}
 	most := MaxReplicas
 	if d.Replicas > 0 {
 		most = min(d.Replicas, MaxReplicas)
 	}
-	s.Replicas = rapid.IntRange(1, most).Draw(t, "replicas")
+	if s.Replicas = replicas; replicas == 0 {
+		s.Replicas = rapid.IntRange(1, most).Draw(t, "replicas")
+	}
 	replica := func(label string) int { return rapid.IntRange(1, s.Replicas).Draw(t, label) }
 	at := func(label string) time.Duration {
 		return time.Duration(rapid.IntRange(0, 120_000).Draw(t, label)) * time.Millisecond
