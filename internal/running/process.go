@@ -279,7 +279,7 @@ func (s sqlConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &sqlConn{conn: conn, p: s.p}
+	c := &sqlConn{conn: conn, p: s.p, mu: make(connLock, 1)}
 	if err := s.p.track(c); err != nil {
 		conn.Close()
 		return nil, err
@@ -291,7 +291,7 @@ func (s sqlConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // holds its lock; a cut closes the connection (an open transaction rolls
 // back) at once if no call is under way, else when that call returns.
 type sqlConn struct {
-	mu   sync.Mutex
+	mu   connLock
 	conn driver.Conn
 	p    *process
 	// cutAt is set by a cut at once, without the lock, so that no call
@@ -306,6 +306,26 @@ type sqlConn struct {
 	tx    driver.Tx
 	rows  map[driver.Rows]struct{}
 	stmts map[driver.Stmt]struct{}
+}
+
+// connLock is a mutex whose waiters are durably blocked in a synctest
+// bubble: a cut waiting for a call on the connection must not stop
+// virtual time, for the call may itself wait on it (SQLite's busy
+// handler sleeps while another process holds the file's lock). A
+// sync.Mutex's waiter is not durably blocked; a channel's is.
+type connLock chan struct{}
+
+func (l connLock) Lock()   { l <- struct{}{} }
+func (l connLock) Unlock() { <-l }
+
+// TryLock takes the lock if it is free, and reports whether it did.
+func (l connLock) TryLock() bool {
+	select {
+	case l <- struct{}{}:
+		return true
+	default:
+		return false
+	}
 }
 
 // do runs f on the connection unless it was cut.

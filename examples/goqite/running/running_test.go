@@ -12,14 +12,28 @@ import (
 )
 
 // TestVerifyRunning verifies goqite's own job runner as it runs, on
-// SQLite, replaying the saved schedules of testdata/running first.
+// SQLite, replaying the saved schedules of testdata/running first. A
+// key the receiver refuses or is down for, for good, is left out: the
+// runner loses it without a trace (TestKeyDownForGoodIsLost keeps that
+// finding), and the search judges the rest.
 func TestVerifyRunning(t *testing.T) {
-	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running"})
+	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", NoLastingFaults: true})
 }
 
 // TestVerifyRunningOnPostgres is TestVerifyRunning on PostgreSQL.
 func TestVerifyRunningOnPostgres(t *testing.T) {
-	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t)})
+	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t), NoLastingFaults: true})
+}
+
+// TestKeyDownForGoodIsLost: a receiver down for one key for good, and
+// goqite's runner, MaxReceive raised to 100, receives the message 100
+// times and then never again, and nothing says so (H7): the limit of a
+// raised MaxReceive, found by the faults that last.
+func TestKeyDownForGoodIsLost(t *testing.T) {
+	r := handoff.ReplayRunning(t, Design, "testdata/findings/key-down-for-good.schedule", handoff.RunningOptions{Replays: 3})
+	if r.Broke != r.Runs || r.Check != "H7" {
+		t.Fatalf("the key down for good broke %s in %d of %d runs, want H7 in every one", r.Check, r.Broke, r.Runs)
+	}
 }
 
 // postgresURL is the server the PostgreSQL tests use: HANDOFF_POSTGRES_URL,
