@@ -31,25 +31,18 @@ func TestVerifyRunningPool(t *testing.T) {
 		}
 		corpus = os.Getenv(verifyCorpusEnv)
 	}
-	VerifyRunning(t, d, RunningOptions{Corpus: corpus, Replicas: poolReplicas()})
+	VerifyRunning(t, d, RunningOptions{Corpus: corpus, Replicas: *replicas})
 }
 
 // replicas fixes the processes every schedule of the pool's searches
 // runs, for a measurement of what a replica costs.
-var replicas = flag.Int("replicas", 2, "TestVerifyRunningPool, TestVerifyRunningPoolOverHTTP, TestVerifyRunningPoolOnPostgres: run every schedule with this many processes side by side (1 to 3); 0 draws 1 to 3")
-
-// poolReplicas is how many processes the pool's searches run: two by
-// default. With three, one run in some 750 schedules ended with a
-// replica's worker failing on a connection that reported its process
-// crashed, while another replica's had (not reproduced in 10 replays):
-// under study, so the default suite runs two.
-func poolReplicas() int { return *replicas }
+var replicas = flag.Int("replicas", 0, "TestVerifyRunningPool, TestVerifyRunningPoolOverHTTP, TestVerifyRunningPoolOnPostgres: run every schedule with this many processes side by side (1 to 3); 0 draws 1 to 3")
 
 // TestVerifyRunningPoolOverHTTP verifies the pool sending through the
 // handoff's own HTTP sender (crm.Sender), its requests reaching the
 // harness's receiver over HTTP in memory, on SQLite.
 func TestVerifyRunningPoolOverHTTP(t *testing.T) {
-	VerifyRunning(t, designs.PoolHTTP, RunningOptions{Replicas: poolReplicas()})
+	VerifyRunning(t, designs.PoolHTTP, RunningOptions{Replicas: *replicas})
 }
 
 // TestVerifyRunningPoolOnPostgres verifies the pool on PostgreSQL, where
@@ -67,7 +60,7 @@ func TestVerifyRunningPoolOnPostgres(t *testing.T) {
 	if *deep {
 		schedules, replays = 300, DefaultReplays
 	}
-	VerifyRunning(t, designs.Pool, RunningOptions{Backend: Postgres, PostgresURL: pgtest.Server(t), Corpus: "corpus/running", Schedules: schedules, Replays: replays, Replicas: poolReplicas()})
+	VerifyRunning(t, designs.Pool, RunningOptions{Backend: Postgres, PostgresURL: pgtest.Server(t), Corpus: "corpus/running", Schedules: schedules, Replays: replays, Replicas: *replicas})
 }
 
 // TestRunningSchedules checks that a search draws as many schedules as

@@ -2,6 +2,7 @@ package system_test
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -458,5 +459,41 @@ func TestBatchSkipsAGivenUpWrite(t *testing.T) {
 	}
 	if r := row(t, w["A"], key); r.Attempts != 1 || r.LeaseOwner != "B" {
 		t.Errorf("the row: %d attempts, leased by %q; want 1 attempt, leased by B", r.Attempts, r.LeaseOwner)
+	}
+}
+
+// processConnector names the simulated process its connections belong
+// to, as a harness that runs several in one does.
+type processConnector struct {
+	driver.Connector
+	name string
+}
+
+func (p processConnector) Process() string { return p.name }
+
+// TestGroupPerProcess: handles whose connector names another process
+// (system.ProcessConnector) commit apart, as handles of two processes
+// do; handles of one named process commit together.
+func TestGroupPerProcess(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "app.db")
+	open := func(process, worker string) *system.Outbox {
+		t.Helper()
+		o, err := system.Open(ctx, path, system.Options{Durability: system.ProcessSafe, Worker: worker,
+			WrapSQLite: func(c driver.Connector) driver.Connector { return processConnector{c, process} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		return o
+	}
+	a1, a2, b := open("a", "a1"), open("a", "a2"), open("b", "b1")
+	before := [3]system.CommitStats{a1.CommitStats(), a2.CommitStats(), b.CommitStats()}
+	mustApprove(t, a1, caseID)
+	if a2.CommitStats() == before[1] {
+		t.Errorf("a commit of process a's handle is not counted in its other handle's group: %+v", a2.CommitStats())
+	}
+	if got := b.CommitStats(); got != before[2] {
+		t.Errorf("a commit of process a counted in process b's group: %+v, before %+v", got, before[2])
 	}
 }

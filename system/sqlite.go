@@ -197,7 +197,7 @@ func openDB(ctx context.Context, path string, k kind, d Durability, busy time.Du
 		return nil, err
 	}
 	var db *sql.DB
-	q, err := hold(path, k, synchronous, func() error {
+	q, err := hold(path, k, synchronous+processOf(wrap), func() error {
 		h, err := readHeader(ctx, path, k)
 		if err != nil {
 			return err
@@ -248,6 +248,29 @@ func openWriter(path, sync string, busy time.Duration, wrap func(driver.Connecto
 	return db, nil
 }
 
+// ProcessConnector is a wrapped connector (Options.WrapSQLite) that says
+// which process its connections belong to, when a harness runs several
+// simulated processes in one: the handles of one process commit their
+// writes together (group commit), and a batch may run on any of its
+// handles' connections, so handles of different processes must not
+// share a batch, or a crash of one would fail another's writes.
+type ProcessConnector interface {
+	driver.Connector
+	Process() string
+}
+
+// processOf is the process wrap's connections belong to, as a suffix of
+// a group's name: "" unless wrap says (ProcessConnector).
+func processOf(wrap func(driver.Connector) driver.Connector) string {
+	if wrap == nil {
+		return ""
+	}
+	if pc, ok := wrap(dsnConnector{}).(ProcessConnector); ok {
+		return "@" + pc.Process()
+	}
+	return ""
+}
+
 // dsnConnector connects to the SQLite database dsn names, as
 // sql.Open("sqlite", dsn) does.
 type dsnConnector struct{ dsn string }
@@ -271,7 +294,7 @@ var (
 
 // heldFile is how many handles of which kind this process holds on a
 // file, and the groups that commit their writes together, by synchronous
-// setting ("" for the read-only handles).
+// setting ("" for the read-only handles) and process (ProcessConnector).
 type heldFile struct {
 	kind   string
 	n      int

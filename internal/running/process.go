@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -270,6 +271,15 @@ type sqlConnector struct {
 	driver.Connector
 	p *process
 }
+
+// Process names the boot the connections belong to
+// (system.ProcessConnector): its handles commit together, never with
+// another process's.
+func (s sqlConnector) Process() string {
+	return fmt.Sprintf("replica %d boot %d", s.p.replica, s.p.gen)
+}
+
+var _ system.ProcessConnector = sqlConnector{}
 
 func (s sqlConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if !s.p.alive() {
