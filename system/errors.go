@@ -103,6 +103,21 @@ var (
 	ErrWrongReceiver = errors.New("system: app database delivers to another CRM")
 )
 
+// ErrBadPath is matched (errors.Is) by the error CheckPath returns for
+// a database path or URL that names no database: empty, in memory, a
+// URI, a mistyped URL, a folder. The error is ErrInvalidInput too. A
+// command line calls it a usage error.
+var ErrBadPath = errors.New("system: not a database path")
+
+// pathError is a refused database path: ErrInvalidInput and ErrBadPath.
+type pathError string
+
+func (e pathError) Error() string        { return ErrInvalidInput.Error() + ": " + string(e) }
+func (e pathError) Is(target error) bool { return target == ErrInvalidInput || target == ErrBadPath }
+
+// badPath returns a pathError that says what is wrong.
+func badPath(format string, args ...any) error { return pathError(fmt.Sprintf(format, args...)) }
+
 // invalid returns an ErrInvalidInput error that says what is wrong.
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))

@@ -62,28 +62,29 @@ type header struct {
 // sqliteMagic starts every SQLite database file.
 const sqliteMagic = "SQLite format 3\x00"
 
-// CheckPath refuses, with ErrInvalidInput, what SQLite would take for
+// CheckPath refuses, with an error that is both ErrInvalidInput and
+// ErrBadPath, what SQLite would take for
 // something other than a plain file: an in-memory database, a URI, a path
 // with a query or fragment, a folder. Every open calls it first.
 func CheckPath(path string) error {
 	switch {
 	case path == "":
-		return invalid("database path is empty; give a plain file path")
+		return badPath("database path is empty; give a plain file path")
 	case MistypedURL(path):
-		return invalid("%q looks like a mistyped URL: a PostgreSQL database is named postgres://HOST/DB (colon, two slashes); a file path gives a plain name", Redact(path))
+		return badPath("%q looks like a mistyped URL: a PostgreSQL database is named postgres://HOST/DB (colon, two slashes); a file path gives a plain name", Redact(path))
 	case strings.Contains(path, "://"):
-		return invalid("%q is a URL, not a file path: only the app database may be in PostgreSQL, named postgres://… or postgresql://… (the CRM is a SQLite file)", Redact(path))
+		return badPath("%q is a URL, not a file path: only the app database may be in PostgreSQL, named postgres://… or postgresql://… (the CRM is a SQLite file)", Redact(path))
 	case path == ":memory:":
-		return invalid("database path %q is SQLite's in-memory database; give a plain file path", path)
+		return badPath("database path %q is SQLite's in-memory database; give a plain file path", path)
 	case strings.HasPrefix(strings.ToLower(path), "file:"):
-		return invalid("database path %q is a URI; give a plain file path", path)
+		return badPath("database path %q is a URI; give a plain file path", path)
 	case strings.ContainsAny(path, "?#"):
-		return invalid("database path %q contains '?' or '#'; give a plain file path", path)
+		return badPath("database path %q contains '?' or '#'; give a plain file path", path)
 	case strings.ContainsRune(path, 0):
-		return invalid("database path %q contains a NUL byte; give a plain file path", path)
+		return badPath("database path %q contains a NUL byte; give a plain file path", path)
 	}
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		return invalid("database path %s is a folder; give a plain file path", path)
+		return badPath("database path %s is a folder; give a plain file path", path)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package riveroutbox
 import (
 	"cmp"
 	"context"
+	"flag"
 	"os"
 	"testing"
 	"time"
@@ -16,18 +17,20 @@ import (
 // or down for good are left out, for time alone: River's attempts back
 // off as the fourth power of the attempt, so a key that never succeeds
 // runs some three virtual weeks before River discards it, and a search
-// of such schedules took longer than CI affords. It runs one process:
-// River's clients side by side (Replicas 2 and 3) are still to be run
-// through the search here.
+// of such schedules took longer than CI affords; -lasting draws them
+// (docs/verify.md has a run's verdict).
 func TestVerifyRunning(t *testing.T) {
-	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", NoLastingFaults: true, Replicas: 1})
+	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", NoLastingFaults: !*lasting})
 }
 
 // TestVerifyRunningOnPostgres is TestVerifyRunning on PostgreSQL, through
 // River's pgx driver.
 func TestVerifyRunningOnPostgres(t *testing.T) {
-	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t), NoLastingFaults: true, Replicas: 1})
+	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t), NoLastingFaults: !*lasting})
 }
+
+// lasting has the searches draw faults that last per key too.
+var lasting = flag.Bool("lasting", false, "TestVerifyRunning, TestVerifyRunningOnPostgres: draw faults that last per key too (slow: a key River never delivers runs some three virtual weeks before River discards it)")
 
 // postgresURL is the server the PostgreSQL tests use: HANDOFF_POSTGRES_URL,
 // or the local one. A server that does not answer skips the test, unless

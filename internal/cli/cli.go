@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/internal/sim"
+	"github.com/outboxlab/handoff/system"
 )
 
 // ErrUsage marks a usage error: exit status 2.
@@ -128,7 +129,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // nil or a help request (the help goes to stdout), 2 for a usage error, 3
 // for ErrAttention from a command that documents it, 4 for a failure of
 // the environment from a command that runs the harness, 1 for anything
-// else. The message is prefixed with the command's name, and its
+// else (a database path that names no database, system.ErrBadPath, is a
+// usage error). The message is prefixed with the command's name, and its
 // subcommand's when err comes from one (see InSubcommand).
 func (c Command) Exit(err error, stdout, stderr io.Writer) int {
 	var h helpRequest
@@ -145,7 +147,7 @@ func (c Command) Exit(err error, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
-	case errors.Is(err, ErrUsage):
+	case errors.Is(err, ErrUsage) || errors.Is(err, system.ErrBadPath):
 		pointer := program.name + " help " + c.Name
 		if c.Name == "help" {
 			pointer = program.name + " help"
