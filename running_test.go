@@ -262,3 +262,28 @@ func TestReplayCountsWhatBroke(t *testing.T) {
 		t.Errorf("running-new-key broke a check in %d of 3 runs (%v), want H2 in 3", n, f)
 	}
 }
+
+// TestDeclaredCountJudged: what a design declares it counts decides H4.
+// running-count-after counts a send only when it fails; declared as
+// counting attempts (its catalog entry) its first answered request
+// breaks H4, and declared as an error counter the same schedule holds:
+// a green run of an error counter says nothing of sends it never
+// counted.
+func TestDeclaredCountJudged(t *testing.T) {
+	d, err := designs.LookupRunning("running-count-after")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := readSchedule(filepath.Join("corpus", "running-fragile", "running-count-after"+ScheduleExt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
+	if f, n := replaySchedule(t, d, db, s, 1); n != 1 || f.Violation.Check != "H4" {
+		t.Errorf("declared as counting attempts: %d of 1 runs broke (%v), want H4", n, f)
+	}
+	d.Counts = designs.CountsErrors
+	if f, n := replaySchedule(t, d, db, s, 1); n != 0 {
+		t.Errorf("declared as an error counter: %v, want every check to hold", f.Violation)
+	}
+}
