@@ -17,8 +17,15 @@ import (
 // large) before it can hold a connection, memory or a database handle.
 type serverLimits struct {
 	readHeader, read, write, idle time.Duration
-	maxHeaderBytes                int
+	// maxHeaderBytes is the most a request's line and headers may hold,
+	// in bytes.
+	maxHeaderBytes int
 }
+
+// headerSlack is what net/http reads past http.Server.MaxHeaderBytes
+// before it refuses a request's headers: a server whose limit is L sets
+// MaxHeaderBytes to L - headerSlack, so that 431 comes past L itself.
+const headerSlack = 4096
 
 // defaultLimits are the limits of every server the command line runs.
 var defaultLimits = serverLimits{
@@ -33,14 +40,14 @@ var defaultLimits = serverLimits{
 // listen.
 func limitsHelp() string {
 	l := defaultLimits
-	return fmt.Sprintf("A client must send its headers within %v and its request within %v, and read the answer within %v; headers over %d KiB are refused (431).",
+	return fmt.Sprintf("A client must send its headers within %v and its request within %v, and read the answer within %v; headers over %d KiB (request line included) are refused (431).",
 		l.readHeader, l.read, l.write, l.maxHeaderBytes>>10)
 }
 
 // newHTTPServer returns a server of handler with limits l.
 func newHTTPServer(handler http.Handler, l serverLimits) *http.Server {
 	return &http.Server{Handler: handler, ReadHeaderTimeout: l.readHeader, ReadTimeout: l.read,
-		WriteTimeout: l.write, IdleTimeout: l.idle, MaxHeaderBytes: l.maxHeaderBytes}
+		WriteTimeout: l.write, IdleTimeout: l.idle, MaxHeaderBytes: l.maxHeaderBytes - headerSlack}
 }
 
 // serveUntil serves srv on ln until ctx is cancelled, then shuts it down:

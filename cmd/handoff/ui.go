@@ -18,9 +18,6 @@ import (
 // tokenEnv names the variable that may hold the page's token.
 const tokenEnv = "HANDOFF_UI_TOKEN"
 
-// minTokenLength is the shortest token the page takes.
-const minTokenLength = 16
-
 // uiCmd serves the page for the person on call (package ui) until it is
 // interrupted: the outbox by state, each row's history, what needs a
 // person, and, for a person who gives the token it was started with,
@@ -32,7 +29,7 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	crmURL := fs.String("crm-url", "", "the CRM's HTTP receiver, instead of --crm: the page shows its tasks for a row's key, and requeue asks it its retention")
 	addr := fs.String("addr", "127.0.0.1:8081", "the address to listen on (port 0: any free port, printed); on loopback the page answers to localhost names only; another address needs --public-host")
 	publicHost := fs.String("public-host", "", "the host name under which a proxy that serves HTTPS forwards the page, such as ops.example.com: the page then answers that Host only, shows nothing before a login with the token (which it needs), and sets Secure cookies; needed to listen off loopback")
-	tokenFile := fs.String("token-file", "", "a file whose first line is the token that lets a person repair rows, at least 16 characters (or set "+tokenEnv+"); without one the page is read-only")
+	tokenFile := fs.String("token-file", "", "a file of the operators who may repair rows, NAME TOKEN a line (or one shared token alone), each token at least 16 characters; the page records the name in the audit, and reads the file again when it changes (or set "+tokenEnv+" to one shared token); without one the page is read-only")
 	retention := fs.Duration("retention", 0, "how long the CRM remembers a key, for requeue, when --crm-url does not say; 0 means forever")
 	rows := fs.Int("rows", 100, "rows a page lists")
 	if err := parse(fs, args, stderr, false); err != nil {
@@ -51,11 +48,11 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case *rows > system.MaxPageRows:
 		return fmt.Errorf("%w: --rows is %d, want 1 to %d", errUsage, *rows, system.MaxPageRows)
 	}
-	token, err := readToken(*tokenFile, given["token-file"])
+	operators, err := readOperators(*tokenFile, given["token-file"])
 	if err != nil {
 		return err
 	}
-	if err := checkExposure(*addr, *publicHost, given["public-host"], token); err != nil {
+	if err := checkExposure(*addr, *publicHost, given["public-host"], operators != nil); err != nil {
 		return err
 	}
 	var remote *remoteCRM
@@ -68,7 +65,7 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := appMustExist(ctx, *appPath); err != nil {
 		return err
 	}
-	cfg := ui.Config{AppShown: shown(*appPath), Token: token, PageRows: *rows, PublicHost: *publicHost,
+	cfg := ui.Config{AppShown: shown(*appPath), Operators: operators, PageRows: *rows, PublicHost: *publicHost,
 		Log: slog.New(slog.NewTextHandler(stderr, nil))}
 	var identity string
 	switch {
@@ -134,39 +131,48 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mode := "read-only: started without a token"
 	switch {
 	case *publicHost != "":
-		mode = "for https://" + *publicHost + "/ through a proxy: reading and repairs need the token"
-	case token != "":
-		mode = "repairs need the token"
+		mode = "for https://" + *publicHost + "/ through a proxy: reading and repairs need " + tokensOf(operators)
+	case operators != nil:
+		mode = "repairs need " + tokensOf(operators)
 	}
 	fmt.Fprintf(stdout, "serving the page for %s on http://%s/ (%s)\n", shown(*appPath), ln.Addr(), mode)
 	return serveUntil(ctx, newHTTPServer(handler, defaultLimits), ln)
 }
 
-// readToken returns the page's token: the first line of path when given,
-// else the environment's tokenEnv, else "" (read-only). It refuses an
-// empty or short one: a token guessed lets anyone who reaches the page
+// readOperators returns who may repair rows: the operators of the token
+// file at path when given (NAME TOKEN a line, or one shared token; read
+// again when it changes), else the environment's tokenEnv as one shared
+// token, else nil (read-only). It refuses a file or token it cannot use,
+// naming the line: a token guessed lets anyone who reaches the page
 // repair rows.
-func readToken(path string, given bool) (string, error) {
-	token, from := os.Getenv(tokenEnv), tokenEnv
+func readOperators(path string, given bool) (*ui.Operators, error) {
 	if given {
 		if err := mistypedURL("token-file", path); err != nil {
-			return "", err
+			return nil, err
 		}
-		b, err := os.ReadFile(path)
+		o, err := ui.LoadOperators(path)
 		if err != nil {
-			return "", fmt.Errorf("--token-file: %w", err)
+			return nil, fmt.Errorf("%w: --token-file: %s (for a token: head -c 24 /dev/urandom | base64)", errUsage, strings.TrimPrefix(err.Error(), ui.ErrOperators.Error()+": "))
 		}
-		token, _, _ = strings.Cut(string(b), "\n")
-		from = "--token-file " + path
+		return o, nil
 	}
-	token = strings.TrimSpace(token)
-	switch {
-	case token == "" && given:
-		return "", fmt.Errorf("%w: %s holds no token", errUsage, from)
-	case token != "" && len(token) < minTokenLength:
-		return "", fmt.Errorf("%w: the token of %s has %d characters, want at least %d (for one: head -c 24 /dev/urandom | base64)", errUsage, from, len(token), minTokenLength)
+	token := strings.TrimSpace(os.Getenv(tokenEnv))
+	if token == "" {
+		return nil, nil
 	}
-	return token, nil
+	o, err := ui.SharedToken(token)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the token of %s has %d characters, want at least %d (for one: head -c 24 /dev/urandom | base64)", errUsage, tokenEnv, len(token), ui.MinTokenLength)
+	}
+	return o, nil
+}
+
+// tokensOf says whose tokens the page takes.
+func tokensOf(o *ui.Operators) string {
+	if n := o.Count(); n > 1 {
+		return fmt.Sprintf("a token of one of %d named operators", n)
+	}
+	return "the token"
 }
 
 // checkExposure refuses, as usage errors, a page that would show every
@@ -174,7 +180,7 @@ func readToken(path string, given bool) (string, error) {
 // host name, and a public host name without a token or that is not a
 // bare host name (the Host a proxy forwards, without scheme, port or
 // path).
-func checkExposure(addr, publicHost string, given bool, token string) error {
+func checkExposure(addr, publicHost string, given bool, withTokens bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%w: --addr %q is not HOST:PORT, such as 127.0.0.1:8081", errUsage, addr)
@@ -182,7 +188,7 @@ func checkExposure(addr, publicHost string, given bool, token string) error {
 	switch {
 	case given && (publicHost == "" || strings.ContainsAny(publicHost, "/:@ ?#")):
 		return fmt.Errorf("%w: --public-host %q is not a host name: give the name a proxy serves the page under, such as ops.example.com, without scheme, port or path", errUsage, publicHost)
-	case given && token == "":
+	case given && !withTokens:
 		return fmt.Errorf("%w: --public-host needs a token (--token-file or %s): under a public name the page shows nothing without a login", errUsage, tokenEnv)
 	case !given && !loopbackHost(host):
 		return fmt.Errorf("%w: --addr %s is not a loopback address: the page would show every row to whoever reaches it; serve it behind a proxy that serves HTTPS and give --public-host NAME (see docs/operations.md), or listen on 127.0.0.1", errUsage, addr)

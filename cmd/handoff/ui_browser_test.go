@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -115,11 +116,19 @@ func TestPageInBrowser(t *testing.T) {
 	mustRun(t, "deliver", "--app", app, "--crm", crm)
 	blocked, sent := keyOf("case-0"), keyOf("case-1")
 	token := "correct-horse-battery-staple"
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+	tokenFile := filepath.Join(dir, "operators")
+	if err := os.WriteFile(tokenFile, []byte("# who may repair\nana "+token+"\nbob another-token-for-bob-0123\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	base := startUI(t, "--app", app, "--crm", crm, "--token-file", tokenFile)
+
+	// A link that speaks for the page: it says a repair happened, and
+	// the page shows no such thing.
+	crafted := base + "/row?" + url.Values{"key": {blocked}, "done": {"requeued"}, "actor": {"eve"}}.Encode()
+	do(t, ctx, chromedp.Navigate(crafted), chromedp.WaitVisible("#key"))
+	if banners, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#done").length`)); err != nil || banners != 0 {
+		t.Errorf("a crafted link shows %d banners (%v), want none", banners, err)
+	}
 
 	// List and filter.
 	do(t, ctx, chromedp.Navigate(base+"/"))
@@ -153,7 +162,7 @@ func TestPageInBrowser(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(base+"/login"), chromedp.SendKeys("#token", "not-the-token-at-all"), chromedp.Click("#login-submit"), chromedp.WaitVisible("#error"))
 	wrong := text(t, ctx, "#error")
 	forged := "data:text/html," + url.PathEscape(fmt.Sprintf(`<form method="post" action="%s/requeue">
-<input name="key" value="%s"><input name="actor" value="mallory"><input name="reason" value="forged"></form>
+<input name="key" value="%s"><input name="reason" value="forged"></form>
 <script>document.forms[0].submit()</script>`, base, blocked))
 	do(t, ctx, chromedp.Navigate(forged), chromedp.WaitVisible("#error"))
 	refusal := text(t, ctx, "#error")
@@ -177,8 +186,12 @@ func TestPageInBrowser(t *testing.T) {
 	if rows, _ := outboxState(t, app); !cmp.Equal(rowsBefore, rows) {
 		t.Errorf("a forged form after logging in changed the outbox")
 	}
-	do(t, ctx, chromedp.Navigate(base+"/row?key="+url.QueryEscape(blocked)), chromedp.WaitVisible("#requeue"),
-		chromedp.SendKeys("#requeue-actor", "ana"), chromedp.SendKeys("#requeue-reason", "checked the CRM: no task"),
+	do(t, ctx, chromedp.Navigate(base+"/row?key="+url.QueryEscape(blocked)), chromedp.WaitVisible("#requeue"))
+	if who := text(t, ctx, "#operator"); who != "ana" {
+		t.Errorf("the page says %q is logged in, want ana", who)
+	}
+	do(t, ctx,
+		chromedp.SendKeys("#requeue-reason", "checked the CRM: no task"),
 		chromedp.Click("#requeue"), chromedp.WaitVisible("#done"))
 	done, after, audited := text(t, ctx, "#done"), text(t, ctx, "#state"), text(t, ctx, "#history")
 	if !strings.Contains(done, "requeued by ana") || after != "pending" || !strings.Contains(audited, "requeue by ana: checked the CRM: no task") ||
@@ -188,6 +201,10 @@ func TestPageInBrowser(t *testing.T) {
 	_, audit := outboxState(t, app)
 	if len(audit) != 1 || !strings.Contains(fmt.Sprint(audit[0]), "checked the CRM: no task") {
 		t.Errorf("the audit log holds %v, want the one requeue", audit)
+	}
+	do(t, ctx, chromedp.Reload(), chromedp.WaitVisible("#key"))
+	if banners, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#done").length`)); err != nil || banners != 0 {
+		t.Errorf("the requeue's banner shows again on reload: %d (%v)", banners, err)
 	}
 }
 
@@ -259,6 +276,11 @@ func TestPageFitsAPhone(t *testing.T) {
 			bad, err := chromedp.Run(ctx, chromedp.Evaluate[string](fitsJS))
 			if err != nil || bad != "" {
 				t.Errorf("%s at %d pixels: %s%v", path, width, bad, err)
+			}
+			if path == "/" {
+				if attempts := text(t, ctx, `td[data-label="attempts"]`); !regexp.MustCompile(`^\d+ of 3$`).MatchString(attempts) {
+					t.Errorf("the list at %d pixels shows attempts %q, want a of 3", width, attempts)
+				}
 			}
 		}
 	}

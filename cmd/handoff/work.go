@@ -262,8 +262,18 @@ func workSummary(w io.Writer, p *system.Pool, elapsed time.Duration, states map[
 	if interrupted {
 		how = " (interrupted: deliveries under way finished)"
 	}
-	fmt.Fprintf(w, "work: %s by %s in %v (%.1f/s)%s: %s\n", words.HowMany(n, "delivery"), words.HowMany(len(p.Outboxes), "worker"), elapsed.Round(time.Millisecond),
-		float64(n)/max(elapsed.Seconds(), 1e-9), how, counts(results))
+	// A delivery that ended pending is an attempt to be retried, not a
+	// row: said so, it cannot be read against the outbox's own counts.
+	ended := map[string]int{}
+	for r, c := range results {
+		if r == string(system.ResultPending) {
+			ended["to retry"] += c
+		} else {
+			ended[r] += c
+		}
+	}
+	fmt.Fprintf(w, "work: %s by %s in %v (%.1f/s)%s; the attempts ended %s\n", words.HowMany(n, "delivery"), words.HowMany(len(p.Outboxes), "worker"), elapsed.Round(time.Millisecond),
+		float64(n)/max(elapsed.Seconds(), 1e-9), how, counts(ended))
 	fmt.Fprintf(w, "outbox: %d pending, %d sent, %d blocked\n", states[system.Pending], states[system.Sent], states[system.Blocked])
 }
 

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,6 +112,7 @@ func TestWorkUntilIdle(t *testing.T) {
 				t.Fatalf("work: exit %d: %s%s", code, stdout, stderr)
 			}
 			if want := fmt.Sprintf("work: %s by %s in ", words.HowMany(tt.rows, "delivery"), words.HowMany(tt.workers, "worker")); !strings.Contains(stdout, want) ||
+				!strings.Contains(stdout, fmt.Sprintf("; the attempts ended sent %d\n", tt.rows)) ||
 				!strings.Contains(stdout, fmt.Sprintf("outbox: 0 pending, %d sent, 0 blocked", tt.rows)) {
 				t.Errorf("work: stdout %q, want %q and the outbox", stdout, want)
 			}
@@ -255,4 +258,30 @@ func filesState(t *testing.T, appPath, crmPath string) (system.Snapshot, []syste
 		t.Fatal(err)
 	}
 	return snap, tasks
+}
+
+// TestWorkSummarySaysAttempts: work's summary counts how each attempt
+// ended, an attempt that ended pending as one to retry, apart from the
+// outbox's own counts of rows, so the two cannot be read as one.
+func TestWorkSummarySaysAttempts(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/contract" {
+			fmt.Fprint(w, `{"idempotency_retention_seconds":0,"max_key_length":255,"max_body_bytes":65536,"identity":"busy"}`)
+			return
+		}
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	app := filepath.Join(t.TempDir(), "app.db")
+	approveRows(t, app, 1)
+	code, stdout, stderr := runCLI(t, "work", "--app", app, "--crm-url", srv.URL, "--until-idle", "--max-attempts", "2", "--backoff-base", "0")
+	if code != 0 {
+		t.Fatalf("work: exit %d: %s%s", code, stdout, stderr)
+	}
+	first, rest, _ := strings.Cut(stdout, "\n")
+	if !strings.Contains(first, "the attempts ended blocked 1, to retry 1") || strings.Contains(first, "pending") ||
+		!strings.Contains(rest, "outbox: 0 pending, 0 sent, 1 blocked") {
+		t.Errorf("work's summary:\n%s\nwant the attempts (blocked 1, to retry 1) apart from the outbox (1 blocked)", stdout)
+	}
 }

@@ -34,7 +34,11 @@ func BenchmarkPage100k(b *testing.B) {
 			if err := bulk.Fill(b.Context(), app, 100_000, bulk.DefaultMix, time.Now().Add(-2*time.Hour)); err != nil {
 				b.Fatal(err)
 			}
-			h, err := ui.New(ui.Config{App: app, AppShown: "app", Token: token})
+			ops, err := ui.SharedToken(token)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h, err := ui.New(ui.Config{App: app, AppShown: "app", Operators: ops})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// Who may act, and how a request proves it: a person logs in with the
-// token the page was started with and gets a session, a random id in a
+// Who may act, and how a request proves it: a person logs in with a
+// token of theirs (Operators) and gets a session, named after them, a random id in a
 // cookie (HttpOnly, SameSite=Strict) that the server keeps for
 // sessionLife; every form the page shows carries the session's own
 // random form token, and every POST must come from the page's own origin
@@ -34,8 +34,12 @@ const maxSessions = 1000
 
 // session is a logged-in person's: its form token, and when it ends.
 type session struct {
-	form    string
-	expires time.Time
+	form     string
+	expires  time.Time
+	operator string // who logged in: the audit's actor
+	token    string // the token they logged in with, checked again at each repair
+	// told is what the last repair did, shown once on its row's page.
+	told, toldKey string
 }
 
 // sessions are the live sessions, by id.
@@ -52,7 +56,7 @@ func randomToken() string {
 }
 
 // start begins a session and returns its id.
-func (s *sessions) start(now time.Time) (id string, sess session) {
+func (s *sessions) start(now time.Time, operator, token string) (id string, sess session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.all == nil {
@@ -72,7 +76,7 @@ func (s *sessions) start(now time.Time) (id string, sess session) {
 		}
 		delete(s.all, oldest)
 	}
-	id, sess = randomToken(), session{form: randomToken(), expires: now.Add(sessionLife)}
+	id, sess = randomToken(), session{form: randomToken(), expires: now.Add(sessionLife), operator: operator, token: token}
 	s.all[id] = sess
 	return id, sess
 }
@@ -90,6 +94,31 @@ func (s *sessions) of(r *http.Request, now time.Time) (string, session, bool) {
 		return "", session{}, false
 	}
 	return c.Value, sess, true
+}
+
+// tell keeps what a repair of key did, for the session's next view of
+// that row.
+func (s *sessions) tell(id, key, what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess, ok := s.all[id]; ok {
+		sess.told, sess.toldKey = what, key
+		s.all[id] = sess
+	}
+}
+
+// told returns, once, what the session's last repair of key did.
+func (s *sessions) told(id, key string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.all[id]
+	if !ok || sess.toldKey != key {
+		return ""
+	}
+	what := sess.told
+	sess.told, sess.toldKey = "", ""
+	s.all[id] = sess
+	return what
 }
 
 // end ends the session id.

@@ -30,7 +30,8 @@ import (
 
 // Config is what the page shows and how it may act.
 type Config struct {
-	// App is the outbox the page shows, and acts on when Token is set.
+	// App is the outbox the page shows, and acts on when Operators is
+	// set.
 	App *system.Outbox
 	// AppShown names the app database on the page: its path, or its URL
 	// without the password.
@@ -43,15 +44,16 @@ type Config struct {
 	// Retention is the receiver's retention, which requeue respects; nil
 	// means forever.
 	Retention func(ctx context.Context) (time.Duration, error)
-	// Token, when not empty, lets a person who gives it act; empty, the
-	// page is read-only.
-	Token string
+	// Operators, when set, lets a person who logs in with a token of
+	// theirs act, and names them in the audit; nil, the page is
+	// read-only.
+	Operators *Operators
 	// LoopbackOnly refuses requests for any host name but loopback's:
 	// for a page that listens on loopback.
 	LoopbackOnly bool
 	// PublicHost, when set, is the host name under which a proxy that
 	// serves HTTPS forwards the page: the page answers no other Host,
-	// shows nothing but its login before a person logs in with Token
+	// shows nothing but its login before a person logs in with a token
 	// (which it then needs), expects its forms from https://PublicHost,
 	// and its cookies are Secure. For a page reached off loopback.
 	PublicHost string
@@ -70,7 +72,7 @@ var ErrPublicNeedsToken = errors.New("ui: a page with a public host name needs a
 // MaxFormBytes is the largest form a POST may carry.
 const MaxFormBytes = 16 << 10
 
-// maxReason bounds what an actor or a reason may hold, in bytes.
+// maxReason bounds what a reason may hold, in bytes.
 const maxReason = 1000
 
 // loginDelay is how long a wrong token waits before its answer: guessing
@@ -108,7 +110,7 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.PageRows < 1 || cfg.PageRows > system.MaxPageRows {
 		return nil, fmt.Errorf("ui: %d rows a page, want 1 to %d", cfg.PageRows, system.MaxPageRows)
 	}
-	if cfg.PublicHost != "" && cfg.Token == "" {
+	if cfg.PublicHost != "" && cfg.Operators == nil {
 		return nil, ErrPublicNeedsToken
 	}
 	if cfg.Now == nil {
@@ -122,6 +124,7 @@ func New(cfg Config) (http.Handler, error) {
 		"when":  p.when,
 		"age":   p.age,
 		"style": func() template.CSS { return template.CSS(style) },
+		"rowsOf": func(rows []system.Row, budget int) rowTable { return rowTable{rows, budget} },
 	}).ParseFS(templateFiles, "templates/*.html"))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", p.outbox)
@@ -177,6 +180,7 @@ type view struct {
 	CRM      string
 	ReadOnly bool   // started without a token
 	LoggedIn bool   // the request's session is live
+	Operator string // who logged in
 	Form     string // the session's form token
 	Error    string // what went wrong, for the person
 	Data     any
@@ -184,10 +188,10 @@ type view struct {
 
 // base returns the view of r, its session looked up.
 func (p *page) base(r *http.Request, title string) view {
-	v := view{Title: title, App: p.cfg.AppShown, CRM: p.cfg.CRMShown, ReadOnly: p.cfg.Token == ""}
+	v := view{Title: title, App: p.cfg.AppShown, CRM: p.cfg.CRMShown, ReadOnly: p.cfg.Operators == nil}
 	if !v.ReadOnly {
 		if _, sess, ok := p.sessions.of(r, p.cfg.Now()); ok {
-			v.LoggedIn, v.Form = true, sess.form
+			v.LoggedIn, v.Form, v.Operator = true, sess.form, sess.operator
 		}
 	}
 	if p.cfg.PublicHost != "" && !v.LoggedIn {
@@ -217,8 +221,23 @@ func (p *page) failed(w http.ResponseWriter, r *http.Request, err error) {
 	p.render(w, http.StatusServiceUnavailable, "error.html", v)
 }
 
+// rowTable is a table of rows, each row's attempts shown against the
+// budget.
+type rowTable struct {
+	Rows   []system.Row
+	Budget int
+}
+
+// budget is the attempt budget of the app database's rows: what a
+// worker's --max-attempts recorded, and the contract's default before.
+func (p *page) budget(ctx context.Context) (int, error) {
+	b, err := p.cfg.App.Budget(ctx)
+	return max(b, system.DefaultMaxAttempts), err
+}
+
 // listing is the data of the outbox's page.
 type listing struct {
+	Budget int
 	Gauges system.Gauges
 	State  string // the filter: "" for every state
 	States []string
@@ -254,7 +273,12 @@ func (p *page) outbox(w http.ResponseWriter, r *http.Request) {
 		p.failed(w, r, err)
 		return
 	}
-	l := listing{Gauges: g, State: state, States: []string{"pending", "sent", "blocked"}, Rows: pg.Rows}
+	budget, err := p.budget(r.Context())
+	if err != nil {
+		p.failed(w, r, err)
+		return
+	}
+	l := listing{Budget: budget, Gauges: g, State: state, States: []string{"pending", "sent", "blocked"}, Rows: pg.Rows}
 	if pg.Next != 0 {
 		l.Next = "/?" + url.Values{"state": {state}, "after": {strconv.FormatInt(pg.Next, 10)}}.Encode()
 	}
@@ -277,6 +301,7 @@ func cursor(s string) (int64, bool) {
 
 // staleList is the data of the stale page.
 type staleList struct {
+	Budget      int
 	OlderThan   string
 	Blocked     []system.Row
 	Pending     []system.Row
@@ -323,7 +348,12 @@ func (p *page) stale(w http.ResponseWriter, r *http.Request) {
 		p.failed(w, r, err)
 		return
 	}
-	s := staleList{OlderThan: olderThan.String(), Blocked: blocked.Rows, Pending: pending.Rows}
+	budget, err := p.budget(r.Context())
+	if err != nil {
+		p.failed(w, r, err)
+		return
+	}
+	s := staleList{Budget: budget, OlderThan: olderThan.String(), Blocked: blocked.Rows, Pending: pending.Rows}
 	link := func(which string, next int64) string {
 		v := url.Values{"older-than": {olderThan.String()}}
 		v.Set(which, strconv.FormatInt(next, 10))
@@ -350,8 +380,8 @@ type detail struct {
 	Tasks     []system.Task
 	TasksErr  string
 	CanAct    bool // a repair may be offered: the row is not sent
-	Done      string
-	Actor     string
+	Done      string // what this session's last repair of the row did, once
+	Tries     int    // the claims its history holds, across repairs that set attempts back to 0
 	Reconcile bool // reconcile is offered: blocked, or pending without a live lease
 	Requeue   bool // requeue is offered: blocked
 }
@@ -392,14 +422,18 @@ func (p *page) showRow(w http.ResponseWriter, r *http.Request, key string, statu
 		p.failed(w, r, err)
 		return
 	}
-	budget, err := p.cfg.App.Budget(r.Context())
+	recorded, err := p.cfg.App.Budget(r.Context())
 	if err != nil {
 		p.failed(w, r, err)
 		return
 	}
 	now := p.cfg.Now()
-	d := detail{Row: row, Budget: max(budget, system.DefaultMaxAttempts), BudgetOf: "the contract's default, until a worker with a larger --max-attempts claims a row", Approval: a, History: history(row, events, now), Done: r.URL.Query().Get("done"), Actor: r.URL.Query().Get("actor")}
-	if budget > system.DefaultMaxAttempts {
+	d := detail{Row: row, Budget: max(recorded, system.DefaultMaxAttempts), BudgetOf: "the contract's default, until a worker with a larger --max-attempts claims a row", Approval: a, History: history(row, events, now)}
+	d.Tries = tries(row, events)
+	if id, _, ok := p.sessions.of(r, now); ok {
+		d.Done = p.sessions.told(id, key)
+	}
+	if recorded > system.DefaultMaxAttempts {
 		d.BudgetOf = "recorded in the app database by a worker's --max-attempts"
 	}
 	d.Requeue = row.State == system.Blocked
@@ -414,6 +448,26 @@ func (p *page) showRow(w http.ResponseWriter, r *http.Request, key string, statu
 	v.Error = problem
 	v.Data = d
 	p.render(w, status, "row.html", v)
+}
+
+// tries is how often a row was tried in all, across the repairs that
+// set its attempts back to 0: the claims its history holds, or, where
+// its history began after some of them, the attempts each repair
+// cleared ("N attempts …") and those counted since, whichever is more.
+func tries(row system.Row, events []system.AuditEntry) int {
+	claims, cleared := 0, row.Attempts
+	for _, e := range events {
+		switch e.Action {
+		case system.EventClaim:
+			claims++
+		case system.EventCleared:
+			var n int
+			if _, err := fmt.Sscanf(e.Reason, "%d attempts", &n); err == nil {
+				cleared += n
+			}
+		}
+	}
+	return max(claims, cleared)
 }
 
 // history is what happened to a row, oldest first: what its times say
@@ -524,7 +578,12 @@ func (p *page) login(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, formStatus(err), "the form did not parse: "+err.Error())
 		return
 	}
-	if !equal(r.PostForm.Get("token"), p.cfg.Token) {
+	token := r.PostForm.Get("token")
+	name, ok := p.cfg.Operators.Name(token)
+	if !ok {
+		if err := p.cfg.Operators.Problem(); err != nil {
+			p.cfg.Log.Error("nobody may log in: the token file was refused", "error", err.Error())
+		}
 		p.cfg.Log.Warn("a login with a wrong token", "remote", r.RemoteAddr)
 		time.Sleep(loginDelay)
 		v.Error = "wrong token"
@@ -532,10 +591,10 @@ func (p *page) login(w http.ResponseWriter, r *http.Request) {
 		p.render(w, http.StatusForbidden, "login.html", v)
 		return
 	}
-	id, _ := p.sessions.start(p.cfg.Now())
+	id, _ := p.sessions.start(p.cfg.Now(), name, token)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(sessionLife / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: p.secure(r)})
-	p.cfg.Log.Info("logged in", "remote", r.RemoteAddr)
+	p.cfg.Log.Info("logged in", "operator", name, "remote", r.RemoteAddr)
 	http.Redirect(w, r, localPath(r.PostForm.Get("next")), http.StatusSeeOther)
 }
 
@@ -594,7 +653,7 @@ func formStatus(err error) int {
 // fence and writes the audit entry. It acts only for a live session
 // whose form token the form carries, from the page's own origin.
 func (p *page) act(w http.ResponseWriter, r *http.Request) {
-	if p.cfg.Token == "" {
+	if p.cfg.Operators == nil {
 		p.refuse(w, r, http.StatusForbidden, "this page was started without a token: it is read-only")
 		return
 	}
@@ -602,9 +661,14 @@ func (p *page) act(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, http.StatusForbidden, "a form from another site is refused")
 		return
 	}
-	_, sess, ok := p.sessions.of(r, p.cfg.Now())
+	id, sess, ok := p.sessions.of(r, p.cfg.Now())
 	if !ok {
-		p.refuse(w, r, http.StatusUnauthorized, "log in with the page's token first")
+		p.refuse(w, r, http.StatusUnauthorized, "log in with your token first")
+		return
+	}
+	if name, ok := p.cfg.Operators.Name(sess.token); !ok || name != sess.operator {
+		p.sessions.end(id)
+		p.refuse(w, r, http.StatusUnauthorized, "your token no longer lets you act (it was rotated or revoked): log in again")
 		return
 	}
 	if err := r.ParseForm(); err != nil {
@@ -617,16 +681,13 @@ func (p *page) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := f.Get("key")
-	actor, reason := strings.TrimSpace(f.Get("actor")), strings.TrimSpace(f.Get("reason"))
+	actor, reason := sess.operator, strings.TrimSpace(f.Get("reason"))
 	switch {
-	case actor == "":
-		p.showRow(w, r, key, http.StatusBadRequest, "say who acts, for the audit log")
-		return
 	case reason == "":
 		p.showRow(w, r, key, http.StatusBadRequest, "say why, for the audit log")
 		return
-	case len(actor) > maxReason || len(reason) > maxReason:
-		p.showRow(w, r, key, http.StatusBadRequest, fmt.Sprintf("who and why take at most %d bytes each", maxReason))
+	case len(reason) > maxReason:
+		p.showRow(w, r, key, http.StatusBadRequest, fmt.Sprintf("why takes at most %d bytes", maxReason))
 		return
 	}
 	var err error
@@ -665,5 +726,8 @@ func (p *page) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.cfg.Log.Info("repair", "action", r.URL.Path[1:], "key", key, "actor", actor, "reason", reason)
-	http.Redirect(w, r, "/row?"+url.Values{"key": {key}, "done": {done}, "actor": {actor}}.Encode(), http.StatusSeeOther)
+	// What was done goes with the session, once, not in the URL: a link
+	// can say nothing of a repair that did not happen.
+	p.sessions.tell(id, key, fmt.Sprintf("%s by %s", done, actor))
+	http.Redirect(w, r, "/row?"+url.Values{"key": {key}}.Encode(), http.StatusSeeOther)
 }

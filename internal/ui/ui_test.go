@@ -91,10 +91,26 @@ func post(t *testing.T, c *http.Client, srv *httptest.Server, path string, form 
 
 var formToken = regexp.MustCompile(`name="form" value="([^"]+)"`)
 
-// login logs c in and returns the session's form token.
+// shared is the page's operators: one shared token, token.
+func shared(t *testing.T) *ui.Operators {
+	t.Helper()
+	o, err := ui.SharedToken(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// login logs c in with token and returns the session's form token.
 func login(t *testing.T, c *http.Client, srv *httptest.Server) string {
 	t.Helper()
-	if code, body := post(t, c, srv, "/login", url.Values{"token": {token}, "next": {"/"}}, ""); code != http.StatusSeeOther {
+	return loginWith(t, c, srv, token)
+}
+
+// loginWith logs c in with tok and returns the session's form token.
+func loginWith(t *testing.T, c *http.Client, srv *httptest.Server, tok string) string {
+	t.Helper()
+	if code, body := post(t, c, srv, "/login", url.Values{"token": {tok}, "next": {"/"}}, ""); code != http.StatusSeeOther {
 		t.Fatalf("login: %d %s", code, body)
 	}
 	_, body := get(t, c, srv, "/")
@@ -125,7 +141,7 @@ func TestReadOnly(t *testing.T) {
 }
 
 func TestRepairs(t *testing.T) {
-	srv, app := server(t, ui.Config{Token: token})
+	srv, app := server(t, ui.Config{Operators: shared(t)})
 	c := client(t)
 	key := system.KeyPrefix + "bulk-7" // blocked
 	repair := url.Values{"key": {key}, "actor": {"ana"}, "reason": {"checked"}}
@@ -186,11 +202,11 @@ func TestRepairs(t *testing.T) {
 		t.Errorf("reconcile: %d", code)
 	}
 	audit, _ := app.AuditOf(t.Context(), key)
-	if len(audit) != 2 || audit[0].Action != system.ActionRequeue || audit[1].Action != system.ActionReconcile || audit[1].Actor != "ana" {
-		t.Errorf("the audit log of %s: %+v, want the requeue and the reconcile by ana", key, audit)
+	if len(audit) != 2 || audit[0].Action != system.ActionRequeue || audit[1].Action != system.ActionReconcile || audit[1].Actor != ui.SharedName {
+		t.Errorf("the audit log of %s: %+v, want the requeue and the reconcile by %s, whatever the form said", key, audit, ui.SharedName)
 	}
 	_, page := get(t, c, srv, "/row?key="+url.QueryEscape(key))
-	if !strings.Contains(page, "reconcile by ana: checked") || !strings.Contains(page, "CRM task") {
+	if !strings.Contains(page, "reconcile by "+ui.SharedName+": checked") || !strings.Contains(page, "CRM task") {
 		t.Errorf("the row's page does not show its audit entries:\n%s", page)
 	}
 	if code, _ := post(t, c, srv, "/logout", url.Values{"form": {form}}, ""); code != http.StatusSeeOther {
@@ -202,7 +218,7 @@ func TestRepairs(t *testing.T) {
 }
 
 func TestLimitsAndHeaders(t *testing.T) {
-	srv, _ := server(t, ui.Config{Token: token, LoopbackOnly: true})
+	srv, _ := server(t, ui.Config{Operators: shared(t), LoopbackOnly: true})
 	c := client(t)
 	big := url.Values{"token": {strings.Repeat("x", ui.MaxFormBytes)}}
 	if code, _ := post(t, c, srv, "/login", big, ""); code != http.StatusRequestEntityTooLarge {
@@ -282,7 +298,7 @@ func TestPublicHost(t *testing.T) {
 	if _, err := ui.New(ui.Config{App: &system.Outbox{}, PublicHost: name}); !errors.Is(err, ui.ErrPublicNeedsToken) {
 		t.Errorf("a public page without a token: %v, want %v", err, ui.ErrPublicNeedsToken)
 	}
-	srv, _ := server(t, ui.Config{Token: token, PublicHost: name})
+	srv, _ := server(t, ui.Config{Operators: shared(t), PublicHost: name})
 	c := client(t)
 	send := func(method, path, host, origin, cookie string, form url.Values) *http.Response {
 		t.Helper()
@@ -406,7 +422,7 @@ func TestRowBudget(t *testing.T) {
 // another case, or in the URL instead of the form; a refused login lets
 // nothing be repaired.
 func TestLoginRefusesEveryWrongToken(t *testing.T) {
-	srv, app := server(t, ui.Config{Token: token})
+	srv, app := server(t, ui.Config{Operators: shared(t)})
 	key := system.KeyPrefix + "bulk-7" // blocked
 	before, _ := app.Row(t.Context(), key)
 	cases := []struct {
