@@ -121,9 +121,9 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	p := &page{cfg: cfg}
 	p.tmpl = template.Must(template.New("").Funcs(template.FuncMap{
-		"when":  p.when,
-		"age":   p.age,
-		"style": func() template.CSS { return template.CSS(style) },
+		"when":   p.when,
+		"age":    p.age,
+		"style":  func() template.CSS { return template.CSS(style) },
 		"rowsOf": func(rows []system.Row, budget int) rowTable { return rowTable{rows, budget} },
 	}).ParseFS(templateFiles, "templates/*.html"))
 	mux := http.NewServeMux()
@@ -379,11 +379,11 @@ type detail struct {
 	History   []event
 	Tasks     []system.Task
 	TasksErr  string
-	CanAct    bool // a repair may be offered: the row is not sent
+	CanAct    bool   // a repair may be offered: the row is not sent
 	Done      string // what this session's last repair of the row did, once
 	Tries     int    // the claims its history holds, across repairs that set attempts back to 0
-	Reconcile bool // reconcile is offered: blocked, or pending without a live lease
-	Requeue   bool // requeue is offered: blocked
+	Reconcile bool   // reconcile is offered: blocked, or pending without a live lease
+	Requeue   bool   // requeue is offered: blocked
 }
 
 // event is one line of a row's history.
