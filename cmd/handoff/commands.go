@@ -54,7 +54,7 @@ func commandTable() []cli.Command {
 		},
 		{
 			Name:        "requeue",
-			Args:        "KEY --app PATH --reason TEXT [--actor NAME] [--retention D]",
+			Args:        "KEY --app PATH --reason TEXT [--token-file FILE] [--retention D]",
 			Summary:     "make a blocked row pending again: same key and payload, 0 attempts, eligible now",
 			Operands:    keyHelp,
 			Done:        "requeued; the audit log has who and why",
@@ -64,7 +64,7 @@ func commandTable() []cli.Command {
 		},
 		{
 			Name:    "retry-now",
-			Args:    "--app PATH --reason TEXT [--actor NAME]",
+			Args:    "--app PATH --reason TEXT [--token-file FILE]",
 			Summary: "make every pending row that waits out a backoff due now, after an outage of the receiver, instead of waiting",
 			Done:    "the rows that waited are due now (listed); the audit log has who and why for each",
 			Failed:  "refused, the files unchanged: a missing or wrong database, or a database error",
@@ -72,7 +72,7 @@ func commandTable() []cli.Command {
 		},
 		{
 			Name:     "reconcile",
-			Args:     "KEY --app PATH (--remote-id N | --absent) --reason TEXT [--actor NAME]",
+			Args:     "KEY --app PATH (--remote-id N | --absent) --reason TEXT [--token-file FILE]",
 			Summary:  "record what a person found in the CRM for a blocked (or unleased pending) row: task N, or none",
 			Operands: keyHelp,
 			Done:     "reconciled; the audit log has who and why",

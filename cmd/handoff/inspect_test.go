@@ -80,12 +80,12 @@ func TestInspectPrintsDataOnOneLine(t *testing.T) {
 			for range 3 {
 				mustRun(t, "deliver", "--app", app, "--crm", crm, "--fault", "offline", "--create-crm")
 			}
-			mustRun(t, "requeue", "case-1", "--app", app, "--actor", "ann\u2028bob", "--reason", "asked "+tt.title)
+			mustRun(t, "requeue", "case-1", "--app", app, "--reason", "asked\u2028by ann: "+tt.title)
 			mustRun(t, "deliver", "--app", app, "--crm", crm)
 			out := mustRun(t, "inspect", "--app", app, "--crm", crm)
 			for _, want := range []string{
 				"\n  task 1 " + system.KeyPrefix + "case-1 " + tt.payload + "\n",
-				` ann\u2028bob requeue ` + system.KeyPrefix + "case-1: asked " + system.OneLine(tt.title) + "\n",
+				` requeue ` + system.KeyPrefix + `case-1: asked\u2028by ann: ` + system.OneLine(tt.title) + "\n",
 			} {
 				if !strings.Contains(out, want) {
 					t.Errorf("inspect: no %q in:\n%s", want, out)

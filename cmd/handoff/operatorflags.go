@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"strings"
 
+	"github.com/outboxlab/handoff/internal/ui"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -34,23 +35,30 @@ func parseKey(fs *flag.FlagSet, args []string, stderr io.Writer) (string, error)
 	return found[0], nil
 }
 
+// operatorTokenEnv holds an operator's token, for the operator actions
+// of the command line: with --token-file, the audit records the name
+// the file gives that token.
+const operatorTokenEnv = "HANDOFF_OPERATOR_TOKEN"
+
 // operatorFlags are the flags every operator action takes: the app
-// database, who acts and why.
+// database, the operators' token file, and why.
 type operatorFlags struct {
-	app, reason, actor *string
+	app, reason, tokenFile *string
 }
 
 // addOperatorFlags defines the flags on fs.
 func addOperatorFlags(fs *flag.FlagSet) operatorFlags {
 	return operatorFlags{
-		app:    fs.String("app", "", "app database (must exist)"),
-		reason: fs.String("reason", "", "why, for the audit log"),
-		actor:  fs.String("actor", "", "who acts, for the audit log (default: the OS user)"),
+		app:       fs.String("app", "", "app database (must exist)"),
+		reason:    fs.String("reason", "", "why, for the audit log"),
+		tokenFile: fs.String("token-file", "", "the operators' token file, as handoff ui takes it (NAME TOKEN a line): with "+operatorTokenEnv+" set to your token, the audit records your name; without it, the OS user"),
 	}
 }
 
-// check refuses missing or empty flags and returns who acts: --actor, or
-// the OS user.
+// check refuses missing or empty flags and returns who acts, as the
+// audit records them: the operator whose token operatorTokenEnv holds,
+// by the name --token-file gives it, or else the OS user. Never a name
+// typed on the command line: a person can type any.
 func (f operatorFlags) check(fs *flag.FlagSet) (string, error) {
 	if err := required(fs, "app", "reason"); err != nil {
 		return "", err
@@ -58,14 +66,23 @@ func (f operatorFlags) check(fs *flag.FlagSet) (string, error) {
 	if strings.TrimSpace(*f.reason) == "" {
 		return "", fmt.Errorf("%w: --reason is empty: say why, for the audit log", errUsage)
 	}
-	given := false
-	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "actor" })
-	actor := strings.TrimSpace(*f.actor)
-	switch {
-	case given && actor == "":
-		return "", fmt.Errorf("%w: --actor is empty: say who acts", errUsage)
-	case actor != "":
-		return actor, nil
+	if *f.tokenFile != "" {
+		if err := mistypedURL("token-file", *f.tokenFile); err != nil {
+			return "", err
+		}
+		ops, err := ui.LoadOperators(*f.tokenFile)
+		if err != nil {
+			return "", fmt.Errorf("%w: --token-file: %s", errUsage, strings.TrimPrefix(err.Error(), ui.ErrOperators.Error()+": "))
+		}
+		token := strings.TrimSpace(os.Getenv(operatorTokenEnv))
+		if token == "" {
+			return "", fmt.Errorf("%w: --token-file names the operators: set %s to your token from it", errUsage, operatorTokenEnv)
+		}
+		name, ok := ops.Name(token)
+		if !ok {
+			return "", fmt.Errorf("%w: %s is no token of --token-file %s", errUsage, operatorTokenEnv, *f.tokenFile)
+		}
+		return name, nil
 	}
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		return u.Username, nil
@@ -73,7 +90,7 @@ func (f operatorFlags) check(fs *flag.FlagSet) (string, error) {
 	if u := os.Getenv("USER"); u != "" {
 		return u, nil
 	}
-	return "", fmt.Errorf("%w: the OS user is unknown: say who acts with --actor", errUsage)
+	return "", fmt.Errorf("%w: the OS user is unknown: name yourself with --token-file and %s", errUsage, operatorTokenEnv)
 }
 
 // openForOperator opens the existing app database at path for an

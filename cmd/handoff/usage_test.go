@@ -139,7 +139,7 @@ func TestOperatorAndWorkUsageErrors(t *testing.T) {
 		{op("requeue", "case-1", "case-2", "--reason", "r"), `unexpected argument "case-2"`},
 		{op("requeue", "case-1"), "missing --reason"},
 		{op("requeue", "case-1", "--reason", " "), "--reason is empty"},
-		{op("requeue", "case-1", "--reason", "r", "--actor", ""), "--actor is empty"},
+		{op("requeue", "case-1", "--reason", "r", "--actor", "ann"), "flag provided but not defined: -actor"},
 		{op("requeue", "case-1", "--reason", "r", "--retention", "-1h"), "--retention is -1h0m0s"},
 		{op("reconcile", "case-1", "--reason", "r"), "give one of --remote-id N and --absent"},
 		{op("reconcile", "case-1", "--reason", "r", "--remote-id", "3", "--absent"), "give one of --remote-id N and --absent"},
