@@ -42,7 +42,7 @@ func designsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("%w: --seed is the first seed of --measure; without --measure it has nothing to do", cli.ErrUsage)
 	}
 	if *measure > 0 {
-		_, postgresURL, err := backendFlags.Values(ctx)
+		_, postgresURL, err := backendFlags.Values(ctx, func(u string) string { return cli.ConnectionsNeeded(u, 1) })
 		if err != nil {
 			return err
 		}

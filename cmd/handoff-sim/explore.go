@@ -63,7 +63,7 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 			return err
 		}
 	}
-	which, postgresURL, err := backendFlags.Values(ctx)
+	which, postgresURL, err := backendFlags.Values(ctx, func(u string) string { return cli.ConnectionsNeeded(u, *parallel) })
 	if err != nil {
 		return err
 	}

@@ -87,9 +87,13 @@ func TestEnvironmentFailureExitsFour(t *testing.T) {
 				}
 				// A run that got as far as starting says what it needs,
 				// at its start and again in its message.
+				// One that did not start says it in its message.
 				budget := fmt.Sprintf("this run holds at most %d connections", sim.PostgresConnections)
 				if args[0] == "explore" && c.started && strings.Count(stderr, budget) != 2 {
 					t.Errorf("explore: stderr %q; want %q at the start and in the message", stderr, budget)
+				}
+				if !c.started && strings.Count(stderr, budget) != 1 {
+					t.Errorf("%s: stderr %q; want %q in the message", args[0], stderr, budget)
 				}
 			}
 		})

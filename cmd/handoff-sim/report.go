@@ -37,7 +37,7 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("%w: --transport: %s", cli.ErrUsage, strings.TrimPrefix(err.Error(), "handoff: "))
 	}
-	backend, postgresURL, err := backendFlags.Values(ctx)
+	backend, postgresURL, err := backendFlags.Values(ctx, func(u string) string { return cli.ConnectionsNeeded(u, 1) })
 	if err != nil {
 		return err
 	}

@@ -78,3 +78,16 @@ func TestBadPathOrURLIsAUsageError(t *testing.T) {
 		}
 	}
 }
+
+// TestTrialUnreachableServer: trial on a PostgreSQL server that does not
+// answer ends with exit status 4 (the environment, not the outbox), on
+// one line that names the variable the URL came from and the
+// connections the run needs.
+func TestTrialUnreachableServer(t *testing.T) {
+	t.Setenv("HANDOFF_POSTGRES_URL", "postgres://postgres@127.0.0.1:1/test?sslmode=disable")
+	code, _, stderr := runCLI(t, "trial", "--kills", "1", "--backend", "postgres", "--connect-wait", "200ms", "--dir", t.TempDir())
+	if code != 4 || !strings.Contains(stderr, "the server of HANDOFF_POSTGRES_URL") || !strings.Contains(stderr, "this run holds at most 26 connections") ||
+		strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("exit %d, stderr %q; want 4, the variable named and the connections needed, on one line", code, stderr)
+	}
+}

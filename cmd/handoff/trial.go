@@ -34,7 +34,7 @@ func trialCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := mistypedURL("dir", *dir); err != nil {
 		return err
 	}
-	which, postgresURL, err := backendFlags.Values(ctx)
+	which, postgresURL, err := backendFlags.Values(ctx, func(u string) string { return trialConnections(u, *workers) })
 	if err != nil {
 		return err
 	}
@@ -73,11 +73,7 @@ func trialCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	again += backendFlags.Flags()
 	if which == backend.Postgres {
-		// Each worker process and the drain run work with trial's
-		// --workers 2; trial itself records and reads on one connection
-		// each.
-		fmt.Fprintf(stderr, "on PostgreSQL at %s: this run holds at most %d connections (%d work processes of %d, and trial's own 2)\n",
-			system.Redact(postgresURL), (*workers+1)*workConnections(2)+2, *workers+1, workConnections(2))
+		fmt.Fprintln(stderr, trialConnections(postgresURL, *workers))
 	}
 	return trial.Run(ctx, trial.Config{Exe: exe, Seed: *seed, Trials: *trials, Kills: *kills, Workers: *workers, Rows: *rows, Dir: *dir,
 		CRMURL: *crmURL, Backend: which, PostgresURL: postgresURL, Connect: connectTrialReceiver, Again: again, JSON: *asJSON}, stdout, stderr)
@@ -107,3 +103,12 @@ func (r trialReceiver) TasksFor(ctx context.Context, key string) ([]system.Task,
 }
 
 func (r trialReceiver) Close() { r.client.CloseIdleConnections() }
+
+// trialConnections says how many connections to the server at url a
+// trial with workers work processes holds at most: each worker process
+// and the drain run work with trial's --workers 2; trial itself records
+// and reads on one connection each.
+func trialConnections(url string, workers int) string {
+	return fmt.Sprintf("on PostgreSQL at %s: this run holds at most %d connections (%d work processes of %d, and trial's own 2)",
+		system.Redact(url), (workers+1)*workConnections(2)+2, workers+1, workConnections(2))
+}

@@ -34,10 +34,11 @@ func AddBackendFlags(fs *flag.FlagSet) BackendFlags {
 	}
 }
 
-// values returns the backend and the server's URL: a usage error for a
+// Values returns the backend and the server's URL: a usage error for a
 // bad flag, and for PostgreSQL an error that says why when the server
-// cannot be reached, before the command makes anything.
-func (b BackendFlags) Values(ctx context.Context) (backend.Backend, string, error) {
+// cannot be reached, before the command makes anything, and what
+// connections says the run needs of the server at that URL.
+func (b BackendFlags) Values(ctx context.Context, connections func(url string) string) (backend.Backend, string, error) {
 	which, err := b.Backend()
 	if err != nil {
 		return "", "", err
@@ -58,9 +59,9 @@ func (b BackendFlags) Values(ctx context.Context) (backend.Backend, string, erro
 		defer cancel()
 		if err := system.PingPostgres(ctx, *b.url, *b.Wait); err != nil {
 			if b.fromEnv() {
-				return "", "", fmt.Errorf("the server of %s: %w", backend.PostgresURLEnv, err)
+				err = fmt.Errorf("the server of %s: %w", backend.PostgresURLEnv, err)
 			}
-			return "", "", err
+			return "", "", fmt.Errorf("%w; %s", err, connections(*b.url))
 		}
 	}
 	return which, *b.url, nil
