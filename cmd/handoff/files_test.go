@@ -18,7 +18,8 @@ import (
 // corrupt and old files, CRM files made by mistake.
 
 // TestPathsThatAreNotFiles: an in-memory database, URIs and URLs are
-// refused by every command, and nothing is created.
+// refused by every command as usage errors (exit status 2), and nothing
+// is created.
 func TestPathsThatAreNotFiles(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -35,7 +36,7 @@ func TestPathsThatAreNotFiles(t *testing.T) {
 		{"check", "--app", "app.db", "--crm", ":memory:"},
 		{"crm", "init", "--crm", "file:new.db"},
 	} {
-		refused(t, "plain file path", args...)
+		refusedWith(t, 2, "plain file path", args...)
 	}
 	// A URL where a file must be, or a mistyped scheme, is named as a
 	// URL, without its password.
@@ -44,7 +45,7 @@ func TestPathsThatAreNotFiles(t *testing.T) {
 		{"check", "--app", "app.db", "--crm", "postgres://u:s3cret@127.0.0.1/test"},
 		{"approve", "--app", "postgress://u:s3cret@127.0.0.1/test?schema=x", "--case", "c-1", "--title", "t"},
 	} {
-		refused(t, "is a URL, not a file path", args...)
+		refusedWith(t, 2, "is a URL, not a file path", args...)
 		if _, stdout, stderr := runCLI(t, args...); strings.Contains(stdout+stderr, "s3cret") {
 			t.Errorf("%v printed the password: %q", args, stdout+stderr)
 		}

@@ -74,9 +74,16 @@ func mustRun(t *testing.T, args ...string) string {
 // with a message on stderr that contains want.
 func refused(t *testing.T, want string, args ...string) {
 	t.Helper()
-	code, stdout, stderr := runCLI(t, args...)
-	if code != 1 || !strings.Contains(stdout+stderr, want) {
-		t.Errorf("%v: got exit %d, stdout %q, stderr %q; want 1 and %q", args, code, stdout, stderr, want)
+	refusedWith(t, 1, want, args...)
+}
+
+// refusedWith runs args and fails t unless they exit with code and say
+// want.
+func refusedWith(t *testing.T, code int, want string, args ...string) {
+	t.Helper()
+	got, stdout, stderr := runCLI(t, args...)
+	if got != code || !strings.Contains(stdout+stderr, want) {
+		t.Errorf("%v: got exit %d, stdout %q, stderr %q; want %d and %q", args, got, stdout, stderr, code, want)
 	}
 }
 

@@ -67,7 +67,7 @@ func TestExitStatusRule(t *testing.T) {
 		{[]string{"demo", "--dir", "postgres//h/db"}, 2, `--dir "postgres//h/db" looks like a mistyped URL`},
 		{[]string{"trial", "--kills", "1", "--dir", "postgres:/h/db"}, 2, `--dir "postgres:/h/db" looks like a mistyped URL`},
 		{[]string{"deliver", "--app", app, "--crm-url", "http:/127.0.0.1:1"}, 2, `--crm-url "http:/127.0.0.1:1" looks like a mistyped URL`},
-		{[]string{"approve", "--app", "postgres//u:pw@h/db", "--case", "c", "--title", "t"}, 1, `"postgres//…@h/db" looks like a mistyped URL`},
+		{[]string{"approve", "--app", "postgres//u:pw@h/db", "--case", "c", "--title", "t"}, 2, `"postgres//…@h/db" looks like a mistyped URL`},
 		{[]string{"trial", "--backend", "postgres", "--postgres-url", "postgres:/h/db"}, 2, `--postgres-url "postgres:/h/db" is not a PostgreSQL URL (postgres://…); it looks like a mistyped URL`},
 		{[]string{"version"}, 0, ""},
 	}
