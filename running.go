@@ -103,11 +103,10 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	var broke firstFailure
 	for _, path := range paths {
 		broke.run(t, "replay/"+filepath.Base(path), func(t *testing.T) {
-			s, err := readSchedule(path)
+			s, err := readScheduleFor(path, d, opts.Backend)
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.Design, s.Backend = d.Name, string(opts.Backend)
 			if f, n := replaySchedule(t, d, db, s, opts.Replays); f != nil {
 				t.Fatalf("%s: %s", path, runningFailure(*f, n, opts.Replays))
 			}
@@ -186,11 +185,10 @@ func ReplayRunning(t *testing.T, d designs.Running, path string, opts RunningOpt
 	}
 	opts.Backend = cmp.Or(opts.Backend, SQLite)
 	opts.Replays = cmp.Or(opts.Replays, DefaultReplays)
-	s, err := readSchedule(path)
+	s, err := readScheduleFor(path, d, opts.Backend)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Design, s.Backend = d.Name, string(opts.Backend)
 	f, n := replaySchedule(t, d, newRunningDatabase(t, opts), s, opts.Replays)
 	r := RunningReplay{Runs: opts.Replays, Broke: n}
 	if f != nil {
@@ -378,6 +376,20 @@ func readSchedule(path string) (running.Schedule, error) {
 	}
 	defer f.Close()
 	return running.ParseSchedule(path, f)
+}
+
+// readScheduleFor reads the schedule file at path for design d, on
+// backend b: a schedule of more replicas than d runs is refused.
+func readScheduleFor(path string, d designs.Running, b Backend) (running.Schedule, error) {
+	s, err := readSchedule(path)
+	if err != nil {
+		return s, err
+	}
+	if n := max(s.Replicas, 1); d.Replicas > 0 && n > d.Replicas {
+		return s, fmt.Errorf("handoff: %s runs %d replicas, and design %s runs at most %d (its Replicas)", path, n, d.Name, d.Replicas)
+	}
+	s.Design, s.Backend = d.Name, string(b)
+	return s, nil
 }
 
 // saveSchedule writes a failing run's schedule into dir, named after its

@@ -63,7 +63,7 @@ var RunningFragile = []Running{
 	{
 		Name:        "running-enqueue-later",
 		Summary:     "an app that records the approval, then enqueues its job a second later",
-		Doc:         "The app commits the approval and hands the job to a background goroutine that enqueues a batch every second (\"publish after commit\", to keep the approval's transaction short). The approval says committed while no job exists; a crash within that second loses the job for good. Caught by H3: an approval reported committed is not in the outbox.",
+		Doc:         "The app answers the approval at once and hands it to a background goroutine that writes the approval and its job a second later (\"publish after commit\", to keep the request fast). The approval is reported committed while no job exists; a crash within that second loses it for good. Caught by H3: an approval reported committed is not in the outbox at once.",
 		Failure:     LostWork,
 		CaughtBy:    "H3",
 		MinimalSize: 1,

@@ -172,11 +172,12 @@ func (h *history) cut(replica int, at time.Duration) bool {
 }
 
 // settled checks H7 and H8's liveness on the rows read after the
-// faults healed (at healed) and the horizon passed: every approval the
-// outbox shows, or that committed, is delivered (one task) or given up
-// with a reason that the history bears out; a key still pending, sent
-// nothing since the faults healed, while the outbox went on sending a
-// key stuck for good that was approved before it, is held behind it.
+// schedule's last event (at healed: its last fault over, its last
+// approval made) and the horizon passed: every approval the outbox
+// shows, or that committed, is delivered (one task) or given up with a
+// reason that the history bears out; a key still pending, sent nothing
+// since healed, while the outbox went on sending a key stuck for good
+// that was approved before it, is held behind it.
 func (h *history) settled(at, healed time.Duration, rows map[string]designs.RunningRow, s seen) *Violation {
 	var open []string
 	for _, key := range h.knownKeys(rows) {
@@ -212,7 +213,7 @@ func (h *history) settled(at, healed time.Duration, rows map[string]designs.Runn
 		}
 		for _, other := range h.stuckKeys() {
 			if other != key && sentSince(other) && h.approvedAt(other) <= h.approvedAt(key) {
-				return &Violation{Check: "H8", At: at, Detail: fmt.Sprintf("%s is still pending when the horizon passed, every fault healed, while %s is stuck (%s): held behind it", key, other, h.stuckWhy(other))}
+				return &Violation{Check: "H8", At: at, Detail: fmt.Sprintf("%s is still pending when the horizon passed, every fault healed, sent nothing since the schedule's last event, while %s, stuck (%s), was sent all along: held behind it", key, other, h.stuckWhy(other))}
 			}
 		}
 	}

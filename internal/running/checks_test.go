@@ -92,6 +92,12 @@ func TestHistoryCheck(t *testing.T) {
 			seen{requests: []Request{req(1, "case-1", Refused, 1), req(2, "case-1", Refused, 5)}}, "H8", "request 2 for " + k1 + " at 5s came after the receiver refused it for good at 1s"},
 		{"a request after a 422", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 2}, k2, pending),
 			seen{requests: []Request{req(1, "case-1", Conflict, 1), req(2, "case-1", Answered, 5)}, tasks: []Task{task1}}, "H8", "request 2"},
+		{"a request of a crashed process after a refusal", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 2}, k2, pending),
+			seen{requests: []Request{req(1, "case-1", Refused, 1), {N: 2, At: 5 * time.Second, Key: k1, Case: "case-1", Answer: Down, neverLeft: true}}}, "", ""},
+		{"a refusal, then the same case under another key", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 2}, k2, pending),
+			seen{requests: []Request{req(1, "case-1", Refused, 1), {N: 2, At: 5 * time.Second, Key: k1 + "/2", Payload: p1, Case: "case-1", Answer: Answered, Reached: true}}}, "H8", "request 2 for " + k1 + "/2"},
+		{"an error counter: a request a crash cut is free", approved(1, designs.CountsErrors), rows(k1, designs.RunningRow{State: designs.RowPending}, k2, pending),
+			seen{requests: []Request{req(1, "case-1", Failed, 1), {N: 2, Key: k1, Answer: Slow, Reached: true, unheard: true}, {N: 3, Key: k1, Answer: Down, neverLeft: true}}}, "", ""},
 		{"a refusal of another key", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 1}, k2, pending),
 			seen{requests: []Request{req(1, "case-2", Refused, 1), req(2, "case-1", Failed, 5)}}, "", ""},
 	} {
@@ -127,6 +133,22 @@ func TestRefusalThatMayNotHaveBeenHeard(t *testing.T) {
 	h.faults = []struck{{At: 1500 * time.Millisecond, Replica: 2}}
 	if got := h.afterRefusal([]Request{refused, after}); !strings.Contains(got, "request 2") {
 		t.Errorf("a refusal whose process lived on while another replica crashed: %q, want request 2 named", got)
+	}
+	h.faults = []struck{{At: 500 * time.Millisecond, Replica: 1}}
+	if got := h.afterRefusal([]Request{refused, after}); !strings.Contains(got, "request 2") {
+		t.Errorf("a refusal after its process crashed and booted again: %q, want request 2 named", got)
+	}
+	h.faults = nil
+	busy, refusal, again := req(1, "case-1", Busy, 1), req(2, "case-1", Refused, 3), req(3, "case-1", Answered, 9)
+	if got := h.afterRefusal([]Request{busy, refusal, again}); !strings.Contains(got, "request 3") {
+		t.Errorf("a 503, a refusal, then a request: %q, want request 3 named", got)
+	}
+	held2 := req(1, "case-1", Refused, 1)
+	held2.At = 0
+	otherCase := req(2, "case-2", LostReply, 0)
+	otherCase.At = 500 * time.Millisecond
+	if got := h.afterRefusal([]Request{held2, otherCase, req(3, "case-1", Answered, 9)}); !strings.Contains(got, "request 3") {
+		t.Errorf("a refusal while another case's request was under way: %q, want request 3 named", got)
 	}
 }
 
@@ -174,7 +196,17 @@ func TestHistorySettled(t *testing.T) {
 			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", Failed, 1), req(2, "case-2", Busy, 2)}}, "", ""},
 		{"a state the spec does not know", approved(3, ""), rows(k1, sent1, k2, designs.RunningRow{State: "parked"}), seen{tasks: []Task{task1}}, "H7", `"parked"`},
 		{"held behind a stuck key", stuck(approved(3, ""), "case-1", DownKey), rows(k1, pending, k2, pending),
-			seen{requests: []Request{req(1, "case-1", Down, 30), req(2, "case-1", Down, 40)}}, "H8", k2 + " is still pending when the horizon passed, every fault healed, while " + k1 + " is stuck (the receiver down for it)"},
+			seen{requests: []Request{req(1, "case-1", Down, 30), req(2, "case-1", Down, 40)}}, "H8", k2 + " is still pending when the horizon passed, every fault healed, sent nothing since the schedule's last event, while " + k1 + ", stuck (the receiver down for it), was sent all along"},
+		{"sent before the last event, then held behind", stuck(approved(3, ""), "case-1", DownKey), rows(k1, pending, k2, pending),
+			seen{requests: []Request{req(1, "case-2", LostReply, 10), req(2, "case-1", Down, 30)}}, "H8", k2 + " is still pending"},
+		{"sent after the last event: pending on its own", stuck(approved(3, ""), "case-1", DownKey), rows(k1, pending, k2, pending),
+			seen{requests: []Request{req(1, "case-2", LostReply, 25), req(2, "case-1", Down, 30)}}, "H7", "still pending"},
+		{"no count: the requests that left spend the budget", approved(2, designs.CountsNothing), rows(k1, sent1, k2, blocked(5, "budget-exhausted")),
+			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", Down, 1)}}, "H7", "1 requests (an outage's included) of its budget of 2"},
+		{"no count: two requests spend a budget of two", approved(2, designs.CountsNothing), rows(k1, sent1, k2, blocked(0, "budget-exhausted")),
+			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", Down, 1), req(2, "case-2", Failed, 2)}}, "", ""},
+		{"refused under a key of the design's own, for the same payload", approved(3, ""), rows(k1, sent1, k2, blocked(1, "rejected")),
+			seen{tasks: []Task{task1}, requests: []Request{{N: 1, Key: k2 + "/1", Payload: p2, Case: "case-2", Answer: Refused, Reached: true}}}, "", ""},
 		{"pending on its own, beside a stuck key approved after it", stuck(later(approved(3, ""), "case-1"), "case-1", DownKey), rows(k1, pending, k2, pending),
 			seen{requests: []Request{req(1, "case-1", Down, 30), req(2, "case-1", Down, 40)}}, "H7", "still pending"},
 		{"pending on its own, beside a stuck key", stuck(approved(3, ""), "case-1", RefuseKey400), rows(k1, blocked(1, "rejected"), k2, pending),

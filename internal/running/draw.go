@@ -33,7 +33,8 @@ const defaultLease = 30 * time.Second
 // lasts: refused for good, always slow, or the receiver down for it.
 // Shrinking makes a failure's schedule small.
 //
-// replicas, when not 0, is the count of replicas every schedule runs.
+// replicas, when not 0, is the count of replicas every schedule runs,
+// at most d.Replicas.
 func Draw(t *rapid.T, d designs.Running, backend string, replicas int) Schedule {
 	lease := cmp.Or(d.Lease, defaultLease)
 	s := Schedule{Design: d.Name, Backend: backend}
@@ -41,7 +42,7 @@ func Draw(t *rapid.T, d designs.Running, backend string, replicas int) Schedule 
 	if d.Replicas > 0 {
 		most = min(d.Replicas, MaxReplicas)
 	}
-	if s.Replicas = replicas; replicas == 0 {
+	if s.Replicas = min(replicas, most); replicas == 0 {
 		s.Replicas = rapid.IntRange(1, most).Draw(t, "replicas")
 	}
 	replica := func(label string) int { return rapid.IntRange(1, s.Replicas).Draw(t, label) }

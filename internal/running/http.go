@@ -50,7 +50,7 @@ func (h httpReceiver) RoundTrip(req *http.Request) (*http.Response, error) {
 	case path != "/tasks":
 		return h.problem(req, http.StatusNotFound, "no such resource: "+req.URL.Path)
 	case req.Method != http.MethodPost:
-		return h.problem(req, http.StatusMethodNotAllowed, "allowed: POST")
+		return h.problem(req, http.StatusMethodNotAllowed, "allowed: POST", "Allow", "POST")
 	}
 	var body []byte
 	if req.Body != nil {
@@ -61,11 +61,11 @@ func (h httpReceiver) RoundTrip(req *http.Request) (*http.Response, error) {
 		body = b
 	}
 	values := req.Header.Values("Idempotency-Key")
+	key, keyless := strings.Join(values, ", "), len(values) == 0
 	refuse := func(status int, detail string) (*http.Response, error) {
-		h.p.receiver.malformed(h.p, h.worker, strings.Join(values, ", "), string(body), fmt.Sprintf("%d: %s, before acting", status, detail))
+		h.p.receiver.malformed(h.p, h.worker, key, string(body), fmt.Sprintf("%d: %s, before acting", status, detail))
 		return h.problem(req, status, detail)
 	}
-	key, keyless := "", len(values) == 0
 	if len(values) > 1 {
 		return refuse(http.StatusBadRequest, fmt.Sprintf("want one Idempotency-Key header, got %d", len(values)))
 	}
@@ -114,7 +114,7 @@ func (h httpReceiver) RoundTrip(req *http.Request) (*http.Response, error) {
 		ID      int64           `json:"id"`
 		Key     string          `json:"key"`
 		Payload json.RawMessage `json:"payload"`
-	}{rep.task.ID, key, json.RawMessage(rep.task.Payload)})
+	}{rep.task.ID, rep.task.Key, json.RawMessage(rep.task.Payload)})
 }
 
 // problem answers status with a problem+json body, and header's pairs.

@@ -94,8 +94,15 @@ func TestHTTPReceiver(t *testing.T) {
 				t.Errorf("key %.20q, body %.20q: %s, want %d", tc.key, tc.body, resp.Status, tc.status)
 			}
 		}
-		if q := rec.Requests(); !q[len(q)-1].refusal() {
-			t.Errorf("a malformed request is not recorded as refused for good: %+v", q[len(q)-1])
+		if q := rec.Requests(); !q[len(q)-1].refusal() || q[len(q)-1].Case != "case-1" || q[len(q)-1].Key != k1 {
+			t.Errorf("a malformed request is not recorded as case-1's, refused for good: %+v", q[len(q)-1])
+		}
+		tasks := len(rec.snapshot().tasks)
+		req, _ := http.NewRequest(http.MethodPost, ReceiverURL+"/tasks", strings.NewReader(p1))
+		req.Header.Add("Idempotency-Key", `"`+k1+`"`)
+		req.Header.Add("Idempotency-Key", `"`+k2+`"`)
+		if resp, err := client.Do(req); err != nil || resp.StatusCode != http.StatusBadRequest || len(rec.snapshot().tasks) != tasks {
+			t.Errorf("two Idempotency-Key headers: %v %v, %d tasks; want 400 and no task", resp, err, len(rec.snapshot().tasks))
 		}
 		for path, status := range map[string]int{"/contract": http.StatusOK, "/other": http.StatusNotFound, "/tasks": http.StatusMethodNotAllowed} {
 			resp, err := client.Get(ReceiverURL + path)
@@ -103,8 +110,32 @@ func TestHTTPReceiver(t *testing.T) {
 				t.Errorf("GET %s: %v %v, want %d", path, resp, err, status)
 			}
 		}
+		if resp, err := client.Get(ReceiverURL + "/tasks"); err != nil || resp.Header.Get("Allow") != "POST" {
+			t.Errorf("GET /tasks: %v %v, want Allow: POST", resp, err)
+		}
 		if r, err := sender.Contract(ctx); err != nil || r != 0 {
 			t.Errorf("the contract: %v %v, want a retention of 0 (forever)", r, err)
+		}
+	})
+}
+
+// TestLastingFaultOfAKeylessRequest: a request without Idempotency-Key
+// is its case's by its payload, so its key's lasting fault acts on it;
+// a key down for good still pauses a held worker first.
+func TestLastingFaultOfAKeylessRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := Schedule{Keys: []KeyRule{{Case: "case-1", Fault: RefuseKey400}, {Case: "case-2", Fault: DownKey}},
+			Answers: []AnswerRule{{N: 2, Answer: Hold, Wait: time.Minute}}}
+		rec := newReceiver(s, time.Now())
+		p := &process{watch: &watchdog{}, gen: 1, replica: 1, receiver: rec, conns: map[cuttable]struct{}{}, crashed: make(chan struct{}), stopping: make(chan struct{})}
+		req, _ := http.NewRequest(http.MethodPost, ReceiverURL+"/tasks", strings.NewReader(p1))
+		resp, err := p.HTTPClient("").Do(req)
+		if err != nil || resp.StatusCode != http.StatusBadRequest || len(rec.snapshot().tasks) != 0 {
+			t.Errorf("a keyless request of a key refused for good: %v %v, %d tasks; want 400 and none", resp, err, len(rec.snapshot().tasks))
+		}
+		start := time.Now()
+		if _, err := rec.create(context.Background(), p, "", k2, p2); !errors.Is(err, system.ErrTransient) || time.Since(start) != time.Minute {
+			t.Errorf("a held request of a key down for good: %v after %v, want a transient failure after the hold of 1m", err, time.Since(start))
 		}
 	})
 }

@@ -2,6 +2,7 @@ package running
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -51,9 +52,11 @@ type Request struct {
 	Key, Payload string
 	// Keyless says an HTTP request carried no Idempotency-Key.
 	Keyless bool
-	// Answer is what the receiver did with it: the schedule's rule for
-	// its number, the lasting fault of its key, or Down when it never
-	// reached the receiver.
+	// Answer is what the receiver did with it: Answered (a task created
+	// or replayed, and its answer sent), another answer the schedule's
+	// rule for its number or its key's lasting fault gave, Conflict when
+	// the key held another payload, or Down when it never reached the
+	// receiver. Until it ends, the rule's answer.
 	Answer Answer
 	// Reached says the receiver took it: an outage's and a crashed
 	// process's requests never arrive.
@@ -62,6 +65,7 @@ type Request struct {
 	Outcome string
 
 	neverLeft bool // the process had crashed: the request never left it
+	unheard   bool // the process crashed before the answer reached it
 }
 
 // Answers a request can get besides the drawn ones.
@@ -108,6 +112,25 @@ func (r *Receiver) approved(caseID, key, payload string) {
 	}
 }
 
+// caseOf is the case of a request's key or payload: as the app approved
+// it, or, for a request that comes before the harness heard of its
+// approval, the case_id of a payload in the spec's form. r.mu is held.
+func (r *Receiver) caseOf(key, payload string) string {
+	if c := r.cases[key]; c != "" {
+		return c
+	}
+	if c := r.cases[payload]; c != "" {
+		return c
+	}
+	var p struct {
+		CaseID string `json:"case_id"`
+	}
+	if json.Unmarshal([]byte(payload), &p) == nil {
+		return p.CaseID
+	}
+	return ""
+}
+
 // reply is what the receiver did with one request, for either way of
 // reaching it to say.
 type reply struct {
@@ -133,39 +156,33 @@ func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload 
 	r.mu.Lock()
 	n := len(r.requests) + 1
 	rule := r.schedule.rule(n)
-	caseID := r.cases[key]
-	if caseID == "" {
-		caseID = r.cases[payload]
-	}
+	caseID := r.caseOf(key, payload)
 	at := time.Since(r.start)
 	r.requests = append(r.requests, Request{N: n, At: at, Generation: p.gen, Replica: p.replica, Worker: worker,
 		Case: caseID, Key: key, Payload: payload, Keyless: keyless, Answer: rule.Answer})
 	r.mu.Unlock()
 	fault, lasting := r.schedule.keyFault(caseID)
 	lasting = lasting && caseID != ""
-	done := func(answer Answer, reached bool, outcome string) {
+	end := func(answer Answer, reached bool, outcome string, set func(*Request)) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		q := &r.requests[n-1]
 		q.Answer, q.Reached, q.Outcome, q.Done = answer, reached, outcome, time.Since(r.start)
+		if set != nil {
+			set(q)
+		}
 	}
+	done := func(answer Answer, reached bool, outcome string) { end(answer, reached, outcome, nil) }
 	neverLeft := func(outcome string) reply {
-		done(Down, false, outcome)
-		r.mu.Lock()
-		r.requests[n-1].neverLeft = true
-		r.mu.Unlock()
+		end(Down, false, outcome, func(q *Request) { q.neverLeft = true })
 		return reply{answer: Down, err: fmt.Errorf("%w: %w", system.ErrTransient, ErrCrashed)}
 	}
 	if !p.alive() {
 		return neverLeft("never left: the process had crashed")
 	}
-	switch {
-	case r.down(at):
+	if r.down(at) {
 		done(Down, false, "the receiver is down: failed before it acted")
 		return reply{answer: Down, err: fmt.Errorf("%w: connection refused (outage)", system.ErrTransient)}
-	case lasting && fault == DownKey:
-		done(Down, false, "the receiver is down for this key, for good: failed before it acted")
-		return reply{answer: Down, err: fmt.Errorf("%w: connection refused (down for this key)", system.ErrTransient)}
 	}
 	if rule.Answer == Hold {
 		// The worker is paused: it sends only after the hold, whatever
@@ -178,6 +195,10 @@ func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload 
 		if !p.alive() {
 			return neverLeft(fmt.Sprintf("held %s, and the process crashed meanwhile: never left", rule.Wait))
 		}
+	}
+	if lasting && fault == DownKey {
+		done(Down, false, "the receiver is down for this key, for good: failed before it acted")
+		return reply{answer: Down, err: fmt.Errorf("%w: connection refused (down for this key)", system.ErrTransient)}
 	}
 	answer := rule.Answer
 	if lasting {
@@ -228,7 +249,11 @@ func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload 
 		case <-p.crashed:
 		case <-p.stopping:
 		}
-		done(answer, true, acted+"; the reply came after the client gave up"+forGood)
+		if !p.alive() {
+			end(answer, true, acted+"; the process crashed before the reply came", func(q *Request) { q.unheard = true })
+		} else {
+			done(answer, true, acted+"; the reply came after the client gave up"+forGood)
+		}
 		return reply{answer: answer, task: t, err: fmt.Errorf("%w: answer too slow: %w", system.ErrTransient, context.DeadlineExceeded)}
 	}
 	done(Answered, true, acted)
@@ -244,7 +269,7 @@ func (r *Receiver) malformed(p *process, worker, key, payload, outcome string) {
 	defer r.mu.Unlock()
 	at := time.Since(r.start)
 	r.requests = append(r.requests, Request{N: len(r.requests) + 1, At: at, Done: at, Generation: p.gen, Replica: p.replica, Worker: worker,
-		Case: r.cases[payload], Key: key, Payload: payload, Answer: Refused, Reached: true, Outcome: outcome})
+		Case: r.caseOf(key, payload), Key: key, Payload: payload, Answer: Refused, Reached: true, Outcome: outcome})
 }
 
 // down reports whether an outage of the schedule covers at.
@@ -332,12 +357,14 @@ func (s seen) made(key string) int {
 	return n
 }
 
-// failed is how many requests for key were answered with an error, or
-// failed at the receiver: what an outbox that counts errors counts.
+// failed is how many requests for key brought back an error to a
+// process that lived to hear it: answered with an error, or failed at
+// the receiver. An outbox that counts errors counts at most these; a
+// request a crash cut is not among them.
 func (s seen) failed(key string) int {
 	n := 0
 	for _, q := range s.requests {
-		if q.Key == key && q.made() && q.Answer != Answered && q.Answer != Hold {
+		if q.Key == key && q.made() && !q.unheard && q.Answer != Answered {
 			n++
 		}
 	}

@@ -193,7 +193,7 @@ func (r *runner) events(ctx context.Context) *Violation {
 			}
 		}
 	}
-	r.logf(LaneHarness, "the last fault is over at %s; the horizon is %s", r.s.Last(), horizon)
+	r.logf(LaneHarness, "the schedule's last event is over at %s; the horizon is %s", r.s.Last(), horizon)
 	for {
 		if v := r.sleep(min(checkEvery, horizon-r.now())); v != nil {
 			return v

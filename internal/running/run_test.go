@@ -97,11 +97,74 @@ request 7 400
 		{"design pool\nbackend sqlite\nrequest 1 400 2s\n", "request 1 400 takes no time after it"},
 		{"design pool\nbackend sqlite\nrequest 1 400\nrequest 1 500\n", "request 1 has a rule already"},
 		{"design pool\nbackend sqlite\nwhen 1s crash\n", "\"when\": want design, backend, replicas, at, request or key"},
+		{"design pool\nbackend sqlite\nreplicas 4\n", "replicas \"4\": want how many processes run side by side, 1 to 3"},
+		{"design pool\nbackend sqlite\nreplicas 2\nat 1s crash replica=3\n", "at 1s crash strikes replica 3, and the schedule runs 2"},
+		{"design pool\nbackend sqlite\nat 1s crash replica=0\n", "crash replica=0: want the process's number"},
+		{"design pool\nbackend sqlite\nkey case-1 404\n", "key fault \"404\": want one of 400, 422, slow, down"},
+		{"design pool\nbackend sqlite\nkey case-1 slow\nkey case-1 down\n", "key case-1 has a rule already"},
+		{"design pool\nbackend sqlite\nkey case-1\n", "want key CASE FAULT"},
 	} {
 		_, err := running.ParseSchedule("inline", strings.NewReader(tt.text))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: got %v, want an error with %q", tt.text, err, tt.want)
 		}
+	}
+}
+
+// TestScheduleFileWithReplicasAndKeys: replicas, replica= and key lines
+// read back as they were written, a title that holds " replica=" among
+// them.
+func TestScheduleFileWithReplicasAndKeys(t *testing.T) {
+	for _, text := range []string{`design pool
+backend sqlite
+replicas 3
+at 0s approve case-1 "call replica=2 today" replica=2
+at 1s crash replica=3
+at 2s reset replica=1
+at 3s outage 10s
+key case-1 slow
+key case-2 422
+request 1 hold 40s
+`, `design pool
+backend postgres
+at 0s approve case-1 "call replica=2 today"
+key case-1 down
+`} {
+		if got := parse(t, text).String(); got != text {
+			t.Errorf("written back:\n%s\nwant:\n%s", got, text)
+		}
+	}
+}
+
+// TestSmallerSchedules: each smaller schedule lacks exactly one line or
+// one replica, and Unused drops the answers of requests never made.
+func TestSmallerSchedules(t *testing.T) {
+	s := parse(t, `design pool
+backend sqlite
+replicas 2
+at 0s approve case-1 "t" replica=2
+at 1s crash replica=2
+key case-1 slow
+request 1 lost-reply
+request 5 500
+`)
+	smaller := s.Smaller()
+	if len(smaller) != 1+2+2+1 {
+		t.Fatalf("%d smaller schedules, want 6 (a replica, two events, two answers, a key)", len(smaller))
+	}
+	if first := smaller[0]; first.Replicas != 1 || first.Events[0].Replica != 0 || first.Size() != s.Size() {
+		t.Errorf("one replica fewer: %+v", first)
+	}
+	for i, c := range smaller[1:] {
+		if c.Size() != s.Size()-1 {
+			t.Errorf("smaller %d holds %d lines, want %d", i+1, c.Size(), s.Size()-1)
+		}
+	}
+	if s.Size() != 5 || len(s.Events) != 2 {
+		t.Errorf("Smaller changed the schedule it came from: %+v", s)
+	}
+	if u := s.Unused(3); len(u.Answers) != 1 || u.Answers[0].N != 1 || len(s.Answers) != 2 {
+		t.Errorf("Unused(3): %+v, want request 1's rule alone", u.Answers)
 	}
 }
 

@@ -355,13 +355,23 @@ func parseEvent(text string) (Event, error) {
 	}
 	kind, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
 	e := Event{At: d, Kind: EventKind(kind)}
-	if i := strings.LastIndex(" "+args, " replica="); i >= 0 && e.Kind != Outage {
-		r := args[i+len("replica="):]
-		if e.Replica, err = strconv.Atoi(strings.TrimSpace(r)); err != nil || e.Replica < 1 {
-			return Event{}, fmt.Errorf("%s replica=%s: want the process's number, from 1", kind, r)
+	if e.Kind != Outage {
+		// replica=R ends the line; an approval's comes after its quoted
+		// title, which may hold the same words.
+		from := 0
+		if e.Kind == Approve {
+			from = strings.LastIndex(args, `"`) + 1
 		}
-		args = strings.TrimSpace(args[:i])
+		if i := strings.LastIndex(" "+args[from:], " replica="); i >= 0 {
+			i += from
+			r := args[i+len("replica="):]
+			if e.Replica, err = strconv.Atoi(strings.TrimSpace(r)); err != nil || e.Replica < 1 {
+				return Event{}, fmt.Errorf("%s replica=%s: want the process's number, from 1", kind, r)
+			}
+			args = strings.TrimSpace(args[:i])
+		}
 	}
+
 	switch e.Kind {
 	case Approve:
 		c, title, _ := strings.Cut(strings.TrimSpace(args), " ")
