@@ -42,6 +42,7 @@ func TestOperatorActions(t *testing.T) {
 		as   string // the operator whose token the environment holds
 	}{
 		{[]string{"stale", "--app", "app.db", "--older-than", "1h"}, 3, key + "case-1 blocked", ""},
+		{[]string{"stale", "--app", "app.db", "--older-than", "1h"}, 3, ", 3 of 3 attempts, last error transient", ""},
 		{[]string{"requeue", "case-2", "--app", "app.db", "--reason", "r"}, 1, "case-2 is sent; requeue takes a blocked row", ""},
 		{[]string{"requeue", "case-3", "--app", "app.db", "--reason", "r"}, 1, "case-3 is pending; requeue takes a blocked row", ""},
 		{[]string{"requeue", "case-9", "--app", "app.db", "--reason", "r"}, 1, `no outbox row for "` + key + `case-9"`, ""},

@@ -34,12 +34,16 @@ func stale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	budget, err := app.Budget(ctx)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		if err := writeStaleJSON(stdout, shown(*appPath), *olderThan, now, rows); err != nil {
 			return err
 		}
 	} else {
-		writeStaleText(stdout, *olderThan, now, rows)
+		writeStaleText(stdout, *olderThan, now, rows, max(budget, system.DefaultMaxAttempts))
 	}
 	if len(rows) > 0 {
 		return fmt.Errorf("%w: %s, listed on stdout", errAttention, words.HowMany(len(rows), "row"))
@@ -47,7 +51,9 @@ func stale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func writeStaleText(w io.Writer, olderThan time.Duration, now time.Time, rows []system.Row) {
+// writeStaleText lists rows for a person, each row's attempts against
+// budget, the attempt budget of the app database's rows.
+func writeStaleText(w io.Writer, olderThan time.Duration, now time.Time, rows []system.Row, budget int) {
 	if len(rows) == 0 {
 		fmt.Fprintf(w, "nothing needs a person: no blocked row, no pending row approved more than %v ago\n", olderThan)
 		return
@@ -62,7 +68,7 @@ func writeStaleText(w io.Writer, olderThan time.Duration, now time.Time, rows []
 		if lastError == "" {
 			lastError = "none"
 		}
-		fmt.Fprintf(w, "  %s %s, %s, %s, last error %s\n", system.OneLine(r.Key), r.State, ageText, words.HowMany(r.Attempts, "attempt"), system.OneLine(lastError))
+		fmt.Fprintf(w, "  %s %s, %s, %d of %d attempts, last error %s\n", system.OneLine(r.Key), r.State, ageText, r.Attempts, budget, system.OneLine(lastError))
 	}
 }
 
