@@ -112,6 +112,8 @@ func TestRunningOptionsRefuseNegativeCounts(t *testing.T) {
 		{RunningOptions{Replicas: 4}, "RunningOptions.Replicas is 4"},
 		{RunningOptions{Replicas: -1}, "RunningOptions.Replicas is -1"},
 		{RunningOptions{Replicas: 2}, ""},
+		{RunningOptions{LeaveOut: []KeyFault{SlowKey, DownKey}}, ""},
+		{RunningOptions{LeaveOut: []KeyFault{"503"}}, "RunningOptions.LeaveOut holds a fault that is not one that lasts"},
 	} {
 		err := tc.opts.check()
 		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && !strings.Contains(got, tc.want) {

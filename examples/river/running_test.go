@@ -14,23 +14,32 @@ import (
 
 // TestVerifyRunning verifies River's own client as it runs, on SQLite,
 // replaying the saved schedules of testdata/running first. Keys refused
-// or down for good are left out, for time alone: River's attempts back
-// off as the fourth power of the attempt, so a key that never succeeds
-// runs some three virtual weeks before River discards it, and a search
-// of such schedules took longer than CI affords; -lasting draws them
-// (docs/verify.md has a run's verdict).
+// for good are drawn; keys always slow or down for good are left out,
+// for time alone: River's attempts back off as the fourth power of the
+// attempt, so a key that never succeeds runs some three virtual weeks
+// before River discards it, and a search of such schedules took longer
+// than CI affords; -lasting draws them.
 func TestVerifyRunning(t *testing.T) {
-	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", NoLastingFaults: !*lasting})
+	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", LeaveOut: leaveOut()})
 }
 
 // TestVerifyRunningOnPostgres is TestVerifyRunning on PostgreSQL, through
 // River's pgx driver.
 func TestVerifyRunningOnPostgres(t *testing.T) {
-	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t), NoLastingFaults: !*lasting})
+	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t), LeaveOut: leaveOut()})
 }
 
-// lasting has the searches draw faults that last per key too.
-var lasting = flag.Bool("lasting", false, "TestVerifyRunning, TestVerifyRunningOnPostgres: draw faults that last per key too (slow: a key River never delivers runs some three virtual weeks before River discards it)")
+// lasting has the searches draw every fault that lasts per key.
+var lasting = flag.Bool("lasting", false, "TestVerifyRunning, TestVerifyRunningOnPostgres: draw keys always slow or with the receiver down for good too (a key River never delivers runs some three virtual weeks before River discards it)")
+
+// leaveOut is what the searches leave out: keys River never delivers,
+// unless -lasting.
+func leaveOut() []handoff.KeyFault {
+	if *lasting {
+		return nil
+	}
+	return []handoff.KeyFault{handoff.SlowKey, handoff.DownKey}
+}
 
 // postgresURL is the server the PostgreSQL tests use: HANDOFF_POSTGRES_URL,
 // or the local one. A server that does not answer skips the test, unless
