@@ -108,7 +108,11 @@ func (s *Sender) CreateTask(ctx context.Context, key, payload string) (int64, er
 	if err != nil {
 		return 0, fmt.Errorf("%w: reading the answer (%s): %v", system.ErrTransient, resp.Status, err)
 	}
-	return answer(resp, body, key, time.Now())
+	id, err := answer(resp, body, key, time.Now())
+	if err == nil && resp.Header.Get("Idempotent-Replayed") == "true" {
+		system.NoteReplay(ctx)
+	}
+	return id, err
 }
 
 // answer maps a full answer to a create of key to its outcome.

@@ -2,7 +2,9 @@ package crm_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -331,4 +333,53 @@ func FuzzIdempotencyKey(f *testing.F) {
 			t.Fatalf("%q → %q → %q → %q, %v", v, key, enc, back, err)
 		}
 	})
+}
+
+// lossy is a receiver whose first answer is lost after the receiver
+// acted.
+type lossy struct {
+	system.Receiver
+	lost atomic.Bool
+}
+
+func (l *lossy) CreateTask(ctx context.Context, key, payload string) (int64, error) {
+	id, err := l.Receiver.CreateTask(ctx, key, payload)
+	if err == nil && l.lost.CompareAndSwap(false, true) {
+		return 0, fmt.Errorf("%w: the reply was lost", system.ErrTransient)
+	}
+	return id, err
+}
+
+// TestSenderSaysAReplay: over HTTP, the send after a lost reply gets the
+// task back with Idempotent-Replayed, and the row's history says the
+// send was a replay.
+func TestSenderSaysAReplay(t *testing.T) {
+	c, _ := openCRM(t, system.CRMOptions{})
+	ts := serve(t, c, 0)
+	s, err := crm.NewSender(ts.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := system.Open(t.Context(), filepath.Join(t.TempDir(), "app.db"), system.Options{NoBackoff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	key, err := app.RecordApproval(t.Context(), "case-1", "Call back")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &lossy{Receiver: s}
+	for range 2 {
+		if _, err := app.DeliverOne(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events, err := app.History(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := events[len(events)-1]; last.Action != system.EventSent || !strings.Contains(last.Reason, "a replay") {
+		t.Errorf("the last event: %+v, want the send recorded as a replay", last)
+	}
 }

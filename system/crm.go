@@ -129,10 +129,13 @@ func (c *CRM) Check(ctx context.Context) ([]string, error) {
 // Close closes the database handle.
 func (c *CRM) Close() error { return c.q.close() }
 
-// CreateTask implements Receiver: it is Create without whether the task
-// was there already.
+// CreateTask implements Receiver: it is Create, saying a replay through
+// NoteReplay.
 func (c *CRM) CreateTask(ctx context.Context, key, payload string) (int64, error) {
-	id, _, err := c.Create(ctx, key, payload)
+	id, replayed, err := c.Create(ctx, key, payload)
+	if err == nil && replayed {
+		NoteReplay(ctx)
+	}
 	return id, err
 }
 

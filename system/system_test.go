@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -524,6 +525,48 @@ func TestRetryWait(t *testing.T) {
 		}
 		if got := opts.RetryWait(tt.attempt, tt.err); got != tt.want {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestAReplayIsNamed: a send whose answer is the task an earlier
+// attempt created (its reply lost) is recorded in the row's history as a
+// replay; a first create is not.
+func TestAReplayIsNamed(t *testing.T) { eachBackend(t, testAReplayIsNamed) }
+
+func testAReplayIsNamed(t *testing.T, b backend) {
+	ctx := t.Context()
+	app, crm, _ := openPair(t, b, system.Options{NoBackoff: true})
+	if _, err := app.RecordApproval(ctx, "case-1", "Call back"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.RecordApproval(ctx, "case-2", "Call back"); err != nil {
+		t.Fatal(err)
+	}
+	lost := receiverFunc(func(ctx context.Context, key, payload string) (int64, error) {
+		if _, err := crm.CreateTask(ctx, key, payload); err != nil {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w: the reply was lost", system.ErrTransient)
+	})
+	for _, r := range []system.Receiver{lost, crm, crm} {
+		if _, err := app.DeliverOne(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for key, want := range map[string]string{system.KeyPrefix + "case-1": "a replay", system.KeyPrefix + "case-2": ""} {
+		events, err := app.History(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := ""
+		for _, e := range events {
+			if e.Action == system.EventSent {
+				sent = e.Reason
+			}
+		}
+		if replay := strings.Contains(sent, "a replay"); sent == "" || replay != (want != "") {
+			t.Errorf("%s's send: %q, want a sent entry that says %q", key, sent, want)
 		}
 	}
 }

@@ -131,6 +131,8 @@ type Claim struct {
 	// receipt), carried from ClaimNext to Send and Settle; this package's
 	// outbox needs none.
 	Handle any
+
+	note *replayNote // what the receiver said of its answer (NoteReplay)
 }
 
 // Recover releases every lease held under this Outbox's worker name,
@@ -256,6 +258,7 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 			return writeHistory(ctx, tx, q, fromMillis(now), c.Key, o.opts.Worker, EventBlocked, "%s at a claim, after %d attempts: nothing sent", block, c.Attempt)
 		}
 		c.Attempt++
+		c.note = &replayNote{}
 		c.Fence++
 		c.SendBy = fromMillis(now).Add(o.opts.SendTimeout)
 		d.Attempts = c.Attempt
@@ -289,7 +292,7 @@ func (o *Outbox) Send(ctx context.Context, c Claim, r Receiver) (int64, error) {
 	if left <= 0 {
 		return 0, fmt.Errorf("%w: the claim of %s is older than the send timeout (%v); nothing was sent", ErrTransient, c.Key, o.opts.SendTimeout)
 	}
-	ctx, cancel := context.WithTimeout(ctx, left)
+	ctx, cancel := context.WithTimeout(withReplayNote(ctx, c.note), left)
 	defer cancel()
 	return r.CreateTask(ctx, c.Key, c.Payload)
 }
@@ -345,6 +348,9 @@ func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr erro
 		}
 		switch {
 		case d.Result == ResultSent:
+			if c.note != nil && c.note.replayed.Load() {
+				return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventSent, "attempt %d: CRM task %d, a replay: the receiver had the task from an earlier attempt whose answer was lost", c.Attempt, taskID)
+			}
 			return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventSent, "attempt %d: CRM task %d", c.Attempt, taskID)
 		case d.Result == ResultPending:
 			return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventRetry, "attempt %d: %s; the next attempt in %v", c.Attempt, OneLine(sendErr.Error()), d.Backoff.Round(time.Millisecond))

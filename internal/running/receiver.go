@@ -146,6 +146,9 @@ type reply struct {
 // create is CreateTask for the process p.
 func (r *Receiver) create(ctx context.Context, p *process, worker, key, payload string) (int64, error) {
 	rep := r.handle(ctx, p, worker, key, payload, false)
+	if rep.err == nil && rep.replayed {
+		system.NoteReplay(ctx)
+	}
 	return rep.id, rep.err
 }
 
