@@ -232,6 +232,12 @@ const progressEvery = 10 * time.Second
 // opts.Schedules schedules (0: -rapid.checks) of opts.Replicas processes
 // (0: drawn) on opts.Backend.
 func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, opts RunningOptions) (*running.Result, runningStats, bool, string) {
+	return searchRunningFrom(t, d, db, opts, 0)
+}
+
+// searchRunningFrom is searchRunning from rapid's seed seed (0: as
+// -rapid.seed says).
+func searchRunningFrom(t *testing.T, d designs.Running, db *runningDatabase, opts RunningOptions, seed uint64) (*running.Result, runningStats, bool, string) {
 	b, schedules := cmp.Or(opts.Backend, SQLite), opts.Schedules
 	var last *running.Result
 	var st runningStats
@@ -250,9 +256,9 @@ func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, opts Ru
 			rt.Fatalf("%v", res.Violation)
 		}
 	}
-	failed, account := explore.CheckQuietly(t, schedules, prop)
+	failed, account := explore.CheckQuietlySeeded(t, schedules, seed, prop)
 	if last != nil {
-		min := minimize(t, d, db, *last)
+		min := minimize(t, d, db, *last, minimizeTries)
 		last = &min
 	}
 	return last, st, failed, account
@@ -267,13 +273,13 @@ const minimizeTries = 2
 // then, one at a time while the check still breaks, each event, answer
 // rule, key rule and replica (Schedule.Smaller). rapid's shrinking
 // leaves such lines where a draw cannot shrink away without changing
-// the draws after it. A candidate runs up to minimizeTries times and is
-// kept once it breaks the same check, so the result may reproduce less
-// often than the run it came from: VerifyRunning says how often it does.
-func minimize(t *testing.T, d designs.Running, db *runningDatabase, res running.Result) running.Result {
+// the draws after it. A candidate runs up to tries times and is kept
+// once it breaks the same check, so the result may reproduce less often
+// than the run it came from: VerifyRunning says how often it does.
+func minimize(t *testing.T, d designs.Running, db *runningDatabase, res running.Result, tries int) running.Result {
 	fails := func(s running.Schedule) (running.Result, bool) {
 		var r running.Result
-		for range minimizeTries {
+		for range tries {
 			r = running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: s.Backend}, s)
 			if r.Violation != nil && r.Violation.Check == res.Violation.Check {
 				return r, true

@@ -165,6 +165,11 @@ func TestVerifyRunningReportsWhatBroke(t *testing.T) {
 	}
 }
 
+// catalogSeed is the rapid seed TestRunningCatalog searches from: the
+// catalog's minimal sizes are measured from it, as the step catalog's
+// lengths are from --seed 1.
+const catalogSeed = 1
+
 // TestRunningCatalog: the search of the running mode catches every
 // fragile running design, on SQLite, with the check its catalog entry
 // names, and passes the plain worker they are built on.
@@ -173,7 +178,7 @@ func TestRunningCatalog(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			start := time.Now()
 			db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
-			last, st, failed, account := searchRunning(t, d, db, RunningOptions{})
+			last, st, failed, account := searchRunningFrom(t, d, db, RunningOptions{}, catalogSeed)
 			t.Logf("%s in %v", st, time.Since(start).Round(time.Millisecond))
 			switch {
 			case d.CaughtBy == "" && failed:
@@ -188,6 +193,14 @@ func TestRunningCatalog(t *testing.T) {
 				t.Fatalf("design %s broke %s, its catalog entry says %s:\n%s", d.Name, last.Violation.Check, strings.Join(append([]string{d.CaughtBy}, d.AlsoCaughtBy...), " or "), runningFailure(*last, 0, 0))
 			}
 			t.Logf("caught by %s: %s\nminimal schedule, %d lines:\n%s", last.Violation.Check, last.Violation.Detail, last.Schedule.Size(), last.Schedule)
+			if last.Schedule.Size() > d.MinimalSize {
+				// Goroutine scheduling decides some failures: a line the
+				// search kept may go when each smaller schedule gets more
+				// runs.
+				again := minimize(t, d, db, *last, 3*minimizeTries)
+				t.Logf("minimized again, each candidate run up to %d times: %d lines", 3*minimizeTries, again.Schedule.Size())
+				last = &again
+			}
 			if last.Schedule.Size() > d.MinimalSize {
 				t.Errorf("the minimal schedule of %s holds %d lines, its catalog entry says at most %d:\n%s", d.Name, last.Schedule.Size(), d.MinimalSize, last.Schedule)
 			}

@@ -436,23 +436,28 @@ func (f *rapidFlagSet) check(tb rapid.TB, seed uint64, prop func(*rapid.T)) {
 // the same process have set them for their own checks: a test's property
 // (TestSimulation's, Verify's) must run the checks it was asked for. A
 // checks above 0 replaces rapid.checks for this check only (under
-// -short, a fifth of it, at least one).
-func (f *rapidFlagSet) checkAsGiven(tb rapid.TB, checks int, prop func(*rapid.T)) {
+// -short, a fifth of it, at least one), and a seed above 0 rapid.seed.
+func (f *rapidFlagSet) checkAsGiven(tb rapid.TB, checks int, seed uint64, prop func(*rapid.T)) {
 	f.checkWith(tb, func() (undo func()) {
 		if f.users > 0 {
 			for _, name := range []string{"rapid.checks", "rapid.seed"} {
 				_ = flag.Set(name, f.saved[name]) // the value was read from this flag in begin
 			}
 		}
-		if checks <= 0 {
-			return nil
+		givenChecks, givenSeed := flag.Lookup("rapid.checks").Value.String(), flag.Lookup("rapid.seed").Value.String()
+		if seed > 0 {
+			_ = flag.Set("rapid.seed", strconv.FormatUint(seed, 10)) // a valid seed
 		}
-		if testing.Short() {
-			checks = max(checks, 5) // rapid runs a fifth: at least one
+		if checks > 0 {
+			if testing.Short() {
+				checks = max(checks, 5) // rapid runs a fifth: at least one
+			}
+			_ = flag.Set("rapid.checks", strconv.Itoa(checks)) // a valid count
 		}
-		given := flag.Lookup("rapid.checks").Value.String()
-		_ = flag.Set("rapid.checks", strconv.Itoa(checks)) // a valid count
-		return func() { _ = flag.Set("rapid.checks", given) }
+		return func() {
+			_ = flag.Set("rapid.checks", givenChecks)
+			_ = flag.Set("rapid.seed", givenSeed)
+		}
 	}, prop)
 }
 
@@ -510,7 +515,7 @@ func (tb *exploreTB) Failed() bool                      { return tb.failed }
 // gave them (-rapid.checks, -rapid.seed), even while explorations in the
 // same process set them for their own sequences: a test's property must
 // run the checks it was asked for.
-func Check(tb rapid.TB, prop func(*rapid.T)) { rapidFlags.checkAsGiven(tb, 0, prop) }
+func Check(tb rapid.TB, prop func(*rapid.T)) { rapidFlags.checkAsGiven(tb, 0, 0, prop) }
 
 // DrawStream returns n draws' worth of fuzz input (eight bytes a draw)
 // from a splitmix64 stream with the given seed.

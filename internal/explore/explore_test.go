@@ -238,7 +238,7 @@ func TestInterruptedShrinkingEnds(t *testing.T) {
 func TestCheckAsGivenKeepsTheCommandLinesChecks(t *testing.T) {
 	countOf := func(checks int) int {
 		n := 0
-		rapidFlags.checkAsGiven(t, checks, func(*rapid.T) { n++ })
+		rapidFlags.checkAsGiven(t, checks, 0, func(*rapid.T) { n++ })
 		return n
 	}
 	count := func() int { return countOf(0) }
