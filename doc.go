@@ -11,13 +11,19 @@
 // failure shrinks to a minimal scenario, a readable text file that
 // replays it.
 //
-// Three entry points:
+// Four entry points:
 //
 //   - Verify checks a design of your own (a designs.Design: your outbox
-//     and its receiver) in your go test: your scenario files, the
-//     module's corpus, every crash point, then the random search.
-//   - Explore runs the random search outside go test and returns what it
-//     found instead of failing.
+//     and its receiver) in your go test, step by step: your scenario
+//     files, the module's corpus, every crash point, then the random
+//     search.
+//   - VerifyRunning checks an outbox as it runs (a designs.Running: your
+//     library's own workers, one to three replicas of them, inside a
+//     testing/synctest bubble), judged by the history checks H1–H8;
+//     ReplayRunning replays one saved schedule and says how often it
+//     broke a check.
+//   - Explore runs the step mode's random search outside go test and
+//     returns what it found instead of failing.
 //   - Replay runs one scenario file and says where its outputs differ.
 //
 // The real handoff is package system; designs holds the interfaces a
