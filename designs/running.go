@@ -35,9 +35,13 @@ type Running struct {
 	// schedules that show it another way.
 	CaughtBy     string
 	AlsoCaughtBy []string
-	// MinimalSize, for a fragile design, is the most lines (events,
-	// answer rules, key rules) a minimal schedule that catches it holds.
-	MinimalSize int
+	// MinimalSize, for a fragile design, is how many lines (events,
+	// answer rules, key rules) its minimal schedule holds: the one saved
+	// in corpus/running-fragile. MostSize, when larger, is the most a
+	// search's minimal schedule may hold: a search may end on a longer
+	// one that no single change makes smaller, as the step catalog's
+	// MostSteps allows.
+	MinimalSize, MostSize int
 	// Budget is the most requests the outbox sends for one key before it
 	// gives up (blocks or discards the key); 0 means it has none, and H4
 	// then checks no request count.

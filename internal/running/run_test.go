@@ -149,13 +149,19 @@ request 1 lost-reply
 request 5 500
 `)
 	smaller := s.Smaller()
-	if len(smaller) != 1+2+2+1 {
-		t.Fatalf("%d smaller schedules, want 6 (a replica, two events, two answers, a key)", len(smaller))
+	if len(smaller) != 1+2+2+1+1+1 {
+		t.Fatalf("%d smaller schedules, want 8 (a replica, two events, two answers, a key, request 1's answer gone and 5's for 4, 5's for 4)", len(smaller))
+	}
+	if c := smaller[6]; len(c.Answers) != 1 || c.Answers[0] != (running.AnswerRule{N: 4, Answer: running.Failed}) {
+		t.Errorf("request 1's answer gone, the next one sooner: %+v", c.Answers)
+	}
+	if last := smaller[len(smaller)-1]; last.Size() != s.Size() || last.Answers[1].N != 4 || s.Answers[1].N != 5 {
+		t.Errorf("request 5's answer moved: %+v (from %+v)", last.Answers, s.Answers)
 	}
 	if first := smaller[0]; first.Replicas != 1 || first.Events[0].Replica != 0 || first.Size() != s.Size() {
 		t.Errorf("one replica fewer: %+v", first)
 	}
-	for i, c := range smaller[1:] {
+	for i, c := range smaller[1 : len(smaller)-2] {
 		if c.Size() != s.Size()-1 {
 			t.Errorf("smaller %d holds %d lines, want %d", i+1, c.Size(), s.Size()-1)
 		}

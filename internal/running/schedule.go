@@ -177,9 +177,10 @@ func (s Schedule) Last() time.Duration {
 }
 
 // Smaller is every schedule one step smaller than s: without one of
-// its events, answer rules or key rules, or with one replica fewer (the
-// last replica's events struck on the one before). Minimizing a failure
-// tries each.
+// its events, answer rules or key rules, with one replica fewer (the
+// last replica's events struck on the one before), or with an answer
+// moved to the request before its own. Minimizing a failure tries each;
+// each step makes the schedule shorter, or its answers earlier.
 func (s Schedule) Smaller() []Schedule {
 	var out []Schedule
 	if s.replicas() > 1 {
@@ -207,6 +208,30 @@ func (s Schedule) Smaller() []Schedule {
 		c := s.clone()
 		c.Keys = slices.Delete(c.Keys, i, i+1)
 		out = append(out, c)
+	}
+	// Without an answer, the answers after it one request sooner: as if
+	// the request it answered were never made.
+	for i, r := range s.Answers {
+		if !slices.ContainsFunc(s.Answers, func(o AnswerRule) bool { return o.N > r.N }) {
+			continue // the same as deleting it
+		}
+		c := s.clone()
+		c.Answers = slices.Delete(c.Answers, i, i+1)
+		for j := range c.Answers {
+			if c.Answers[j].N > r.N {
+				c.Answers[j].N--
+			}
+		}
+		out = append(out, c)
+	}
+	// An answer for an earlier request: deleting a line shifts which
+	// request an answer meets, and a smaller schedule may need it sooner.
+	for i, r := range s.Answers {
+		if r.N > 1 && !slices.ContainsFunc(s.Answers, func(o AnswerRule) bool { return o.N == r.N-1 }) {
+			c := s.clone()
+			c.Answers[i].N--
+			out = append(out, c)
+		}
 	}
 	return out
 }
