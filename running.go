@@ -38,10 +38,6 @@ const (
 	DownKey      = running.DownKey
 )
 
-// keyFaultWords says what the receiver does with a key's requests.
-var keyFaultWords = map[KeyFault]string{RefuseKey400: "with 400, refused for good", RefuseKey422: "with 422, refused for good",
-	SlowKey: "after the client gave up", DownKey: "not at all: the receiver is down for it"}
-
 // DefaultReplays is how many times VerifyRunning replays a schedule to
 // say how often its failure reproduces.
 const DefaultReplays = 10
@@ -109,7 +105,7 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 		t.Logf("not checked: %s", line)
 	}
 	for _, f := range opts.LeaveOut {
-		t.Logf("not checked: a key whose every request the receiver answers %s (RunningOptions.LeaveOut): H8 and H7 for such a key", keyFaultWords[f])
+		t.Logf("not checked: a key whose every request meets %s (RunningOptions.LeaveOut): H8 and H7 for such a key", f.Says())
 	}
 	db := newRunningDatabase(t, opts)
 	paths, err := filepath.Glob(filepath.Join(cmp.Or(opts.Corpus, "-"), "*"+ScheduleExt))
@@ -176,7 +172,7 @@ func (opts RunningOptions) check() error {
 		return fmt.Errorf("handoff: RunningOptions.Schedules is %d: give how many schedules to draw, or 0 for -rapid.checks", opts.Schedules)
 	case opts.Replicas < 0 || opts.Replicas > running.MaxReplicas:
 		return fmt.Errorf("handoff: RunningOptions.Replicas is %d: give how many processes run side by side, 1 to %d, or 0 to draw it", opts.Replicas, running.MaxReplicas)
-	case slices.ContainsFunc(opts.LeaveOut, func(f KeyFault) bool { return keyFaultWords[f] == "" }):
+	case slices.ContainsFunc(opts.LeaveOut, func(f KeyFault) bool { return f.Says() == "" }):
 		return fmt.Errorf("handoff: RunningOptions.LeaveOut holds a fault that is not one that lasts for a key: want RefuseKey400, RefuseKey422, SlowKey or DownKey")
 	case opts.Replays < 0:
 		return fmt.Errorf("handoff: RunningOptions.Replays is %d: give how many times a failing schedule runs again, or 0 for %d", opts.Replays, DefaultReplays)

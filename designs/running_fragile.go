@@ -271,16 +271,19 @@ func (w *plainWorker) claim(ctx context.Context) (job, bool, error) {
 	now := time.Now().UnixMilli()
 	var j job
 	var due int64
-	free := `(o.lease_owner IS NULL OR o.lease_until <= ?)`
-	if w.mistake == mistakeLeaseForever {
-		free = `(o.lease_owner IS NULL OR ? < 0)`
+	where, args := []string{`o.state = 'pending'`}, []any{}
+	if w.mistake != mistakeRetryRefused {
+		// The forwarder takes the oldest row, due or not: it keeps the
+		// order, and waits for that row's backoff below.
+		where, args = append(where, `o.next_attempt_at <= ?`), append(args, now)
 	}
-	dueNow := `o.next_attempt_at <= ?`
-	if w.mistake == mistakeRetryRefused {
-		dueNow = `? >= 0` // the oldest row, due or not: the order is kept
+	if w.mistake == mistakeLeaseForever {
+		where = append(where, `o.lease_owner IS NULL`)
+	} else {
+		where, args = append(where, `(o.lease_owner IS NULL OR o.lease_until <= ?)`), append(args, now)
 	}
 	err := w.o.DB().QueryRowContext(ctx, w.o.Query(`SELECT o.seq, o.key, a.payload, o.attempts, o.fence, o.next_attempt_at FROM outbox o JOIN approvals a ON a.key = o.key
-		WHERE o.state = 'pending' AND `+dueNow+` AND `+free+` ORDER BY o.seq LIMIT 1`), now, now).
+		WHERE `+strings.Join(where, " AND ")+` ORDER BY o.seq LIMIT 1`), args...).
 		Scan(&j.seq, &j.key, &j.payload, &j.attempts, &j.fence, &due)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && due > now {
 		return job{}, false, nil

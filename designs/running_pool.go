@@ -51,14 +51,13 @@ var Pool = Running{
 // harness's receiver with the spec's HTTP semantics (Idempotency-Key,
 // the status classes, Retry-After), the drawn faults acting on each
 // exchange.
-var PoolHTTP = Running{
-	Name:    "pool-http",
-	Summary: fmt.Sprintf("handoff work --crm-url: %d pipelined workers of system.Pool sending through crm.Sender over HTTP", poolWorkers),
-	Budget:  system.PoolMaxAttempts,
-	Lease:   poolOptions().Lease,
-	Settle:  poolSettle(),
-	Boot:    bootPool(true),
-}
+var PoolHTTP = func() Running {
+	r := Pool
+	r.Name = "pool-http"
+	r.Summary = fmt.Sprintf("handoff work --crm-url: %d pipelined workers of system.Pool sending through crm.Sender over HTTP", poolWorkers)
+	r.Boot = bootPool(true)
+	return r
+}()
 
 // bootPool opens the app database as handoff work does, a handle for
 // each worker and one for the app's approvals, and starts the workers,

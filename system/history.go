@@ -43,3 +43,27 @@ func (o *Outbox) History(ctx context.Context, key string) ([]AuditEntry, error) 
 func writeHistory(ctx context.Context, tx *sql.Tx, q *statements, now time.Time, key, actor string, event Action, detail string, args ...any) error {
 	return driverError("writing the row's history", q.exec(ctx, tx, sqlHistory, millis(now), key, actor, string(event), fmt.Sprintf(detail, args...)))
 }
+
+// clearedAttempts starts what an EventCleared entry says of the attempts
+// a repair set back to 0; Tries reads it back.
+const clearedAttempts = "%d attempts"
+
+// Tries is how often row was tried in all, across the repairs that set
+// its attempts back to 0, from its history: the claims the history
+// holds, or, where the history began after some of them, the attempts
+// each repair cleared and those counted since, whichever is more.
+func Tries(row Row, history []AuditEntry) int {
+	claims, cleared := 0, row.Attempts
+	for _, e := range history {
+		switch e.Action {
+		case EventClaim:
+			claims++
+		case EventCleared:
+			var n int
+			if _, err := fmt.Sscanf(e.Reason, clearedAttempts, &n); err == nil {
+				cleared += n
+			}
+		}
+	}
+	return max(claims, cleared)
+}

@@ -137,7 +137,7 @@ func (o *Outbox) operate(ctx context.Context, action Action, key, actor, reason 
 		}
 		var cleared []string
 		if r.Attempts != next.Attempts {
-			cleared = append(cleared, fmt.Sprintf("%d attempts", r.Attempts))
+			cleared = append(cleared, fmt.Sprintf(clearedAttempts, r.Attempts))
 		}
 		if r.LastError != "" {
 			cleared = append(cleared, "last error "+r.LastError)

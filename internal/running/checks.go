@@ -279,8 +279,7 @@ func (h *history) approvedAt(key string) time.Duration {
 func (h *history) stuckWhy(key string) string {
 	for _, a := range h.approvals {
 		if a.Key == key {
-			return map[KeyFault]string{RefuseKey400: "refused for good, 400", RefuseKey422: "refused for good, 422",
-				SlowKey: "every answer after the client's timeout", DownKey: "the receiver down for it"}[h.stuck[a.Case]]
+			return h.stuck[a.Case].Says()
 		}
 	}
 	return ""

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -45,17 +46,7 @@ type process struct {
 // cuttable is a connection the harness can cut.
 type cuttable interface{ cut(err error) }
 
-var _ interface {
-	Backend() string
-	Database() string
-	WrapSQLite(driver.Connector) driver.Connector
-	Dial(ctx context.Context, network, addr string) (net.Conn, error)
-	Receiver() system.Receiver
-	ReceiverFor(worker string) system.Receiver
-	HTTPClient(worker string) *http.Client
-	ReceiverURL() string
-	Replica() int
-} = (*process)(nil)
+var _ designs.Process = (*process)(nil)
 
 func (p *process) Backend() string     { return p.backend }
 func (p *process) Replica() int        { return p.replica }

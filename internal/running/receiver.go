@@ -135,9 +135,8 @@ func (r *Receiver) caseOf(key, payload string) string {
 // reaching it to say.
 type reply struct {
 	answer   Answer // Answered, a drawn answer, or Down
-	id       int64
 	replayed bool
-	task     Task
+	task     Task          // the task created or replayed, when the receiver acted
 	wait     time.Duration // the retry hint of a 503 or 429
 	// err is the answer as a system.Receiver says it.
 	err error
@@ -146,10 +145,13 @@ type reply struct {
 // create is CreateTask for the process p.
 func (r *Receiver) create(ctx context.Context, p *process, worker, key, payload string) (int64, error) {
 	rep := r.handle(ctx, p, worker, key, payload, false)
-	if rep.err == nil && rep.replayed {
+	if rep.err != nil {
+		return 0, rep.err
+	}
+	if rep.replayed {
 		system.NoteReplay(ctx)
 	}
-	return rep.id, rep.err
+	return rep.task.ID, nil
 }
 
 // handle takes one request of process p: it records it, answers it as
@@ -165,7 +167,6 @@ func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload 
 		Case: caseID, Key: key, Payload: payload, Keyless: keyless, Answer: rule.Answer})
 	r.mu.Unlock()
 	fault, lasting := r.schedule.keyFault(caseID)
-	lasting = lasting && caseID != ""
 	end := func(answer Answer, reached bool, outcome string, set func(*Request)) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -237,7 +238,7 @@ func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload 
 	case keyless:
 		acted = fmt.Sprintf("created task %d: no Idempotency-Key, so no replay looked for", t.ID)
 	}
-	rep := reply{answer: answer, id: t.ID, replayed: replayed, task: t}
+	rep := reply{answer: answer, replayed: replayed, task: t}
 	switch answer {
 	case LostReply:
 		done(answer, true, acted+"; the reply was lost")
@@ -337,41 +338,30 @@ func (s seen) taskOf(key string) (Task, bool) {
 	return Task{}, false
 }
 
-// reached is how many requests for key reached the receiver.
-func (s seen) reached(key string) int {
+// count is how many requests for key are such.
+func (s seen) count(key string, such func(Request) bool) int {
 	n := 0
 	for _, q := range s.requests {
-		if q.Key == key && q.Reached {
+		if q.Key == key && such(q) {
 			n++
 		}
 	}
 	return n
 }
 
+// reached is how many requests for key reached the receiver.
+func (s seen) reached(key string) int { return s.count(key, func(q Request) bool { return q.Reached }) }
+
 // made is how many requests for key left their process: those that
 // reached the receiver and those that failed at it during an outage.
-func (s seen) made(key string) int {
-	n := 0
-	for _, q := range s.requests {
-		if q.Key == key && q.made() {
-			n++
-		}
-	}
-	return n
-}
+func (s seen) made(key string) int { return s.count(key, Request.made) }
 
 // failed is how many requests for key brought back an error to a
 // process that lived to hear it: answered with an error, or failed at
 // the receiver. An outbox that counts errors counts at most these; a
 // request a crash cut is not among them.
 func (s seen) failed(key string) int {
-	n := 0
-	for _, q := range s.requests {
-		if q.Key == key && q.made() && !q.unheard && q.Answer != Answered {
-			n++
-		}
-	}
-	return n
+	return s.count(key, func(q Request) bool { return q.made() && !q.unheard && q.Answer != Answered })
 }
 
 // refused reports whether the receiver refused some request of key or

@@ -72,14 +72,25 @@ const (
 // keyFaults are the KeyFaults a schedule file may name.
 var keyFaults = []KeyFault{RefuseKey400, RefuseKey422, SlowKey, DownKey}
 
+// Says is what the receiver does with every request for a key that f
+// strikes, in words; "" for a KeyFault that is none.
+func (f KeyFault) Says() string {
+	return map[KeyFault]string{RefuseKey400: "refused for good, 400", RefuseKey422: "refused for good, 422",
+		SlowKey: "every answer after the client's timeout", DownKey: "the receiver down for it"}[f]
+}
+
 // replica is the process an event strikes, from 1.
 func (e Event) replica() int { return max(e.Replica, 1) }
 
 // replicas is how many processes the schedule runs.
 func (s Schedule) replicas() int { return max(s.Replicas, 1) }
 
-// keyFault returns the lasting fault of caseID's requests, if any.
+// keyFault returns the lasting fault of caseID's requests, if any; a
+// request of no known case has none.
 func (s Schedule) keyFault(caseID string) (KeyFault, bool) {
+	if caseID == "" {
+		return "", false
+	}
 	for _, k := range s.Keys {
 		if k.Case == caseID {
 			return k.Fault, true

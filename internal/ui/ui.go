@@ -180,6 +180,7 @@ type view struct {
 	CRM      string
 	ReadOnly bool   // started without a token
 	LoggedIn bool   // the request's session is live
+	session  string // its id
 	Operator string // who logged in
 	Form     string // the session's form token
 	Error    string // what went wrong, for the person
@@ -190,8 +191,8 @@ type view struct {
 func (p *page) base(r *http.Request, title string) view {
 	v := view{Title: title, App: p.cfg.AppShown, CRM: p.cfg.CRMShown, ReadOnly: p.cfg.Operators == nil}
 	if !v.ReadOnly {
-		if _, sess, ok := p.sessions.of(r, p.cfg.Now()); ok {
-			v.LoggedIn, v.Form, v.Operator = true, sess.form, sess.operator
+		if id, sess, ok := p.sessions.of(r, p.cfg.Now()); ok {
+			v.LoggedIn, v.session, v.Form, v.Operator = true, id, sess.form, sess.operator
 		}
 	}
 	if p.cfg.PublicHost != "" && !v.LoggedIn {
@@ -429,9 +430,9 @@ func (p *page) showRow(w http.ResponseWriter, r *http.Request, key string, statu
 	}
 	now := p.cfg.Now()
 	d := detail{Row: row, Budget: max(recorded, system.DefaultMaxAttempts), BudgetOf: "the contract's default, until a worker with a larger --max-attempts claims a row", Approval: a, History: history(row, events, now)}
-	d.Tries = tries(row, events)
-	if id, _, ok := p.sessions.of(r, now); ok {
-		d.Done = p.sessions.told(id, key)
+	d.Tries = system.Tries(row, events)
+	if v.LoggedIn {
+		d.Done = p.sessions.told(v.session, key)
 	}
 	if recorded > system.DefaultMaxAttempts {
 		d.BudgetOf = "recorded in the app database by a worker's --max-attempts"
@@ -448,26 +449,6 @@ func (p *page) showRow(w http.ResponseWriter, r *http.Request, key string, statu
 	v.Error = problem
 	v.Data = d
 	p.render(w, status, "row.html", v)
-}
-
-// tries is how often a row was tried in all, across the repairs that
-// set its attempts back to 0: the claims its history holds, or, where
-// its history began after some of them, the attempts each repair
-// cleared ("N attempts …") and those counted since, whichever is more.
-func tries(row system.Row, events []system.AuditEntry) int {
-	claims, cleared := 0, row.Attempts
-	for _, e := range events {
-		switch e.Action {
-		case system.EventClaim:
-			claims++
-		case system.EventCleared:
-			var n int
-			if _, err := fmt.Sscanf(e.Reason, "%d attempts", &n); err == nil {
-				cleared += n
-			}
-		}
-	}
-	return max(claims, cleared)
 }
 
 // history is what happened to a row, oldest first: what its times say
