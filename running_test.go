@@ -15,6 +15,7 @@ import (
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/pgtest"
 	"github.com/outboxlab/handoff/internal/running"
+	"pgregory.net/rapid"
 )
 
 // TestVerifyRunningPool verifies the handoff's own worker pool, as
@@ -119,6 +120,40 @@ func TestRunningOptionsRefuseNegativeCounts(t *testing.T) {
 		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && !strings.Contains(got, tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.opts, err, tc.want)
 		}
+	}
+}
+
+// TestRunningOptionsLeaveOut: what a search leaves out is gone from
+// every schedule it draws, and nothing else is.
+func TestRunningOptionsLeaveOut(t *testing.T) {
+	opts := RunningOptions{LeaveOut: []KeyFault{SlowKey, DownKey}, LeaveOutPauses: true}
+	var holds, kept int
+	rapid.Check(t, func(rt *rapid.T) {
+		drawn := running.Draw(rt, designs.Pool, "sqlite", 0)
+		for _, a := range drawn.Answers {
+			if a.Answer == running.Hold {
+				holds++
+			}
+		}
+		events := len(drawn.Events)
+		s := opts.leaveOut(drawn)
+		for _, k := range s.Keys {
+			if slices.Contains(opts.LeaveOut, k.Fault) {
+				rt.Fatalf("key rule %+v left in", k)
+			}
+		}
+		for _, a := range s.Answers {
+			if a.Answer == running.Hold {
+				rt.Fatalf("answer rule %+v left in", a)
+			}
+		}
+		kept += len(s.Answers) + len(s.Keys)
+		if len(s.Events) != events {
+			rt.Fatalf("events %d, drawn %d: leaving out took events", len(s.Events), events)
+		}
+	})
+	if holds == 0 || kept == 0 {
+		t.Errorf("%d pauses drawn, %d rules kept: the draws never tested leaving out", holds, kept)
 	}
 }
 

@@ -21,7 +21,7 @@ type pgApp struct {
 	client *river.Client[pgx.Tx]
 }
 
-func openPostgres(ctx context.Context, p designs.Process) (*pgApp, error) {
+func openPostgres(ctx context.Context, p designs.Process, maxAttempts int) (*pgApp, error) {
 	connect, schema, err := system.SplitPostgres(p.Database())
 	if err != nil {
 		return nil, err
@@ -42,7 +42,7 @@ func openPostgres(ctx context.Context, p designs.Process) (*pgApp, error) {
 	if err == nil {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &sender{r: p.Receiver(), app: a})
-		a.client, err = river.NewClient(drv, config(workers, schema))
+		a.client, err = river.NewClient(drv, config(workers, schema, maxAttempts))
 	}
 	if err != nil {
 		pool.Close()

@@ -32,23 +32,43 @@ import (
 // 25 attempts, its retry policy (attempt⁴ seconds, with jitter), a job
 // timeout of a minute, stuck jobs rescued after an hour, a fetch poll
 // every second, and 4 workers.
-var Design = designs.Running{
-	Name:    "river",
-	Summary: "River v0.51.2's own client, poll-only, with River's defaults",
-	Budget:  river.MaxAttemptsDefault,
-	// A running job is River's until its rescuer, which runs every 30 s
-	// on the leader, finds it running for longer than
-	// RescueStuckJobsAfter (an hour by default).
-	Lease: time.Hour + 30*time.Second,
+var Design = newDesign("river", "River v0.51.2's own client, poll-only, with River's defaults",
+	river.MaxAttemptsDefault,
 	// River's default retry policy waits attempt⁴ seconds after attempt n:
 	// 25 attempts add up to about 26 days. The harness stops as soon as
 	// every job is final.
-	Settle: 30 * 24 * time.Hour,
-	Unchecked: []string{
-		"River's queries that stamp a time with the database's now() where River passes none: River is given the bubble's clock " +
-			"(Config.Test.Time) and passes it to the queries that take one",
-	},
-	Boot: boot,
+	30*24*time.Hour)
+
+// DesignFiveAttempts is Design with River's Config.MaxAttempts set to 5,
+// as a deployment that wants a refused or unreachable key in front of a
+// person within minutes sets it: its five attempts back off some six
+// minutes in all, so a search can draw keys that never succeed.
+var DesignFiveAttempts = newDesign("river-max-attempts-5", "River v0.51.2's own client, poll-only, with MaxAttempts 5",
+	5,
+	// Each of the five attempts may be held by a paused worker until
+	// River's rescuer takes the job back (an hour and 30 s); with the
+	// job timeouts of a minute and the backoffs between the attempts (1,
+	// 16, 81 and 256 s, with jitter), six hours cover them all.
+	6*time.Hour)
+
+// newDesign is River's client with maxAttempts attempts a job, River's
+// defaults otherwise, finishing every key within settle once faults heal.
+func newDesign(name, summary string, maxAttempts int, settle time.Duration) designs.Running {
+	return designs.Running{
+		Name:    name,
+		Summary: summary,
+		Budget:  maxAttempts,
+		// A running job is River's until its rescuer, which runs every 30 s
+		// on the leader, finds it running for longer than
+		// RescueStuckJobsAfter (an hour by default).
+		Lease:  time.Hour + 30*time.Second,
+		Settle: settle,
+		Unchecked: []string{
+			"River's queries that stamp a time with the database's now() where River passes none: River is given the bubble's clock " +
+				"(Config.Test.Time) and passes it to the queries that take one",
+		},
+		Boot: func(ctx context.Context, p designs.Process) (designs.Booted, error) { return boot(ctx, p, maxAttempts) },
+	}
 }
 
 // FollowupArgs are the River job's arguments: the stable action key and
@@ -137,14 +157,14 @@ type rows interface {
 type booted struct{ app app }
 
 // boot opens the app database through p's connections, migrates River's
-// tables, and starts River's client.
-func boot(ctx context.Context, p designs.Process) (designs.Booted, error) {
+// tables, and starts River's client with maxAttempts attempts a job.
+func boot(ctx context.Context, p designs.Process, maxAttempts int) (designs.Booted, error) {
 	var a app
 	var err error
 	if p.Backend() == "postgres" {
-		a, err = openPostgres(ctx, p)
+		a, err = openPostgres(ctx, p, maxAttempts)
 	} else {
-		a, err = openSQLite(ctx, p)
+		a, err = openSQLite(ctx, p, maxAttempts)
 	}
 	if err != nil {
 		return nil, err
@@ -156,15 +176,17 @@ func boot(ctx context.Context, p designs.Process) (designs.Booted, error) {
 	return booted{a}, nil
 }
 
-// config is River's configuration as a River user writes it, poll-only.
-func config(workers *river.Workers, schema string) *river.Config {
+// config is River's configuration as a River user writes it, poll-only,
+// with maxAttempts attempts a job.
+func config(workers *river.Workers, schema string, maxAttempts int) *river.Config {
 	return &river.Config{
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		PollOnly: true,
-		Queues:   map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 4}},
-		Schema:   schema,
-		Test:     river.TestConfig{Time: bubbleClock{}},
-		Workers:  workers,
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxAttempts: maxAttempts,
+		PollOnly:    true,
+		Queues:      map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 4}},
+		Schema:      schema,
+		Test:        river.TestConfig{Time: bubbleClock{}},
+		Workers:     workers,
 	}
 }
 

@@ -29,6 +29,23 @@ func TestVerifyRunningOnPostgres(t *testing.T) {
 	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t), LeaveOut: leaveOut()})
 }
 
+// TestVerifyRunningFiveAttempts verifies River's client with
+// MaxAttempts 5 on SQLite, drawing every fault that lasts per key: keys
+// refused for good, always answered too late, and with the receiver down
+// for good, which River gives up after its five attempts. Workers paused
+// past River's rescue are left out: what River then does is the finding
+// TestRescuedAttemptRunsPastMaxAttempts keeps, and would end the search
+// there; the default design's searches pause them.
+func TestVerifyRunningFiveAttempts(t *testing.T) {
+	handoff.VerifyRunning(t, DesignFiveAttempts, handoff.RunningOptions{Corpus: "testdata/running", LeaveOutPauses: true})
+}
+
+// TestVerifyRunningFiveAttemptsOnPostgres is
+// TestVerifyRunningFiveAttempts on PostgreSQL.
+func TestVerifyRunningFiveAttemptsOnPostgres(t *testing.T) {
+	handoff.VerifyRunning(t, DesignFiveAttempts, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t), LeaveOutPauses: true})
+}
+
 // lasting has the searches draw every fault that lasts per key.
 var lasting = flag.Bool("lasting", false, "TestVerifyRunning, TestVerifyRunningOnPostgres: draw keys always slow or with the receiver down for good too (a key River never delivers runs some three virtual weeks before River discards it)")
 

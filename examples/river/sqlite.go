@@ -19,7 +19,7 @@ type sqliteApp struct {
 	client *river.Client[*sql.Tx]
 }
 
-func openSQLite(ctx context.Context, p designs.Process) (*sqliteApp, error) {
+func openSQLite(ctx context.Context, p designs.Process, maxAttempts int) (*sqliteApp, error) {
 	db := sql.OpenDB(p.WrapSQLite(sqliteConnector{"file:" + p.Database() +
 		"?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(OFF)"}))
 	db.SetMaxOpenConns(1) // SQLite writes one at a time; River's driver asks for one connection
@@ -29,7 +29,7 @@ func openSQLite(ctx context.Context, p designs.Process) (*sqliteApp, error) {
 	if err == nil {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &sender{r: p.Receiver(), app: a})
-		a.client, err = river.NewClient(drv, config(workers, ""))
+		a.client, err = river.NewClient(drv, config(workers, "", maxAttempts))
 	}
 	if err != nil {
 		db.Close()

@@ -54,6 +54,10 @@ type history struct {
 	budget    int
 	counts    designs.Counting
 	stuck     map[string]KeyFault // the lasting fault of each case
+	// lease is how long a worker keeps a job it took, for a design that
+	// holds it by a lease or a visibility timeout; 0 when a lock holds it
+	// for as long as its worker runs.
+	lease time.Duration
 }
 
 // struck is a fault that cut a process's connections at one instant: a
@@ -137,15 +141,16 @@ func (h *history) counted(key string, row designs.RunningRow, before, after seen
 
 // afterRefusal is H8's first half: "" when no request followed a
 // refusal for good of its key, else the first that did. A refusal
-// counts once it answered the key's newest request (no other request
-// for the key was sent while it was under way: an answer to a paused
-// worker whose job another took is news its outbox may not hear), and
-// once its process lived on for a second after it (a crash, a reset or
-// a lost COMMIT reply at that moment may have lost what the outbox
-// wrote of it).
+// counts once it answered the key's newest request within the lease (no
+// other request for the key was sent while it was under way, and it
+// came no later than the lease after its request: an answer to a paused
+// worker whose job another took, or may have taken, is news its outbox
+// may not hear), and once its process lived on for a second after it (a
+// crash, a reset or a lost COMMIT reply at that moment may have lost
+// what the outbox wrote of it).
 func (h *history) afterRefusal(requests []Request) string {
 	for _, q := range requests {
-		if !q.refusal() || h.cut(q.Replica, q.Done) {
+		if !q.refusal() || h.cut(q.Replica, q.Done) || h.lease > 0 && q.Done-q.At > h.lease {
 			continue
 		}
 		overlapped := slices.ContainsFunc(requests, func(o Request) bool {

@@ -109,8 +109,9 @@ func TestHistoryCheck(t *testing.T) {
 }
 
 // TestRefusalThatMayNotHaveBeenHeard: a refusal answered to a paused
-// worker whose job another worker took meanwhile, or to a process cut
-// within a second after it, is not held against the outbox.
+// worker whose job another worker took meanwhile or may have taken (past
+// its lease), or to a process cut within a second after it, is not held
+// against the outbox.
 func TestRefusalThatMayNotHaveBeenHeard(t *testing.T) {
 	held := req(1, "case-1", Refused, 1)
 	held.At = 0 // sent at 0, held, refused at 1s
@@ -139,6 +140,21 @@ func TestRefusalThatMayNotHaveBeenHeard(t *testing.T) {
 		t.Errorf("a refusal after its process crashed and booted again: %q, want request 2 named", got)
 	}
 	h.faults = nil
+	h.lease = 30 * time.Second
+	late := req(1, "case-1", Refused, 0)
+	late.Done = 31 * time.Second // a worker paused past its lease, its job free for another
+	if got := h.afterRefusal([]Request{late, req(2, "case-1", Answered, 40)}); got != "" {
+		t.Errorf("a refusal answered after the lease: %s, want none", got)
+	}
+	late.Done = 30 * time.Second
+	if got := h.afterRefusal([]Request{late, req(2, "case-1", Answered, 40)}); !strings.Contains(got, "request 2") {
+		t.Errorf("a refusal answered as the lease ends: %q, want request 2 named", got)
+	}
+	h.lease = 0 // held by a lock: no other worker takes the job while its worker is paused
+	late.Done = time.Hour
+	if got := h.afterRefusal([]Request{late, req(2, "case-1", Answered, 3700)}); !strings.Contains(got, "request 2") {
+		t.Errorf("a refusal to a worker that holds a lock, an hour late: %q, want request 2 named", got)
+	}
 	busy, refusal, again := req(1, "case-1", Busy, 1), req(2, "case-1", Refused, 3), req(3, "case-1", Answered, 9)
 	if got := h.afterRefusal([]Request{busy, refusal, again}); !strings.Contains(got, "request 3") {
 		t.Errorf("a 503, a refusal, then a request: %q, want request 3 named", got)

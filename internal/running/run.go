@@ -78,6 +78,9 @@ func Run(t *testing.T, cfg Config, s Schedule) Result {
 			stuck[k.Case] = k.Fault
 		}
 		h := &history{budget: cfg.Design.Budget, counts: cfg.Design.Counts, stuck: stuck}
+		if cfg.Design.Holds != designs.HeldByLock {
+			h.lease = cmp.Or(cfg.Design.Lease, defaultLease)
+		}
 		r := &runner{cfg: cfg, s: s, start: time.Now(), h: h, watch: w, procs: make([]*replica, s.replicas())}
 		r.rec = newReceiver(s, r.start)
 		res = r.run(t.Context())
