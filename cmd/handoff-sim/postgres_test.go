@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/pgtest"
-	"github.com/outboxlab/handoff/internal/sim"
 )
 
 // TestBackendFlagsRefused checks that explore and replay refuse an
@@ -88,7 +88,7 @@ func TestEnvironmentFailureExitsFour(t *testing.T) {
 				// A run that got as far as starting says what it needs,
 				// at its start and again in its message.
 				// One that did not start says it in its message.
-				budget := fmt.Sprintf("this run holds at most %d connections", sim.PostgresConnections)
+				budget := fmt.Sprintf("this run holds at most %d connections", backend.PostgresConnections)
 				if args[0] == "explore" && c.started && strings.Count(stderr, budget) != 2 {
 					t.Errorf("explore: stderr %q; want %q at the start and in the message", stderr, budget)
 				}

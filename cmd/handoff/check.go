@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/outboxlab/handoff/internal/sim"
+	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
@@ -24,7 +24,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := required(fs, "app"); err != nil {
 		return err
 	}
-	findings, files, err := sim.CheckFiles(ctx, *appPath, *crmPath)
+	findings, files, err := filecheck.CheckFiles(ctx, *appPath, *crmPath)
 	if err != nil {
 		return err
 	}

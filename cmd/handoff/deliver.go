@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/outboxlab/handoff/faults"
-	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
@@ -126,7 +125,7 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 
-	injector.Arm(sim.FaultPoint(kind))
+	injector.Arm(faults.Point(kind))
 	d, err := app.DeliverOne(ctx, target)
 	if p := injector.Crashed(); p != "" {
 		return fmt.Errorf("simulated crash at %s delivering %s: attempt %d of %d counted; deliver again", p, d.Key, d.Attempts, app.MaxAttempts())

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outboxlab/handoff/internal/sim"
+	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
@@ -37,13 +37,13 @@ func inspect(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *limit < 0 {
 		return fmt.Errorf("%w: --limit is %d, want 0 (all) or more", errUsage, *limit)
 	}
-	findings, files, err := sim.CheckFiles(ctx, *appPath, *crmPath)
+	findings, files, err := filecheck.CheckFiles(ctx, *appPath, *crmPath)
 	if err != nil {
 		return err
 	}
 	v := inspection{appPath: shown(*appPath), crmPath: *crmPath, files: files, findings: findings, now: time.Now()}
 	if v.audit, err = readAudit(ctx, *appPath); err != nil {
-		v.findings = append(v.findings, sim.Finding{Where: v.appPath, What: "reading the audit log: " + err.Error()})
+		v.findings = append(v.findings, filecheck.Finding{Where: v.appPath, What: "reading the audit log: " + err.Error()})
 	}
 	for _, r := range files.App.Outbox {
 		if !slices.Contains(states, r.State) {
@@ -93,10 +93,10 @@ func parseStates(s string) ([]system.State, error) {
 // inspection is what inspect shows.
 type inspection struct {
 	appPath, crmPath string
-	files            sim.Files
+	files            filecheck.Files
 	listed           []system.Row // the rows --state and --limit let through
 	unlisted         int          // the rows --state let through and --limit held back
-	findings         []sim.Finding
+	findings         []filecheck.Finding
 	audit            []system.AuditEntry // the whole audit log, oldest first
 	now              time.Time
 }

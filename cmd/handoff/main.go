@@ -3,7 +3,7 @@
 // workers (work), the receiver (crm serve) and the page for the person on
 // call (ui) in production. The harness that explores, replays and
 // measures the handoff is another binary, cmd/handoff-sim: this one links
-// neither it nor rapid nor the testing package rapid brings
+// none of its packages, nor rapid, nor the testing package rapid brings
 // (TestProductLinksNoHarness checks it).
 //
 // Its commands are a table (commands.go) that also makes its help: run

@@ -1,7 +1,8 @@
 // Package backend says where the harness keeps an app database: a SQLite
 // file, or a PostgreSQL schema of its own on a server it shares with
 // others; how such a database is made, emptied back to new between
-// sequences, and dropped.
+// sequences, and dropped; how many connections a run holds on the
+// server; and which failures are the environment's, not the design's.
 package backend
 
 import (
@@ -46,6 +47,17 @@ const PostgresURLEnv = "HANDOFF_POSTGRES_URL"
 // on loopback and without TLS, which protects nothing there and costs a
 // handshake at every new connection.
 const LocalPostgres = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// PostgresConnections is the most connections to the PostgreSQL server
+// a sim.Env holds at once: the schema's owner, the lane's emptier, the
+// harness's own (for app-busy), one session for each worker's pool (the
+// lane's unused handle, the default worker, A, B, C and P; see sim's
+// pool), which the Env's sessions.Keeper keeps across the connections
+// the commit faults end, and one to spare. It lives here, beside the
+// server's URL, so that the command lines can size a run's connections
+// against the server's limit without linking the harness.
+// TestPostgresConnectionBudget measures what an exploration holds.
+const PostgresConnections = 10
 
 // Server is the URL of the PostgreSQL server to run on when none
 // is given: PostgresURLEnv's value, or LocalPostgres when it is unset or

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/internal/backend"
-	"github.com/outboxlab/handoff/internal/sim"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
@@ -115,7 +114,7 @@ func (b BackendFlags) Flags() string {
 // of the harness in lanes lanes holds at most, and how to stay within a
 // shared server's limit.
 func ConnectionsNeeded(url string, lanes int) string {
-	n := lanes * sim.PostgresConnections
+	n := lanes * backend.PostgresConnections
 	return fmt.Sprintf("on PostgreSQL at %s: this run holds at most %d connections (%d per lane, %s); --parallel sets the lanes",
-		system.Redact(url), n, sim.PostgresConnections, words.HowMany(lanes, "lane"))
+		system.Redact(url), n, backend.PostgresConnections, words.HowMany(lanes, "lane"))
 }

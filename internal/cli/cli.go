@@ -26,7 +26,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/outboxlab/handoff/internal/sim"
+	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -199,10 +199,10 @@ func InSubcommand(name string, err error) error {
 }
 
 // Environmental reports whether err is a failure of the environment the
-// harness runs on (see sim.ErrEnvironment): a server that takes no
+// harness runs on (see backend.ErrEnvironment): a server that takes no
 // connection, a full disk.
 func Environmental(err error) bool {
-	return errors.Is(sim.Environmental(err), sim.ErrEnvironment)
+	return errors.Is(backend.Environmental(err), backend.ErrEnvironment)
 }
 
 // UsageLine is "PROGRAM NAME ARGS".

@@ -11,13 +11,12 @@ import (
 
 	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/pgtest"
-	"github.com/outboxlab/handoff/internal/sim"
 )
 
 // TestPostgresConnectionBudget explores on a database of its own on the
 // server, counting the sessions on it every few milliseconds: with one
 // lane and with two, the most held at once stays within the budget the
-// commands print, sim.PostgresConnections a lane, however many options,
+// commands print, backend.PostgresConnections a lane, however many options,
 // workers, restarts and crashes the sequences draw.
 func TestPostgresConnectionBudget(t *testing.T) {
 	conn := pgtest.Conn(t)
@@ -67,7 +66,7 @@ func TestPostgresConnectionBudget(t *testing.T) {
 		if err != nil || r.Failure != nil || r.Problem != "" {
 			t.Fatalf("%d lanes: the exploration failed: %v %v %s", lanes, err, r.Failure, r.Problem)
 		}
-		budget := int64(lanes * sim.PostgresConnections)
+		budget := int64(lanes * backend.PostgresConnections)
 		t.Logf("%d lanes: at most %d sessions at once, budget %d", lanes, peak.Load(), budget)
 		if peak.Load() == 0 || peak.Load() > budget {
 			t.Errorf("%d lanes held %d sessions at once, want 1 to %d", lanes, peak.Load(), budget)

@@ -69,7 +69,7 @@ type ExploreConfig struct {
 	PostgresURL string
 	// ConnectWait is how long a connection to PostgreSQL waits for a
 	// server that is full or starting; 0 means system.DefaultConnectWait.
-	// Past it the run ends with an error that is sim.ErrEnvironment.
+	// Past it the run ends with an error that is backend.ErrEnvironment.
 	ConnectWait time.Duration
 	// Dir is where sequences keep their databases; "" means os.TempDir().
 	Dir string

@@ -65,7 +65,7 @@ func pickOf(t *rapid.T, label string, n int) int {
 // started when the first failure was found (before any shrinking), and
 // FirstAt, when. An exploration's Report holds the failing lane's.
 // Environment is the failure of the environment (see
-// sim.ErrEnvironment) that ended the property, if one did: every run
+// backend.ErrEnvironment) that ended the property, if one did: every run
 // after it fails at once with the same message, so that rapid's shrinking
 // ends within a few runs and nothing is reported as a counterexample.
 type Recorder struct {
@@ -251,7 +251,7 @@ func Property(ctx context.Context, cfg PropertyConfig) (prop func(*rapid.T), don
 // same way every time, so that rapid takes every later run's for the same
 // failure.
 func harnessFailed(t *rapid.T, rec *Recorder, where string, err error) {
-	if err = sim.Environmental(err); errors.Is(err, sim.ErrEnvironment) {
+	if err = backend.Environmental(err); errors.Is(err, backend.ErrEnvironment) {
 		if rec != nil {
 			if rec.Environment == nil {
 				rec.Environment = err

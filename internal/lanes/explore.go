@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/internal/sim"
 )
@@ -263,7 +264,7 @@ func (r *laneRun) serve(l *laneProcess) {
 	case l.report.Err != "":
 		l.err = errors.New(l.report.Err)
 		if l.report.Environment {
-			l.err = fmt.Errorf("%w: %s", sim.ErrEnvironment, strings.TrimPrefix(l.report.Err, sim.ErrEnvironment.Error()+": "))
+			l.err = fmt.Errorf("%w: %s", backend.ErrEnvironment, strings.TrimPrefix(l.report.Err, backend.ErrEnvironment.Error()+": "))
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/internal/sim"
 )
@@ -69,7 +70,7 @@ func Lane(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer)
 	r, err := explore.Explore(ctx, cfg)
 	report := &laneReport{Stats: r.Stats, Interrupted: r.Interrupted, Failure: r.Failure, FirstAt: r.FirstAt, FailureSeed: r.FailureSeed, Problem: r.Problem}
 	if err != nil {
-		report = &laneReport{Err: err.Error(), Environment: errors.Is(err, sim.ErrEnvironment)}
+		report = &laneReport{Err: err.Error(), Environment: errors.Is(err, backend.ErrEnvironment)}
 	}
 	return out.send(laneMessage{Report: report})
 }

@@ -71,6 +71,6 @@ type laneReport struct {
 	Problem     string
 	Err         string
 	// Environment says that Err is a failure of the environment (see
-	// sim.ErrEnvironment).
+	// backend.ErrEnvironment).
 	Environment bool `json:",omitempty"`
 }

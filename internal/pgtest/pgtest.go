@@ -67,7 +67,7 @@ func probe() {
 }
 
 // parallel is how many tests of one test binary use the server at once:
-// each holds a few connections (an Env holds sim.PostgresConnections at
+// each holds a few connections (an Env holds backend.PostgresConnections at
 // most), and a shared server has a hundred by default for everyone.
 const parallel = 2
 

@@ -65,7 +65,7 @@ func Draw(t *rapid.T, d designs.Running, backend string, replicas int) Schedule 
 	if backend == "postgres" {
 		// A connection to SQLite is a file in the process: it is reset,
 		// or loses a COMMIT's reply, only as the process crashes.
-		faults = append(faults, Reset, CommitLost)
+		faults = append(faults, Reset, CommitReplyLost)
 	}
 	for _, k := range faults {
 		for range rapid.IntRange(0, 2).Draw(t, string(k)+"s") {

@@ -238,7 +238,7 @@ func (r *runner) apply(ctx context.Context, e Event) *Violation {
 		if err := r.boot(ctx, e.replica()); err != nil {
 			return &Violation{Check: "run", At: r.now(), Detail: err.Error()}
 		}
-	case Reset, CommitLost:
+	case Reset, CommitReplyLost:
 		if r.cfg.Backend != "postgres" {
 			// A SQLite database is a file in the process: only a crash
 			// cuts it.
@@ -250,7 +250,7 @@ func (r *runner) apply(ctx context.Context, e Event) *Violation {
 			r.logf(r.lane(rep.p), "reset: %d database connections cut", rep.p.reset())
 			return nil
 		}
-		r.logf(r.lane(rep.p), "commit-lost: the next COMMIT loses its reply")
+		r.logf(r.lane(rep.p), "commit-reply-lost: the next COMMIT loses its reply")
 		rep.p.loseCommitReply()
 	case Outage:
 		r.logf(LaneReceiver, "outage: down until %s", e.At+e.For)

@@ -71,7 +71,7 @@ backend postgres
 at 0s approve case-1 "Rappeler: plan de réparation"
 at 1.5s crash
 at 2s reset
-at 2s commit-lost
+at 2s commit-reply-lost
 at 1m0s outage 40s
 request 1 lost-reply
 request 3 hold 45s

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/outboxlab/handoff/faults"
 	"io"
 	"slices"
 	"strconv"
@@ -119,9 +120,9 @@ const (
 	// Reset: every database connection of the process is cut; the
 	// process lives on.
 	Reset EventKind = "reset"
-	// CommitLost: the next COMMIT of the process is carried out and its
-	// reply lost.
-	CommitLost EventKind = "commit-lost"
+	// CommitReplyLost: the next COMMIT of the process is carried out and
+	// its reply lost: the step mode's fault of the same name.
+	CommitReplyLost = EventKind(faults.CommitReplyLost)
 	// Outage: the receiver takes no request for For: each fails before
 	// it acts.
 	Outage EventKind = "outage"
@@ -145,8 +146,9 @@ const (
 	// Answered: the task is created (or the key replayed) and the reply
 	// arrives.
 	Answered Answer = "answer"
-	// LostReply: the task is created (or replayed); the reply is lost.
-	LostReply Answer = "lost-reply"
+	// LostReply: the task is created (or replayed); the reply is lost:
+	// the step mode's fault of the same name.
+	LostReply = Answer(faults.LostReply)
 	// Slow: the task is created; the reply comes after the client gave
 	// up (its send timeout).
 	Slow Answer = "slow"
@@ -419,12 +421,12 @@ func parseEvent(text string) (Event, error) {
 		if e.For, err = time.ParseDuration(strings.TrimSpace(args)); err != nil || e.For <= 0 {
 			return Event{}, fmt.Errorf("outage %q: want outage DURATION, such as outage 40s", args)
 		}
-	case Crash, Reset, CommitLost:
+	case Crash, Reset, CommitReplyLost:
 		if strings.TrimSpace(args) != "" {
 			return Event{}, fmt.Errorf("%s takes nothing after it, got %q", kind, args)
 		}
 	default:
-		return Event{}, fmt.Errorf("event %q: want approve, crash, reset, commit-lost or outage", kind)
+		return Event{}, fmt.Errorf("event %q: want approve, crash, reset, commit-reply-lost or outage", kind)
 	}
 	return e, nil
 }

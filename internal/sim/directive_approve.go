@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
@@ -28,7 +29,7 @@ func (e *Env) approve(ctx context.Context, s Step) (stepResult, error) {
 	title, _ := s.Arg("title")
 
 	var key string
-	e.injector.Arm(FaultPoint(fault))
+	e.injector.Arm(faults.Point(fault))
 	if ferr := e.withDatabaseFault(ctx, fault, e.app, func() { key, err = e.app.RecordApproval(ctx, caseID, title) }); ferr != nil {
 		return stepResult{}, ferr
 	}

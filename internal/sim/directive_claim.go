@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
@@ -43,7 +44,7 @@ func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
 			r.line, r.got = fmt.Sprintf("%s claimed %s: attempt %d, fence %d", name, c.Key, c.Attempt, c.Fence), Answer{Kind: Claimed, Key: c.Key}
 			r.claimedForSend = c.Key
 		case d.Result == system.Idle:
-			r.line, r.got = fmt.Sprintf("%s idle: nothing eligible", name), Answer{Kind: Idle, At: millis(d.NextEligible)}
+			r.line, r.got = fmt.Sprintf("%s idle: nothing eligible", name), Answer{Kind: Idle, At: filecheck.Millis(d.NextEligible)}
 		default:
 			r.line, r.got = fmt.Sprintf("%s blocked %s: %s, nothing sent", name, d.Key, d.LastError), Answer{Kind: Blocked, Key: d.Key}
 		}

@@ -47,7 +47,7 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 	}
 	sent := e.sendCount()
 	var d system.Delivery
-	e.injector.Arm(FaultPoint(fault))
+	e.injector.Arm(faults.Point(fault))
 	e.jitter = time.Duration(jitter) * time.Millisecond
 	if ferr := e.withDatabaseFault(ctx, fault, e.app, func() { d, err = e.app.DeliverOne(ctx, faults.Counted(e.sends, network)) }); ferr != nil {
 		return stepResult{}, ferr
@@ -55,7 +55,7 @@ func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
 	e.injector.Arm("")
 	e.jitter = 0
 	var r stepResult
-	if FaultPoint(fault) == "" && e.sendCount() > sent || effect.database == appFile {
+	if faults.Point(fault) == "" && e.sendCount() > sent || effect.database == appFile {
 		r.fired = fault
 	}
 	crashed := e.injector.Crashed()

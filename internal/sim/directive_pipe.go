@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
@@ -72,7 +74,7 @@ func (e *Env) pipeCall(ctx context.Context, s Step,
 	}
 	w.net.begin(network, time.Duration(slow)*time.Millisecond, e.uncounted(before, name))
 	sent := e.sendCount()
-	e.injector.Arm(effect.point)
+	e.injector.Arm(faults.Point(fault))
 	e.jitter = time.Duration(jitter) * time.Millisecond
 	d, flushed, err := call(ctx, w.pipe)
 	e.injector.Arm("")
@@ -100,7 +102,7 @@ func (e *Env) pipeCall(ctx context.Context, s Step,
 		default:
 			r.line, r.got = name+": "+e.describe(d), Answer{Kind: workerAnswers[d.Result], Key: d.Key}
 			if d.Result == system.Idle {
-				r.got.At = millis(d.NextEligible)
+				r.got.At = filecheck.Millis(d.NextEligible)
 			}
 		}
 	}

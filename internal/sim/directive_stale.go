@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/internal/textdiff"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/model"
@@ -30,7 +31,7 @@ func (e *Env) stale(ctx context.Context, s Step) (stepResult, error) {
 	}
 	var got []model.StaleRow
 	for _, r := range rows {
-		got = append(got, model.StaleRow{Key: r.Key, State: string(r.State), Age: e.now - millis(r.CreatedAt), Attempts: r.Attempts, LastError: r.LastError})
+		got = append(got, model.StaleRow{Key: r.Key, State: string(r.State), Age: e.now - filecheck.Millis(r.CreatedAt), Attempts: r.Attempts, LastError: r.LastError})
 	}
 	want, _ := e.model.Stale(ms)
 	r := stepResult{line: fmt.Sprintf("stale: %s a person", words.Agree(len(got), "row", "needs", "need")),

@@ -178,6 +178,15 @@ func TestDocsCountAndOrderTheInvariants(t *testing.T) {
 	}
 }
 
+// TestReadmeStaysShort: the README is for a first reading (the two
+// commands, what it does, the architecture, the corpus workflow); its
+// details live in docs/, and it stays under 300 lines.
+func TestReadmeStaysShort(t *testing.T) {
+	if n := strings.Count(readDoc(t, "../README.md"), "\n"); n >= 300 {
+		t.Errorf("README.md has %d lines, want under 300: move details into docs/", n)
+	}
+}
+
 // TestNamedTestsExist: every test, benchmark or fuzz target that a
 // comment in the module's Go files or a page of its documentation names
 // is defined somewhere in the repository, so that a renamed or removed

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/system"
 )
@@ -118,8 +119,8 @@ func Enumerate(ctx context.Context, sc Scenario, cfg EnumerateConfig) ([]CrashPo
 // COMMIT never reaches the server), which the harness does with the
 // connection itself.
 func crashable(p system.FaultPoint) bool {
-	for _, f := range faultTable {
-		if f.point == p {
+	for k := range faultTable {
+		if faults.Point(k) == p {
 			return true
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/internal/sessions"
 	"github.com/outboxlab/handoff/internal/textdiff"
 	"github.com/outboxlab/handoff/model"
@@ -624,7 +625,7 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 		before: e.before, claimedForSend: r.claimedForSend, backoffAfter: r.backoffAfter, ceilings: e.ceilings, settling: r.settling, settled: r.settled, auditDiff: r.auditDiff})
 	if v != nil && e.diskFull() {
 		return Outcome{}, errors.Join(fmt.Errorf("%w: %s broke invariant %d while the disk under %s has no room: %w",
-			ErrEnvironment, s, v.Invariant, e.cfg.Dir, system.ErrFull), e.lane.forget())
+			backend.ErrEnvironment, s, v.Invariant, e.cfg.Dir, system.ErrFull), e.lane.forget())
 	}
 	if e.diverged.Step == 0 && !sameObservation(predicted.Observation, obs) {
 		e.diverged = Disagreement{Step: e.applied, Diff: textdiff.Values(predicted.Observation, obs, diffContext)}
@@ -671,7 +672,7 @@ func (e *Env) observeChanged(ctx context.Context) (model.Observation, error) {
 		if err != nil {
 			return model.Observation{}, fmt.Errorf("handoff: reading the app database: %w", err)
 		}
-		app := shown(e.cfg.Design, observation(snap, nil))
+		app := shown(e.cfg.Design, filecheck.Observation(snap, nil))
 		obs.Approvals, obs.Outbox = app.Approvals, app.Outbox
 	}
 	changed, err = e.lane.crmChanged()
@@ -682,7 +683,7 @@ func (e *Env) observeChanged(ctx context.Context) (model.Observation, error) {
 	if err != nil {
 		return model.Observation{}, fmt.Errorf("handoff: reading the receiver database: %w", err)
 	}
-	obs.Tasks = observation(system.Snapshot{}, tasks).Tasks
+	obs.Tasks = filecheck.Observation(system.Snapshot{}, tasks).Tasks
 	return obs, nil
 }
 

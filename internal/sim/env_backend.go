@@ -10,15 +10,6 @@ import (
 	"github.com/outboxlab/handoff/internal/sessions"
 )
 
-// PostgresConnections is the most connections to the PostgreSQL server
-// an Env holds at once: the schema's owner, the lane's emptier, the
-// harness's own (for app-busy), one session for each worker's pool (the
-// lane's unused handle, the default worker, A, B, C and P; see pool),
-// which the Env's sessions.Keeper keeps across the connections the
-// commit faults end, and one to spare. TestPostgresConnectionBudget
-// measures what an exploration holds.
-const PostgresConnections = 10
-
 // makeAppDatabase readies the place of the Env's app database: on
 // PostgreSQL, a schema of its own, and the Keeper of the sessions of its
 // workers' connections.

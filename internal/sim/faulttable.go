@@ -12,11 +12,10 @@ import (
 	"github.com/outboxlab/handoff/system"
 )
 
-// faultEffect is what one fault does: the system fault point where it
-// crashes (none for the others), what the model hears of it, and what
-// the fault proxy does with the request over HTTP.
+// faultEffect is what one fault does: what the model hears of it, and
+// what the fault proxy does with the request over HTTP. Where a crash
+// fault strikes is faults.Point's.
 type faultEffect struct {
-	point           system.FaultPoint
 	network         model.Network   // what happens to a delivery's request and reply
 	crash           model.Crash     // where a delivery's worker dies
 	crashesApproval bool            // the approval dies between its two inserts
@@ -47,15 +46,16 @@ type faultEffect struct {
 }
 
 // faultTable is the one place that says what every fault of package faults
-// does to the system and to the model: adding a fault is one row here, and
+// does to the model and over HTTP (where a crash strikes the system is
+// faults.Point's): adding a fault is one row here, and
 // TestReach then demands that explorations make it take effect. Over HTTP
 // every network fault is the proxy's: nothing is emulated in process.
 var faultTable = map[faults.Kind]faultEffect{
-	faults.CrashBetweenInserts:  {point: system.PointBetweenApprovalInserts, crashesApproval: true},
-	faults.CrashBeforeSend:      {point: system.PointBeforeSend, crash: model.CrashBeforeSend},
-	faults.CrashAfterReply:      {point: system.PointAfterReply, crash: model.CrashAfterReply},
-	faults.CrashAfterRecord:     {point: system.PointPipelineRecorded, pipeCrash: model.PipeRecorded},
-	faults.CrashAfterClaimAhead: {point: system.PointPipelineClaimedAhead, pipeCrash: model.PipeClaimedAhead},
+	faults.CrashBetweenInserts:  {crashesApproval: true},
+	faults.CrashBeforeSend:      {crash: model.CrashBeforeSend},
+	faults.CrashAfterReply:      {crash: model.CrashAfterReply},
+	faults.CrashAfterRecord:     {pipeCrash: model.PipeRecorded},
+	faults.CrashAfterClaimAhead: {pipeCrash: model.PipeClaimedAhead},
 	faults.Offline:              {network: model.Offline, proxy: faults.Action{Verb: faults.Refuse}},
 	faults.LostReply:            {network: model.LostReply, proxy: faults.Action{Verb: faults.CutReply}},
 	faults.DuplicateRequest:     {network: model.DuplicateRequest, proxy: faults.Action{Verb: faults.Duplicate}},
@@ -83,16 +83,12 @@ func RunsOn(k faults.Kind, b backend.Backend) bool {
 	return only == "" || only == b
 }
 
-// FaultPoint is the system fault point where the crash fault k strikes, or
-// "" for a fault that is not a crash.
-func FaultPoint(k faults.Kind) system.FaultPoint { return faultTable[k].point }
-
 // crashAt is the effect of the crash fault whose point is p: what the model
 // hears of a crash that struck there, whichever way it was injected (a
 // step's fault, or a pass the harness enumerates). Zero for p "".
 func crashAt(p system.FaultPoint) faultEffect {
-	for _, f := range faultTable {
-		if p != "" && f.point == p {
+	for k, f := range faultTable {
+		if p != "" && faults.Point(k) == p {
 			return f
 		}
 	}

@@ -29,8 +29,8 @@ func TestFaultTable(t *testing.T) {
 			t.Errorf("fault %s: no directive takes it (see directives)", k)
 		}
 		crashes := f.crash != model.NoCrash || f.crashesApproval || f.pipeCrash != model.NoPipeCrash
-		if (f.point != "") != crashes || crashes && crashAt(f.point) != f {
-			t.Errorf("fault %s: point %q, model crash %v, approval crash %t: want a point exactly for a crash, and the crash found at its point", k, f.point, f.crash, f.crashesApproval)
+		if p := faults.Point(k); (p != "") != crashes || crashes && crashAt(p) != f {
+			t.Errorf("fault %s: point %q, model crash %v, approval crash %t: want a point exactly for a crash, and the crash found at its point", k, p, f.crash, f.crashesApproval)
 		}
 		if database := slices.Contains(faults.DatabaseKinds, k); database != (f.database != "") || database != (f.refusal != model.Accepted) {
 			t.Errorf("fault %s: database %q, refusal %v: want both exactly for a fault of a database", k, f.database, f.refusal)

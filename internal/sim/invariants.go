@@ -2,39 +2,22 @@ package sim
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
-	"github.com/outboxlab/handoff/faults"
-	"github.com/outboxlab/handoff/internal/words"
+	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/model"
-)
-
-// scope says what an invariant needs to be checked: a simulation (the
-// model, the sends the worker made, the step's answers), or only files.
-type scope int
-
-const (
-	// simulationOnly invariants need the model or the step: CheckFiles
-	// cannot check them.
-	simulationOnly scope = iota
-	// needsCRM invariants need the app database and the CRM's tasks.
-	needsCRM
-	// appOnly invariants need only the app database.
-	appOnly
 )
 
 // checkInput is everything an invariant looks at after a step.
 type checkInput struct {
 	// obs is what the system shows after the step.
 	obs model.Observation
-	// model is the model's state after the step; on files only its
-	// MaxAttempts is known.
+	// model is the model's state after the step.
 	model model.State
-	// sends is how often the worker sent each key (nil on files).
+	// sends is how often the worker sent each key.
 	sends map[string]int
 	// got and want are the system's answer to the step and the model's
 	// prediction.
@@ -60,11 +43,10 @@ type checkInput struct {
 }
 
 // invariant is one invariant of the spec: its number, what it demands in plain
-// words, what it needs, and its check, which says what broke it, or "".
+// words, and its check, which says what broke it, or "".
 type invariant struct {
 	Number int
 	Name   string
-	Scope  scope
 	Check  func(in checkInput) string
 }
 
@@ -72,19 +54,34 @@ type invariant struct {
 // every step: the first broken one is reported, the others the step broke
 // with it. Invariant 6, that the system matches the model, is checked last:
 // nearly every failure breaks it, and the others say more precisely what
-// broke. CheckFiles checks those that files show.
+// broke. Those that files show (1 to 5 and 9) are package filecheck's,
+// which filecheck.CheckFiles checks on real files too.
 var invariants = []invariant{
-	{1, "at most one CRM task per action key", needsCRM, oneTaskPerKey},
-	{2, "every approval has exactly one outbox row and every row its approval", appOnly, oneRowPerApproval},
-	{3, "a sent row names the task of its key and payload; other rows name none", needsCRM, sentRowsNameTheirTask},
-	{4, "attempts stay within the budget and cover every send", appOnly, attemptsCoverSends},
-	{5, "no CRM task without an approval of the same key and payload, but those another system put there", needsCRM, tasksHaveApprovals},
-	{7, "with faults off, the worker converges", simulationOnly, converged},
-	{8, "every recorded outcome comes from the holder of the row's current fence", simulationOnly, settledUnderFence},
-	{9, "a row has at most one live lease; sent and blocked rows have none", appOnly, finalRowsUnleased},
-	{10, "next_attempt_at after a transient failure is exactly what the model computed from the drawn jitter and the retry hint", simulationOnly, backoffAsComputed},
-	{11, "no claim that leads to a send is made at or after first_claimed_at + retention − send timeout", simulationOnly, noLateClaim},
-	{6, "the system matches the model", simulationOnly, matchesModel},
+	onFiles(1),
+	onFiles(2),
+	onFiles(3),
+	onFiles(4),
+	onFiles(5),
+	{7, "with faults off, the worker converges", converged},
+	{8, "every recorded outcome comes from the holder of the row's current fence", settledUnderFence},
+	onFiles(9),
+	{10, "next_attempt_at after a transient failure is exactly what the model computed from the drawn jitter and the retry hint", backoffAsComputed},
+	{11, "no claim that leads to a send is made at or after first_claimed_at + retention − send timeout", noLateClaim},
+	{6, "the system matches the model", matchesModel},
+}
+
+// onFiles is invariant n of filecheck.Invariants, checked on what a step
+// shows: the observation, the model's budget and the sends the worker
+// made. It panics, when the package loads, for a number the table lacks.
+func onFiles(n int) invariant {
+	i := slices.IndexFunc(filecheck.Invariants, func(inv filecheck.Invariant) bool { return inv.Number == n })
+	if i < 0 {
+		panic(fmt.Sprintf("sim: filecheck.Invariants has no invariant %d", n))
+	}
+	inv := filecheck.Invariants[i]
+	return invariant{inv.Number, inv.Name, func(in checkInput) string {
+		return inv.Check(filecheck.Input{Observation: in.obs, Budget: in.model.MaxAttempts, Sends: in.sends})
+	}}
 }
 
 // settledUnderFence is invariant 8: a settle writes only while its claim
@@ -105,17 +102,6 @@ func settledUnderFence(in checkInput) string {
 	for _, r := range in.obs.Outbox {
 		if r.Key == in.settled.key && r.Fence != in.settled.fence {
 			return fmt.Sprintf("%s was settled under fence %d, but the row carries fence %d", r.Key, in.settled.fence, r.Fence)
-		}
-	}
-	return ""
-}
-
-// finalRowsUnleased is invariant 9: the schema allows one lease per row;
-// a sent or blocked row has none.
-func finalRowsUnleased(in checkInput) string {
-	for _, r := range in.obs.Outbox {
-		if r.State != model.Pending && (r.LeaseOwner != "" || r.LeaseUntil != 0) {
-			return fmt.Sprintf("%s is %s and still leased to %q until %d", r.Key, r.State, r.LeaseOwner, r.LeaseUntil)
 		}
 	}
 	return ""
@@ -228,104 +214,6 @@ func checkInvariants(in checkInput) *Violation {
 		}
 	}
 	return v
-}
-
-func approvalsByKey(o model.Observation) map[string]string {
-	m := map[string]string{}
-	for _, a := range o.Approvals {
-		m[a.Key] = a.Payload
-	}
-	return m
-}
-
-// oneTaskPerKey is invariant 1.
-func oneTaskPerKey(in checkInput) string {
-	ids := map[string][]int64{}
-	for _, t := range in.obs.Tasks {
-		ids[t.Key] = append(ids[t.Key], t.ID)
-		if len(ids[t.Key]) > 1 {
-			return fmt.Sprintf("%s has tasks %v", t.Key, ids[t.Key])
-		}
-	}
-	return ""
-}
-
-// oneRowPerApproval is invariant 2.
-func oneRowPerApproval(in checkInput) string {
-	approved := approvalsByKey(in.obs)
-	rows := map[string]int{}
-	for _, r := range in.obs.Outbox {
-		rows[r.Key]++
-		if _, ok := approved[r.Key]; !ok {
-			return fmt.Sprintf("outbox row %s has no approval", r.Key)
-		}
-	}
-	for _, a := range in.obs.Approvals {
-		if rows[a.Key] != 1 {
-			return fmt.Sprintf("approval %s has %d outbox rows", a.Key, rows[a.Key])
-		}
-	}
-	return ""
-}
-
-// sentRowsNameTheirTask is invariant 3.
-func sentRowsNameTheirTask(in checkInput) string {
-	o := in.obs
-	approved := approvalsByKey(o)
-	for _, r := range o.Outbox {
-		if r.State != model.Sent {
-			if r.RemoteID != 0 {
-				return fmt.Sprintf("%s is %s but names task %d", r.Key, r.State, r.RemoteID)
-			}
-			continue
-		}
-		i := slices.IndexFunc(o.Tasks, func(t model.Task) bool { return t.ID == r.RemoteID })
-		switch {
-		case i < 0:
-			return fmt.Sprintf("%s is sent as task %d, but the CRM has no task %d", r.Key, r.RemoteID, r.RemoteID)
-		case o.Tasks[i].Key != r.Key:
-			return fmt.Sprintf("%s is sent as task %d, which belongs to %s", r.Key, r.RemoteID, o.Tasks[i].Key)
-		case o.Tasks[i].Payload != approved[r.Key]:
-			return fmt.Sprintf("%s is sent as task %d, which holds other content than the approval", r.Key, r.RemoteID)
-		}
-	}
-	return ""
-}
-
-// attemptsCoverSends is invariant 4: no row has more attempts than the
-// budget, and none fewer than the sends of its key (on files, which show
-// no sends, only the first part).
-func attemptsCoverSends(in checkInput) string {
-	attempts := map[string]int{}
-	for _, r := range in.obs.Outbox {
-		if r.Attempts > in.model.MaxAttempts {
-			return fmt.Sprintf("%s has %d attempts, the budget is %d", r.Key, r.Attempts, in.model.MaxAttempts)
-		}
-		attempts[r.Key] = r.Attempts
-	}
-	for _, k := range slices.Sorted(maps.Keys(in.sends)) {
-		if in.sends[k] > attempts[k] {
-			return fmt.Sprintf("the worker sent %s %s, but its row counts %s", k, words.HowMany(in.sends[k], "time"), words.HowMany(attempts[k], "attempt"))
-		}
-	}
-	return ""
-}
-
-// tasksHaveApprovals is invariant 5.
-func tasksHaveApprovals(in checkInput) string {
-	approved := approvalsByKey(in.obs)
-	for _, t := range in.obs.Tasks {
-		if t.Payload == faults.ForeignPayload {
-			continue // put there by another system, on purpose
-		}
-		switch p, ok := approved[t.Key]; {
-		case !ok:
-			return fmt.Sprintf("task %d has key %s, which no approval has", t.ID, t.Key)
-		case p != t.Payload:
-			return fmt.Sprintf("task %d for %s holds other content than the approval", t.ID, t.Key)
-		}
-	}
-	return ""
 }
 
 // matchesModel is invariant 6: the step's answer and the whole observation

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/model"
 )
 
@@ -162,6 +163,18 @@ func TestSettledUnderFence(t *testing.T) {
 	for _, tt := range tests {
 		if got := settledUnderFence(tt.in); (got != "") != tt.broken {
 			t.Errorf("%s: %q, want broken %v", tt.name, got, tt.broken)
+		}
+	}
+}
+
+// TestFileInvariantsChecked: every invariant that files show is a row of
+// the harness's table too, with filecheck's name, so that a step is
+// checked for everything CheckFiles finds on real files.
+func TestFileInvariantsChecked(t *testing.T) {
+	names := InvariantNames()
+	for _, inv := range filecheck.Invariants {
+		if got, ok := names[inv.Number]; !ok || got != inv.Name {
+			t.Errorf("invariant %d (%s) of filecheck.Invariants: the harness's table has %q; want it there, as onFiles(%d)", inv.Number, inv.Name, got, inv.Number)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/internal/pgtest"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
@@ -77,11 +78,11 @@ func freshObservation(t *testing.T, e *Env) model.Observation {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := shown(e.cfg.Design, observation(snap, nil))
+	obs := shown(e.cfg.Design, filecheck.Observation(snap, nil))
 	tasks, err := e.crm.Tasks(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs.Tasks = observation(system.Snapshot{}, tasks).Tasks
+	obs.Tasks = filecheck.Observation(system.Snapshot{}, tasks).Tasks
 	return obs
 }

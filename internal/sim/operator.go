@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/internal/textdiff"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
@@ -23,7 +24,7 @@ func (e *Env) audited(ctx context.Context) (string, error) {
 	}
 	got := make([]model.AuditEntry, 0, len(log))
 	for _, a := range log {
-		got = append(got, model.AuditEntry{At: millis(a.At), Actor: a.Actor, Action: string(a.Action), Key: a.Key, Reason: a.Reason})
+		got = append(got, model.AuditEntry{At: filecheck.Millis(a.At), Actor: a.Actor, Action: string(a.Action), Key: a.Key, Reason: a.Reason})
 	}
 	want := append([]model.AuditEntry{}, e.model.Audit...)
 	if !sameList(want, got) {

@@ -33,8 +33,8 @@ func (e *Env) handleKey(worker string) handleKey { return handleKey{worker, e.mo
 // handle again from its file. Each worker has two idle handles at most,
 // one of the default options (every sequence starts with them) and the
 // last of others, so that the connections an Env holds to a PostgreSQL
-// server stay within its budget (see PostgresConnections) however many
-// options a run draws.
+// server stay within its budget (see backend.PostgresConnections)
+// however many options a run draws.
 type idleHandles struct {
 	apps map[idleSlot]idleApp
 	crms map[int64]designs.CRM // by the receiver's retention in milliseconds

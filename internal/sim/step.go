@@ -11,34 +11,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/outboxlab/handoff/system"
 )
 
 // ErrScenario is returned for scenario text the harness cannot run: an
 // unknown directive or argument, a malformed value. It is a mistake in the
 // scenario, never an outcome of the system.
 var ErrScenario = errors.New("handoff: malformed scenario")
-
-// ErrEnvironment marks a failure of what the harness runs on rather than
-// of the design under test: a PostgreSQL server that took no connection
-// within the wait (it was full, starting or not there), or a full disk
-// under the run's folder. It proves nothing about the design; the run
-// that meets it ends without a counterexample.
-var ErrEnvironment = errors.New("handoff: the environment failed, not the design")
-
-// Environmental returns err marked ErrEnvironment when it is a failure of
-// the environment (see ErrEnvironment), and err as it is otherwise.
-func Environmental(err error) error {
-	if err == nil || errors.Is(err, ErrEnvironment) {
-		return err
-	}
-	switch system.Class(err) {
-	case system.ErrUnavailable, system.ErrFull:
-		return fmt.Errorf("%w: %w", ErrEnvironment, err)
-	}
-	return err
-}
 
 // Arg is one key=value argument of a step.
 type Arg struct {

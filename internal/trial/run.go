@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/outboxlab/handoff/internal/sim"
+	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/internal/words"
 	"github.com/outboxlab/handoff/system"
 )
@@ -29,7 +29,7 @@ type config struct {
 // result is what one trial did and found.
 type result struct {
 	kills         []killRecord
-	findings      []sim.Finding
+	findings      []filecheck.Finding
 	sent, blocked int
 	deliveries    int // delivery log lines the work processes printed
 }
@@ -142,7 +142,7 @@ func runTrial(ctx context.Context, cfg config) (result, error) {
 		}
 		for _, p := range procs {
 			if f := p.died(); f != "" {
-				res.findings = append(res.findings, sim.Finding{Where: p.name, What: f})
+				res.findings = append(res.findings, filecheck.Finding{Where: p.name, What: f})
 			}
 		}
 	}
@@ -151,7 +151,7 @@ func runTrial(ctx context.Context, cfg config) (result, error) {
 	// recorded, and one more work process runs until nothing is pending.
 	for _, w := range workers {
 		if f := w.terminate(); f != "" {
-			res.findings = append(res.findings, sim.Finding{Where: w.name, What: f})
+			res.findings = append(res.findings, filecheck.Finding{Where: w.name, What: f})
 		}
 	}
 	if err := approve(cfg.rows - approved); err != nil {
@@ -162,14 +162,14 @@ func runTrial(ctx context.Context, cfg config) (result, error) {
 		return res, err
 	}
 	if f := drain.finish(drainTimeout); f != "" {
-		res.findings = append(res.findings, sim.Finding{Where: "drain (work --until-idle)", What: f})
+		res.findings = append(res.findings, filecheck.Finding{Where: "drain (work --until-idle)", What: f})
 	}
 	for _, p := range append(workers, drain) {
 		res.deliveries += p.deliveries()
 	}
 	if server != nil {
 		if f := server.terminate(); f != "" {
-			res.findings = append(res.findings, sim.Finding{Where: server.name, What: f})
+			res.findings = append(res.findings, filecheck.Finding{Where: server.name, What: f})
 		}
 	}
 	if err := app.Close(); err != nil {
@@ -182,7 +182,7 @@ func runTrial(ctx context.Context, cfg config) (result, error) {
 	}
 	res.findings = append(res.findings, findings...)
 	if len(files.App.Approvals) != cfg.rows {
-		res.findings = append(res.findings, sim.Finding{Where: "approvals", What: fmt.Sprintf("the app holds %s, the trial recorded %d", words.HowMany(len(files.App.Approvals), "approval"), cfg.rows)})
+		res.findings = append(res.findings, filecheck.Finding{Where: "approvals", What: fmt.Sprintf("the app holds %s, the trial recorded %d", words.HowMany(len(files.App.Approvals), "approval"), cfg.rows)})
 	}
 	var pending []string
 	for _, r := range files.App.Outbox {
@@ -196,7 +196,7 @@ func runTrial(ctx context.Context, cfg config) (result, error) {
 		}
 	}
 	if len(pending) > 0 {
-		res.findings = append(res.findings, sim.Finding{Where: "invariant 7 (with faults off, the workers converge)",
+		res.findings = append(res.findings, filecheck.Finding{Where: "invariant 7 (with faults off, the workers converge)",
 			What: fmt.Sprintf("%s still pending after work --until-idle, the first %s", words.HowMany(len(pending), "row"), pending[0])})
 	}
 	return res, writeKillLog(filepath.Join(cfg.dir, "kills.log"), res)

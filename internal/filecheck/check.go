@@ -1,4 +1,10 @@
-package sim
+// Package filecheck checks real database files, reading them only: their
+// integrity, kind and schema, that the app delivers to the CRM given, and
+// the spec's invariants that files alone show. The product's check,
+// inspect and trial commands use it, and the harness's invariant table
+// reuses its invariants, so that each is written once; it imports nothing
+// of the harness, which keeps the product's binary free of it.
+package filecheck
 
 import (
 	"context"
@@ -101,7 +107,7 @@ func checkApp(ctx context.Context, appPath, crm string, readTasks func(*Files) (
 	if files.Budget, err = app.Budget(ctx); err != nil {
 		return append(findings, Finding{appPath, err.Error()}), files, nil
 	}
-	return append(findings, fileInvariants(observation(files.App, files.Tasks), files.Budget, withCRM)...), files, nil
+	return append(findings, checkInvariants(Observation(files.App, files.Tasks), files.Budget, withCRM)...), files, nil
 }
 
 // readCRM reads the CRM at path into files, or says what is wrong with it.
@@ -129,14 +135,15 @@ func readCRM(ctx context.Context, path string, files *Files) ([]Finding, error) 
 	return nil, err
 }
 
-// fileInvariants checks the invariants that files alone show: those that
-// need the CRM's tasks when withCRM, and those that need only the app
-// database (invariant 4 without sends: attempts within the budget).
-func fileInvariants(o model.Observation, maxAttempts int, withCRM bool) []Finding {
-	in := checkInput{obs: o, model: model.New(maxAttempts)}
+// checkInvariants checks the invariants of the table on o with the
+// attempt budget budget: those that need the CRM's tasks only when
+// withCRM. Files show no sends, so invariant 4 checks only that attempts
+// stay within the budget.
+func checkInvariants(o model.Observation, budget int, withCRM bool) []Finding {
+	in := Input{Observation: o, Budget: budget}
 	var findings []Finding
-	for _, inv := range invariants {
-		if inv.Scope == simulationOnly || inv.Scope == needsCRM && !withCRM {
+	for _, inv := range Invariants {
+		if inv.NeedsTasks && !withCRM {
 			continue
 		}
 		if detail := inv.Check(in); detail != "" {
@@ -146,26 +153,26 @@ func fileInvariants(o model.Observation, maxAttempts int, withCRM bool) []Findin
 	return findings
 }
 
-// millis is t as the model counts time: milliseconds since the Unix
+// Millis is t as the model counts time: milliseconds since the Unix
 // epoch, 0 for the zero time (unset).
-func millis(t time.Time) int64 {
+func Millis(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
 	return t.UnixMilli()
 }
 
-// observation is what the model compares: the app's approvals and rows
-// and the CRM's tasks.
-func observation(snap system.Snapshot, tasks []system.Task) model.Observation {
+// Observation is what the model compares, and the invariants check: the
+// app's approvals and rows and the CRM's tasks, in the model's terms.
+func Observation(snap system.Snapshot, tasks []system.Task) model.Observation {
 	var o model.Observation
 	for _, a := range snap.Approvals {
 		o.Approvals = append(o.Approvals, model.Approval{Key: a.Key, Payload: a.Payload})
 	}
 	for _, r := range snap.Outbox {
 		o.Outbox = append(o.Outbox, model.Row{Key: r.Key, State: string(r.State), Attempts: r.Attempts, RemoteID: r.RemoteID, LastError: r.LastError,
-			CreatedAt: millis(r.CreatedAt), NextAttemptAt: millis(r.NextAttemptAt), FirstClaimedAt: millis(r.FirstClaimedAt),
-			LeaseOwner: r.LeaseOwner, LeaseUntil: millis(r.LeaseUntil), Fence: r.Fence})
+			CreatedAt: Millis(r.CreatedAt), NextAttemptAt: Millis(r.NextAttemptAt), FirstClaimedAt: Millis(r.FirstClaimedAt),
+			LeaseOwner: r.LeaseOwner, LeaseUntil: Millis(r.LeaseUntil), Fence: r.Fence})
 	}
 	for _, t := range tasks {
 		o.Tasks = append(o.Tasks, model.Task{ID: t.ID, Key: t.Key, Payload: t.Payload})
