@@ -14,8 +14,8 @@ import (
 // Defaults of an exploration: DefaultChecks sequences of at most
 // DefaultSteps random steps each.
 const (
-	DefaultChecks = 2000
-	DefaultSteps  = 50
+	DefaultChecks = explore.DefaultChecks
+	DefaultSteps  = explore.DefaultSteps
 )
 
 // Backend is where the app database of a design under test lives. The

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // CommitCut loses one COMMIT on PostgreSQL, or its reply: the
@@ -77,8 +78,19 @@ func (c *CommitCut) Disarm() error {
 }
 
 // commitQuery is the message pgx sends to commit a transaction: a simple
-// Query ('Q', its length, "commit" and a NUL).
-var commitQuery = append([]byte{'Q', 0, 0, 0, 11}, "commit\x00"...)
+// Query of "commit". Encoding fails only on a message too long for its
+// length field.
+var commitQuery = func() []byte {
+	b, err := (&pgproto3.Query{String: "commit"}).Encode(nil)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+// IsCommitQuery reports whether b, one write of a connection to
+// PostgreSQL, is the message pgx sends to commit a transaction, alone.
+func IsCommitQuery(b []byte) bool { return bytes.Equal(b, commitQuery) }
 
 // What a cutConn's read fails with once it struck a COMMIT.
 var (
@@ -97,7 +109,7 @@ type cutConn struct {
 }
 
 func (c *cutConn) Write(b []byte) (int, error) {
-	if bytes.Equal(b, commitQuery) {
+	if IsCommitQuery(b) {
 		switch k, ok := c.cut.take(c.worker); {
 		case ok && k == CommitLost:
 			c.lost.Store(true)
@@ -146,30 +158,26 @@ func (c *cutConn) drop(r io.Reader) error {
 	return errReplyCut
 }
 
-// readReply reads the server's messages up to its ReadyForQuery ('Z')
-// and returns the command tag of its CommandComplete ('C'), or "error"
-// for an ErrorResponse ('E').
+// readReply reads the server's messages up to its ReadyForQuery and
+// returns the command tag of its CommandComplete, or "error" for an
+// ErrorResponse. A reply's messages are short: a message's length over
+// 1 MiB is a stream that went wrong, not one to read. What it reads past
+// the ReadyForQuery is lost with the connection, which drop closes.
 func readReply(r io.Reader) (string, error) {
+	server := pgproto3.NewFrontend(r, nil)
+	server.SetMaxBodyLen(1 << 20)
 	tag := ""
 	for {
-		var head [5]byte
-		if _, err := io.ReadFull(r, head[:]); err != nil {
+		msg, err := server.Receive()
+		if err != nil {
 			return "", err
 		}
-		n := binary.BigEndian.Uint32(head[1:])
-		if n < 4 || n > 1<<20 {
-			return "", fmt.Errorf("a message %q of length %d", head[0], n)
-		}
-		body := make([]byte, n-4)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return "", err
-		}
-		switch head[0] {
-		case 'C':
-			tag = string(bytes.TrimRight(body, "\x00"))
-		case 'E':
+		switch msg := msg.(type) {
+		case *pgproto3.CommandComplete:
+			tag = string(msg.CommandTag)
+		case *pgproto3.ErrorResponse:
 			tag = "error"
-		case 'Z':
+		case *pgproto3.ReadyForQuery:
 			return tag, nil
 		}
 	}

@@ -171,14 +171,14 @@ func (p *Pool) worker(ctx context.Context, o *Outbox) error {
 			if !flushed {
 				return
 			}
-			p.Report(ctx, o, deliveries, d, err)
+			p.LogDelivery(ctx, o, deliveries, d, err)
 		}
 	}()
 	for ctx.Err() == nil {
 		wake := p.changes()
 		d, err := deliveries.Next(ctx)
 		switch {
-		case p.Report(ctx, o, deliveries, d, err):
+		case p.LogDelivery(ctx, o, deliveries, d, err):
 			continue
 		case passing(err):
 			// A claim the database refused, whose commit it may have
@@ -198,10 +198,10 @@ func (p *Pool) worker(ctx context.Context, o *Outbox) error {
 	return nil
 }
 
-// Report logs a delivery that o's worker made, one line each, and says
+// LogDelivery logs a delivery that o's worker made, one line each, and says
 // whether it was one: an attempt that failed after it was counted, or a
 // row sent, retried, blocked or stale. deliveries may be nil.
-func (p *Pool) Report(ctx context.Context, o *Outbox, deliveries *Pipeline, d Delivery, err error) bool {
+func (p *Pool) LogDelivery(ctx context.Context, o *Outbox, deliveries *Pipeline, d Delivery, err error) bool {
 	if p.Observer != nil {
 		p.Observer.Delivery(d, err)
 	}

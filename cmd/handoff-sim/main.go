@@ -28,25 +28,12 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/outboxlab/handoff/internal/cli"
 )
 
-func main() {
-	// An interrupt cancels the context: long commands stop cleanly and say
-	// how far they got; a second interrupt kills the process.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(run) }
 
-// run is main without the process: it returns the exit status. The
-// hidden lane commands, which explore --parallel N and prove --parallel N
-// start, speak a protocol on stdin and stdout rather than a command
-// line's.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && laneCommands[args[0]] != nil {
 		return runLane(ctx, args[0], args[1:], os.Stdin, stdout, stderr)

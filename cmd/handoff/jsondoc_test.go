@@ -129,7 +129,7 @@ var jsonOutputs = []clitest.JSONOutput{
 		var b strings.Builder
 		p := &system.Pool{Log: newLogger(&b, "json")}
 		p.ClaimRefused(o, fmt.Errorf("%w: claiming the next row: database is locked", system.ErrBusy))
-		p.Report(t.Context(), o, nil, system.Delivery{}, &system.AttemptError{Key: system.KeyPrefix + "case-104", Attempt: 1, MaxAttempts: 3,
+		p.LogDelivery(t.Context(), o, nil, system.Delivery{}, &system.AttemptError{Key: system.KeyPrefix + "case-104", Attempt: 1, MaxAttempts: 3,
 			Err: errors.New("local: recording the answer: database is busy")})
 		return append(lines, strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")...)
 	}},

@@ -19,8 +19,9 @@ const rescuedAttempt = "testdata/findings/rescued-attempt-runs-past-max-attempts
 // new attempt's own report is then dropped, and River runs one attempt
 // more than MaxAttempts: six requests for a key with MaxAttempts 5,
 // which H4 catches. Whether the paused worker's report lands while the
-// new attempt runs depends on the goroutines' order, so the schedule
-// runs twenty times and must break H4 in at least one of them.
+// new attempt runs depends on the goroutines' order (it broke H4 in 7 of
+// 20 runs on SQLite, 5 of 20 on PostgreSQL), so the schedule runs until
+// it breaks, at most twenty times a backend, and must break H4.
 func TestRescuedAttemptRunsPastMaxAttempts(t *testing.T) {
 	for _, b := range []struct {
 		name string
@@ -31,14 +32,19 @@ func TestRescuedAttemptRunsPastMaxAttempts(t *testing.T) {
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			opts := b.opts
-			opts.Replays = 20
+			opts.Replays = 1
 			if opts.Backend == handoff.Postgres {
 				opts.PostgresURL = postgresURL(t)
 			}
-			r := handoff.ReplayRunning(t, DesignFiveAttempts, rescuedAttempt, opts)
-			if r.Broke == 0 || r.Check != "H4" {
-				t.Errorf("River's rescued attempt: %s broke in %d of %d runs, want H4 in at least one", r.Check, r.Broke, r.Runs)
+			for run := 1; run <= 20; run++ {
+				if r := handoff.ReplayRunning(t, DesignFiveAttempts, rescuedAttempt, opts); r.Broke > 0 {
+					if r.Check != "H4" {
+						t.Errorf("River's rescued attempt broke %s in run %d, want H4: %s", r.Check, run, r.Detail)
+					}
+					return
+				}
 			}
+			t.Errorf("River's rescued attempt broke no check in 20 runs, want H4 in one")
 		})
 	}
 }

@@ -35,15 +35,21 @@ func TestVerifyRunningOnPostgres(t *testing.T) {
 // for good, which River gives up after its five attempts. Workers paused
 // past River's rescue are left out: what River then does is the finding
 // TestRescuedAttemptRunsPastMaxAttempts keeps, and would end the search
-// there; the default design's searches pause them.
+// there; the default design's searches pause them. It draws
+// fiveAttemptsSchedules schedules a backend, so that the module's tests
+// stay within go test's default timeout of ten minutes.
 func TestVerifyRunningFiveAttempts(t *testing.T) {
-	handoff.VerifyRunning(t, DesignFiveAttempts, handoff.RunningOptions{Corpus: "testdata/running", LeaveOutPauses: true})
+	handoff.VerifyRunning(t, DesignFiveAttempts, handoff.RunningOptions{Corpus: "testdata/running", LeaveOutPauses: true, Schedules: fiveAttemptsSchedules})
 }
+
+// fiveAttemptsSchedules is how many schedules each search of
+// DesignFiveAttempts draws.
+const fiveAttemptsSchedules = 40
 
 // TestVerifyRunningFiveAttemptsOnPostgres is
 // TestVerifyRunningFiveAttempts on PostgreSQL.
 func TestVerifyRunningFiveAttemptsOnPostgres(t *testing.T) {
-	handoff.VerifyRunning(t, DesignFiveAttempts, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t), LeaveOutPauses: true})
+	handoff.VerifyRunning(t, DesignFiveAttempts, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t), LeaveOutPauses: true, Schedules: fiveAttemptsSchedules})
 }
 
 // lasting has the searches draw every fault that lasts per key.

@@ -20,9 +20,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -105,6 +108,17 @@ func Lookup(name string) (Command, bool) {
 		}
 	}
 	return Command{}, false
+}
+
+// Main is a command line's main: it runs run on the process's arguments
+// and exits with its status. An interrupt or SIGTERM cancels the
+// context, so that long commands stop cleanly and say how far they got;
+// a second one kills the process.
+func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // Run runs the command line args and returns the exit status.

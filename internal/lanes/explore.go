@@ -55,11 +55,7 @@ func Explore(ctx context.Context, exe string, cfg explore.ExploreConfig) (explor
 		cpus     = laneCPUs(cfg.Parallel)
 	)
 	for n := 1; n <= cfg.Parallel && ctx.Err() == nil; n++ {
-		cpu := -1
-		if cpus != nil {
-			cpu = cpus[n-1]
-		}
-		l, err := startLane(exe, n, cfg.Parallel, cpu, start)
+		l, err := startLane(exe, n, cfg.Parallel, cpuOf(cpus, n), start)
 		if err != nil {
 			startErr = err
 			break
@@ -195,31 +191,51 @@ func (r *laneRun) fail(l *laneProcess, m int64) {
 // startLane starts lane n of the run start describes, on processor cpu
 // alone if it is not negative (see laneCPUs).
 func startLane(exe string, n, of, cpu int, start laneStart) (*laneProcess, error) {
-	cmd := exec.Command(exe, Command)
-	// In a process group of its own, a lane hears no interrupt from the
-	// terminal: explore alone does, and stops its lanes. A lane that heard
-	// one a moment after it started, before it could catch it, would end
-	// without its report.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	l := &laneProcess{n: n, of: of, cmd: cmd}
-	cmd.Stderr = &l.stderr
-	in, err := cmd.StdinPipe()
+	l := &laneProcess{n: n, of: of}
+	cmd, in, out, err := spawn(exe, Command, n, of, cpu, &l.stderr)
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := startOn(cmd, cpu); err != nil {
-		return nil, fmt.Errorf("starting lane %d of %d: %w", n, of, err)
-	}
-	l.out, l.in, l.enc = out, in, gob.NewEncoder(in)
+	l.cmd, l.out, l.in, l.enc = cmd, out, in, gob.NewEncoder(in)
 	if err := l.send(start); err != nil {
 		l.stop()
 		return nil, l.ended(cmd.Wait(), err)
 	}
 	return l, nil
+}
+
+// cpuOf is the processor of lane n among cpus (see laneCPUs), -1 (any)
+// when cpus is nil.
+func cpuOf(cpus []int, n int) int {
+	if cpus == nil {
+		return -1
+	}
+	return cpus[n-1]
+}
+
+// spawn starts lane n of of: exe running command, on processor cpu alone
+// if it is not negative, its stderr into stderr, and returns its
+// process, its stdin and its stdout, which carry the lane's protocol. In
+// a process group of its own, a lane hears no interrupt from the
+// terminal: its parent alone does, and stops its lanes. A lane that heard
+// one a moment after it started, before it could catch it, would end
+// without its report.
+func spawn(exe, command string, n, of, cpu int, stderr io.Writer) (*exec.Cmd, io.WriteCloser, io.ReadCloser, error) {
+	cmd := exec.Command(exe, command)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := startOn(cmd, cpu); err != nil {
+		return nil, nil, nil, fmt.Errorf("starting lane %d of %d: %w", n, of, err)
+	}
+	return cmd, in, out, nil
 }
 
 // serve answers l's messages until its report, then waits for its

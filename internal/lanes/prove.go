@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"syscall"
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/exhaustive"
@@ -60,11 +59,7 @@ func ProveLanes(exe string, n int, cfg exhaustive.LaneConfig) ([]exhaustive.Lane
 	cpus := laneCPUs(n)
 	var started []exhaustive.Lane
 	for i := 1; i <= n; i++ {
-		cpu := -1
-		if cpus != nil {
-			cpu = cpus[i-1]
-		}
-		l, err := startProveLane(exe, i, n, cpu, start)
+		l, err := startProveLane(exe, i, n, cpuOf(cpus, i), start)
 		if err != nil {
 			for _, s := range started {
 				s.Close()
@@ -89,24 +84,12 @@ type proveProcess struct {
 // startProveLane starts lane n of of on processor cpu (-1: any) and sends
 // it start.
 func startProveLane(exe string, n, of, cpu int, start proveStart) (*proveProcess, error) {
-	cmd := exec.Command(exe, ProveCommand)
-	// In a process group of its own, as explore's lanes: prove alone hears
-	// an interrupt from the terminal, and stops its lanes.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &proveProcess{n: n, of: of, cmd: cmd}
-	cmd.Stderr = &p.stderr
-	in, err := cmd.StdinPipe()
+	p := &proveProcess{n: n, of: of}
+	cmd, in, out, err := spawn(exe, ProveCommand, n, of, cpu, &p.stderr)
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := startOn(cmd, cpu); err != nil {
-		return nil, fmt.Errorf("starting lane %d of %d: %w", n, of, err)
-	}
-	p.in, p.enc, p.dec = in, gob.NewEncoder(in), gob.NewDecoder(out)
+	p.cmd, p.in, p.enc, p.dec = cmd, in, gob.NewEncoder(in), gob.NewDecoder(out)
 	if err := p.enc.Encode(start); err != nil {
 		return nil, p.ended(err)
 	}

@@ -1,7 +1,6 @@
 package running
 
 import (
-	"bytes"
 	"context"
 	"database/sql/driver"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -199,10 +199,6 @@ func (p *process) cutWaiting() int {
 	return n
 }
 
-// commitQuery is the message pgx sends to commit a transaction: a simple
-// Query ('Q', its length, "commit" and a NUL).
-var commitQuery = append([]byte{'Q', 0, 0, 0, 11}, "commit\x00"...)
-
 // cut closes the socket: what reads and writes then fail with is what a
 // socket closed under them fails with, but after a crash, when they fail
 // with ErrCrashed.
@@ -226,7 +222,7 @@ func (c *netConn) Write(b []byte) (int, error) {
 	}
 	n, err := c.Conn.Write(b)
 	c.p.watch.moved()
-	if err == nil && bytes.Equal(b, commitQuery) && c.p.takeCommit() {
+	if err == nil && faults.IsCommitQuery(b) && c.p.takeCommit() {
 		c.p.untrack(c)
 		c.cut(nil)
 	}

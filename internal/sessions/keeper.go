@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/outboxlab/handoff/system"
 )
@@ -48,17 +49,28 @@ const drainWait = 10 * time.Second
 // startup parameters; more are closed.
 const maxIdle = 2
 
-// The codes of the startup-phase messages (protocol 3.0).
-const (
-	protocol30    = 196608
-	sslRequest    = 80877103
-	gssRequest    = 80877104
-	cancelRequest = 80877102
-)
-
 // terminate is the Terminate message, which a client sends alone as it
 // leaves.
-var terminate = []byte{'X', 0, 0, 0, 4}
+var terminate = mustEncode(&pgproto3.Terminate{})
+
+// The type bytes of the messages a scanner watches for, as pgproto3
+// encodes them: the client's Query and Sync, each answered by one
+// ReadyForQuery, and its Terminate.
+var (
+	queryType         = mustEncode(&pgproto3.Query{})[0]
+	syncType          = mustEncode(&pgproto3.Sync{})[0]
+	terminateType     = terminate[0]
+	readyForQueryType = mustEncode(&pgproto3.ReadyForQuery{})[0]
+)
+
+// idle is the transaction status a ReadyForQuery gives of a session
+// outside a transaction block.
+const idle = 'I'
+
+// declineEncryption is what a server answers an SSLRequest or a
+// GSSENCRequest it declines: one byte, not a message, which pgproto3 has
+// no type for.
+const declineEncryption = 'N'
 
 // Keeper keeps the sessions of one PostgreSQL server (see the package
 // comment). Its zero value is not usable: see New.
@@ -219,35 +231,43 @@ func (s *session) end() {
 // exec runs sql on the idle session and reads its answer up to
 // ReadyForQuery, which must say idle.
 func (s *session) exec(sql string) error {
-	if _, err := s.conn.Write(message('Q', append([]byte(sql), 0))); err != nil {
+	// Read by the message, with nothing read ahead: what follows the
+	// answer is the next client's.
+	server := pgproto3.NewFrontend(byteByByte{s.conn}, s.conn)
+	server.Send(&pgproto3.Query{String: sql})
+	if err := server.Flush(); err != nil {
 		return err
 	}
 	var failed error
 	for {
-		// Read by the message, with nothing read ahead: what follows
-		// the answer is the next client's.
-		var head [5]byte
-		if _, err := io.ReadFull(s.conn, head[:]); err != nil {
+		msg, err := server.Receive()
+		if err != nil {
 			return err
 		}
-		body := make([]byte, binary.BigEndian.Uint32(head[1:])-4)
-		if _, err := io.ReadFull(s.conn, body); err != nil {
-			return err
-		}
-		switch head[0] {
-		case 'E':
-			failed = fmt.Errorf("sessions: %s failed: %s", sql, errorMessage(body))
-		case 'S':
-			if name, value, ok := parameterStatus(body); ok {
-				s.params[name] = value
-			}
-		case 'Z':
-			if failed == nil && (len(body) != 1 || body[0] != 'I') {
+		switch msg := msg.(type) {
+		case *pgproto3.ErrorResponse:
+			failed = fmt.Errorf("sessions: %s failed: %s", sql, msg.Message)
+		case *pgproto3.ParameterStatus:
+			s.params[msg.Name] = msg.Value
+		case *pgproto3.ReadyForQuery:
+			if failed == nil && msg.TxStatus != idle {
 				failed = fmt.Errorf("sessions: after %s the session is not idle", sql)
 			}
 			return failed
 		}
 	}
+}
+
+// byteByByte gives one byte a Read. A pgproto3 Frontend or Backend reads
+// as much as one Read of its reader gives, into a buffer of its own; from
+// a byteByByte it reads no more than the message it decodes.
+type byteByByte struct{ r io.Reader }
+
+func (b byteByByte) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return b.r.Read(p[:1])
 }
 
 // conn is a client's connection: before its startup, what the Keeper
@@ -324,9 +344,9 @@ func (c *conn) Write(b []byte) (int, error) {
 	syncs := 0
 	c.sent.feed(b, func(typ, _ byte) {
 		switch typ {
-		case 'Q', 'S':
+		case queryType, syncType:
 			syncs++
-		case 'X':
+		case terminateType:
 			c.mu.Lock()
 			c.unusable = true
 			c.mu.Unlock()
@@ -351,50 +371,58 @@ func (c *conn) Write(b []byte) (int, error) {
 // the session's parameters, a key and ReadyForQuery. A session the
 // server refused has the client read the server's error.
 func (c *conn) startup(b []byte) error {
-	if len(b) < 8 || int(binary.BigEndian.Uint32(b)) != len(b) {
-		return fmt.Errorf("sessions: a startup message of %d bytes in one write was expected", len(b))
+	r := bytes.NewReader(b)
+	msg, err := pgproto3.NewBackend(byteByByte{r}, nil).ReceiveStartupMessage()
+	if err == nil && r.Len() > 0 {
+		err = fmt.Errorf("%d bytes follow it", r.Len())
 	}
-	switch code := binary.BigEndian.Uint32(b[4:]); code {
-	case sslRequest, gssRequest:
-		c.greeting = append(c.greeting, 'N')
+	if err != nil {
+		return fmt.Errorf("sessions: a startup message in one write was expected, not %d bytes: %w", len(b), err)
+	}
+	var startup *pgproto3.StartupMessage
+	switch msg := msg.(type) {
+	case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
+		c.greeting = append(c.greeting, declineEncryption)
 		return nil
-	case cancelRequest:
+	case *pgproto3.CancelRequest:
 		c.started = true
 		return nil
-	case protocol30:
+	case *pgproto3.StartupMessage:
+		startup = msg
 	default:
-		return fmt.Errorf("sessions: protocol version %d.%d is not 3.0", code>>16, code&0xffff)
+		return fmt.Errorf("sessions: a startup message was expected, not %T", msg)
+	}
+	if v := startup.ProtocolVersion; v != pgproto3.ProtocolVersion30 {
+		return fmt.Errorf("sessions: protocol version %d.%d is not 3.0", v>>16, v&0xffff)
 	}
 	c.started = true
-	params := map[string]string{}
-	fields := strings.Split(string(b[8:]), "\x00")
-	for i := 0; i+1 < len(fields) && fields[i] != ""; i += 2 {
-		params[fields[i]] = fields[i+1]
-	}
+	params := startup.Parameters
 	if err := c.keeper.check(params); err != nil {
-		c.greeting = errorResponse("28000", err.Error())
-		return nil
+		c.greeting, err = fatal("28000", err.Error())
+		return err
 	}
 	s, key, err := c.keeper.take(c.ctx, params)
 	var pe *pgconn.PgError
 	switch {
 	case errors.As(err, &pe):
-		c.greeting = errorResponse(pe.Code, pe.Message)
-		return nil
+		c.greeting, err = fatal(pe.Code, pe.Message)
+		return err
 	case err != nil:
 		return err
 	}
 	c.keeper.mu.Lock()
 	c.keeper.bound[c] = true
 	c.keeper.mu.Unlock()
-	c.s, c.key, c.tx = s, key, 'I'
-	g := message('R', binary.BigEndian.AppendUint32(nil, 0))
+	c.s, c.key, c.tx = s, key, idle
+	greeting := []pgproto3.Message{&pgproto3.AuthenticationOk{}}
 	for _, name := range slices.Sorted(maps.Keys(s.params)) {
-		g = append(g, message('S', append(append(append([]byte(name), 0), s.params[name]...), 0))...)
+		greeting = append(greeting, &pgproto3.ParameterStatus{Name: name, Value: s.params[name]})
 	}
-	g = append(g, message('K', binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, c.id), c.id))...)
-	c.greeting = append(g, message('Z', []byte{'I'})...)
-	return nil
+	greeting = append(greeting,
+		&pgproto3.BackendKeyData{ProcessID: c.id, SecretKey: binary.BigEndian.AppendUint32(nil, c.id)},
+		&pgproto3.ReadyForQuery{TxStatus: idle})
+	c.greeting, err = encode(greeting...)
+	return err
 }
 
 // Read reads the greeting, then what the session answers, counting its
@@ -444,7 +472,7 @@ func (c *conn) Read(b []byte) (int, error) {
 // count counts the ReadyForQuery messages in what the session answered.
 func (c *conn) count(b []byte) {
 	c.received.feed(b, func(typ, first byte) {
-		if typ == 'Z' {
+		if typ == readyForQueryType {
 			c.mu.Lock()
 			c.pending--
 			c.tx = first
@@ -518,7 +546,7 @@ func (c *conn) reset() error {
 	c.mu.Lock()
 	tx := c.tx
 	c.mu.Unlock()
-	if tx != 'I' {
+	if tx != idle {
 		if err := s.exec("ROLLBACK"); err != nil {
 			return err
 		}
@@ -576,7 +604,10 @@ func (k *Keeper) check(params map[string]string) error {
 }
 
 // scanner follows a stream of the protocol's regular messages, in pieces
-// of any size.
+// of any size, as they pass through: it reads each message's header (its
+// type and length) and the first byte of its body, and decodes nothing.
+// pgproto3 reads whole messages from a reader, and the Keeper passes on
+// each piece as it comes, messages of megabytes among them.
 type scanner struct {
 	head  [5]byte
 	n     int // bytes of head read
@@ -629,36 +660,30 @@ func startupKey(params map[string]string) string {
 	return b.String()
 }
 
-// message is one message of the protocol's regular phase.
-func message(typ byte, body []byte) []byte {
-	m := binary.BigEndian.AppendUint32([]byte{typ}, uint32(len(body)+4))
-	return append(m, body...)
-}
-
-// errorResponse is a FATAL ErrorResponse of SQLSTATE code.
-func errorResponse(code, text string) []byte {
-	var body []byte
-	for _, f := range [][2]string{{"S", "FATAL"}, {"V", "FATAL"}, {"C", code}, {"M", text}} {
-		body = append(append(append(body, f[0]...), f[1]...), 0)
-	}
-	return message('E', append(body, 0))
-}
-
-// parameterStatus takes apart a ParameterStatus message's body.
-func parameterStatus(body []byte) (name, value string, ok bool) {
-	fields := strings.Split(string(body), "\x00")
-	if len(fields) < 2 {
-		return "", "", false
-	}
-	return fields[0], fields[1], true
-}
-
-// errorMessage is the message field of an ErrorResponse's body.
-func errorMessage(body []byte) string {
-	for _, f := range strings.Split(string(body), "\x00") {
-		if strings.HasPrefix(f, "M") {
-			return f[1:]
+// encode is msgs as the protocol sends them, one after another.
+func encode(msgs ...pgproto3.Message) ([]byte, error) {
+	var b []byte
+	for _, msg := range msgs {
+		var err error
+		if b, err = msg.Encode(b); err != nil {
+			return nil, err
 		}
 	}
-	return "an error"
+	return b, nil
+}
+
+// mustEncode is msg as the protocol sends it, for a message whose
+// encoding cannot fail: pgproto3 fails only on a message too long for
+// its length field.
+func mustEncode(msg pgproto3.Message) []byte {
+	b, err := msg.Encode(nil)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// fatal is a FATAL ErrorResponse of SQLSTATE code.
+func fatal(code, text string) ([]byte, error) {
+	return encode(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: code, Message: text})
 }

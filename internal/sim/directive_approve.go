@@ -18,9 +18,6 @@ import (
 //
 //	approve case=case-104 title="Call about the approved repair plan" [fault=crash-between-inserts|app-busy|app-full|commit-lost|commit-reply-lost]
 func (e *Env) approve(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("case", "title", "fault"); err != nil {
-		return stepResult{}, err
-	}
 	fault, err := e.faultArg(s)
 	if err != nil {
 		return stepResult{}, err

@@ -26,9 +26,6 @@ var backendLines = map[backend.Backend]string{
 //
 //	backend name=sqlite
 func (e *Env) backend(_ context.Context, s Step) (stepResult, error) {
-	if err := s.only("name"); err != nil {
-		return stepResult{}, err
-	}
 	if e.started {
 		return stepResult{}, fmt.Errorf("%w: backend comes before every step but design, config and transport", ErrScenario)
 	}

@@ -16,9 +16,6 @@ import (
 //
 //	claim worker=A [fault=commit-lost|commit-reply-lost]
 func (e *Env) claim(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("worker", "fault"); err != nil {
-		return stepResult{}, err
-	}
 	fault, err := e.faultArg(s)
 	if err != nil {
 		return stepResult{}, err

@@ -18,9 +18,6 @@ var configKeys = []string{"lease", "send-timeout", "backoff-base", "backoff-cap"
 //
 //	config lease=30000 send-timeout=10000 backoff-base=1000 backoff-cap=300000 max-age=0 retention=0 max-attempts=3
 func (e *Env) config(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only(configKeys...); err != nil {
-		return stepResult{}, err
-	}
 	if e.started {
 		return stepResult{}, fmt.Errorf("%w: config comes before every step but design", ErrScenario)
 	}

@@ -16,9 +16,6 @@ import (
 //
 //	converge
 func (e *Env) converge(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only(); err != nil {
-		return stepResult{}, err
-	}
 	// Faults stop and time passes every lease and backoff: the model says
 	// how far, and the system's clock follows.
 	next, m := e.model.Converge()

@@ -10,9 +10,6 @@ import (
 //
 //	crash worker=A
 func (e *Env) crash(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("worker"); err != nil {
-		return stepResult{}, err
-	}
 	name, w, err := e.worker(ctx, s)
 	if err != nil {
 		return stepResult{}, err

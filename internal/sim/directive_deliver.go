@@ -21,9 +21,6 @@ import (
 //
 //	deliver [jitter=MS] [fault=duplicate-request|foreign-task|offline|lost-reply|crash-after-reply|crash-before-send|app-busy|crm-busy|crm-full|commit-lost]
 func (e *Env) deliver(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("jitter", "fault"); err != nil {
-		return stepResult{}, err
-	}
 	fault, err := e.faultArg(s)
 	if err != nil {
 		return stepResult{}, err

@@ -13,9 +13,6 @@ import (
 //
 //	design name=two-writes
 func (e *Env) design(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("name"); err != nil {
-		return stepResult{}, err
-	}
 	if e.applied > 0 {
 		return stepResult{}, fmt.Errorf("%w: design must be the first step", ErrScenario)
 	}

@@ -36,9 +36,6 @@ func (e *Env) pipe(ctx context.Context, s Step) (stepResult, error) {
 func (e *Env) pipeCall(ctx context.Context, s Step,
 	predict func(model.State, string, model.PipeStep) (model.State, model.PipeResult),
 	call func(context.Context, designs.Pipe) (system.Delivery, bool, error)) (stepResult, error) {
-	if err := s.only("worker", "fault", "slow", "jitter"); err != nil {
-		return stepResult{}, err
-	}
 	fault, err := e.faultArg(s)
 	if err != nil {
 		return stepResult{}, err

@@ -14,9 +14,6 @@ import (
 //	reconcile case=case-1 remote-id=1
 //	reconcile case=case-1 absent=true
 func (e *Env) reconcile(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("case", "remote-id", "absent"); err != nil {
-		return stepResult{}, err
-	}
 	key, err := caseKey(s)
 	if err != nil {
 		return stepResult{}, err

@@ -11,9 +11,6 @@ import (
 //
 //	requeue case=case-1
 func (e *Env) requeue(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("case"); err != nil {
-		return stepResult{}, err
-	}
 	key, err := caseKey(s)
 	if err != nil {
 		return stepResult{}, err

@@ -17,9 +17,6 @@ import (
 //
 //	restart
 func (e *Env) restartStep(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only(); err != nil {
-		return stepResult{}, err
-	}
 	for _, name := range slices.Sorted(maps.Keys(e.workers)) {
 		e.model = e.model.Crash(name)
 	}

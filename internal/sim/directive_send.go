@@ -22,9 +22,6 @@ import (
 //
 //	send worker=A [fault=offline|lost-reply|duplicate-request|foreign-task|refused|throttled retry-after=MS|crm-busy|crm-full|answered status=N|mangled spoil=cut-body|gateway-error|not-json|no-task-id|other-key]
 func (e *Env) send(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("worker", "fault", "retry-after", "status", "spoil"); err != nil {
-		return stepResult{}, err
-	}
 	fault, err := e.faultArg(s)
 	if err != nil {
 		return stepResult{}, err

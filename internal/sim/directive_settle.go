@@ -22,9 +22,6 @@ import (
 //
 //	settle worker=A [jitter=MS] [fault=app-busy|commit-lost|commit-reply-lost]
 func (e *Env) settle(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("worker", "jitter", "fault"); err != nil {
-		return stepResult{}, err
-	}
 	fault, err := e.faultArg(s)
 	if err != nil {
 		return stepResult{}, err

@@ -17,9 +17,6 @@ import (
 //
 //	stale older-than=60000
 func (e *Env) stale(ctx context.Context, s Step) (stepResult, error) {
-	if err := s.only("older-than"); err != nil {
-		return stepResult{}, err
-	}
 	v, _ := s.Arg("older-than")
 	ms, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || ms < 0 {

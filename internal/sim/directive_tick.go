@@ -10,9 +10,6 @@ import (
 //
 //	tick ms=30000
 func (e *Env) tick(_ context.Context, s Step) (stepResult, error) {
-	if err := s.only("ms"); err != nil {
-		return stepResult{}, err
-	}
 	v, _ := s.Arg("ms")
 	ms, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || ms < 0 {

@@ -17,9 +17,6 @@ var transportLines = map[Transport]string{
 //
 //	transport name=http
 func (e *Env) transport(_ context.Context, s Step) (stepResult, error) {
-	if err := s.only("name"); err != nil {
-		return stepResult{}, err
-	}
 	if e.started {
 		return stepResult{}, fmt.Errorf("%w: transport comes before every step but design and config", ErrScenario)
 	}

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -65,8 +66,19 @@ func TestDirectivesDocumented(t *testing.T) {
 			t.Errorf("directive %s: %v", d, err)
 			continue
 		}
-		if !regexp.MustCompile(`(?m)^//\t` + d + `\b`).Match(b) {
+		lines := regexp.MustCompile(`(?m)^//\t`+d+`\b.*$`).FindAllString(string(b), -1)
+		if lines == nil {
 			t.Errorf("directive_%s.go: the handler's doc comment shows no line of the directive (//\t%s ...)", d, d)
+			continue
+		}
+		shown := map[string]bool{}
+		for _, line := range lines {
+			for _, m := range regexp.MustCompile(`([a-z][a-z-]*)=`).FindAllStringSubmatch(line, -1) {
+				shown[m[1]] = true
+			}
+		}
+		if got, want := slices.Sorted(maps.Keys(shown)), slices.Sorted(slices.Values(directives[d].args)); !slices.Equal(got, want) {
+			t.Errorf("directive_%s.go's doc comment shows the arguments %v, its row in the directive table takes %v", d, got, want)
 		}
 	}
 }
