@@ -67,9 +67,10 @@ type RunningOptions struct {
 	// afford, so that the search still judges the rest. VerifyRunning
 	// says what went unchecked.
 	LeaveOut []KeyFault
-	// LeaveOutPauses has the search pause no worker past its lease: for
-	// a design whose finding there is kept as a test of its own, so that
-	// the search still judges the rest. VerifyRunning says so.
+	// LeaveOutPauses has the search pause no worker (no hold: past its
+	// lease, or for a job held by a lock, any pause): for a design whose
+	// finding there is kept as a test of its own, so that the search
+	// still judges the rest. VerifyRunning says so.
 	LeaveOutPauses bool
 	// Schedules is how many schedules the search draws; 0 means rapid's
 	// -rapid.checks (100 unless set). Under -short, a fifth of them, as
@@ -112,7 +113,7 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 		t.Logf("not checked: a key whose every request meets %s (RunningOptions.LeaveOut): H8 and H7 for such a key", f.Says())
 	}
 	if opts.LeaveOutPauses {
-		t.Logf("not checked: a worker paused past its lease (RunningOptions.LeaveOutPauses): what the outbox does with a job another worker took meanwhile")
+		t.Logf("not checked: a worker paused while it sends (RunningOptions.LeaveOutPauses): what the outbox does with a job another worker took meanwhile, or with a paused holder's")
 	}
 	db := newRunningDatabase(t, opts)
 	paths, err := filepath.Glob(filepath.Join(cmp.Or(opts.Corpus, "-"), "*"+ScheduleExt))
@@ -173,8 +174,8 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 }
 
 // leaveOut is s without what opts leaves out of a search: the faults
-// that last for a key in LeaveOut, and with LeaveOutPauses every worker
-// paused past its lease.
+// that last for a key in LeaveOut, and with LeaveOutPauses every paused
+// worker (Hold). It reuses s's slices.
 func (opts RunningOptions) leaveOut(s running.Schedule) running.Schedule {
 	s.Keys = slices.DeleteFunc(s.Keys, func(k running.KeyRule) bool { return slices.Contains(opts.LeaveOut, k.Fault) })
 	if opts.LeaveOutPauses {

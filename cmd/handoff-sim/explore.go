@@ -7,10 +7,8 @@ import (
 	"hash/maphash"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
@@ -29,8 +27,6 @@ import (
 // summary and fails. When the environment fails (exit status 4) it
 // prints, with --json, an environmentFailure instead of the summary.
 func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stopSignals()
 	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
 	checks := fs.Int("checks", explore.DefaultChecks, "random sequences to try")
 	steps := fs.Int("steps", explore.DefaultSteps, "the most random steps a sequence takes")

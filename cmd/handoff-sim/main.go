@@ -34,6 +34,10 @@ import (
 
 func main() { cli.Main(run) }
 
+// run is main without the process: it returns the exit status. The
+// hidden lane commands, which explore --parallel N and prove --parallel N
+// start, speak a protocol on stdin and stdout rather than a command
+// line's.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && laneCommands[args[0]] != nil {
 		return runLane(ctx, args[0], args[1:], os.Stdin, stdout, stderr)

@@ -9,11 +9,9 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
@@ -38,8 +36,6 @@ const (
 // SIGINT or SIGTERM, or at the time limit, it stops, prints what it
 // completed and fails.
 func proveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stopSignals()
 	fs := flag.NewFlagSet("prove", flag.ContinueOnError)
 	depth := fs.Int("depth", defaultProveDepth, "the bound: every sequence of up to this many steps runs (a config line counts, the design line does not)")
 	limit := fs.Duration("time", defaultProveTime, "stop after this long, and say which depth was completed")

@@ -36,6 +36,7 @@ import (
 
 func main() { cli.Main(run) }
 
+// run is main without the process: it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return cli.Run(ctx, args, stdout, stderr)
 }

@@ -116,6 +116,7 @@ func Lookup(name string) (Command, bool) {
 // a second one kills the process.
 func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop) // the signals' default again: a second one kills
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -91,6 +91,7 @@ request 7 400
 		{"design pool\nbackend sqlite\nat 1s approve case-1 untitled\n", "want approve CASE \"TITLE\""},
 		{"design pool\nbackend sqlite\nat 1s outage\n", "want outage DURATION"},
 		{"design pool\nbackend sqlite\nat 1s crash now\n", "crash takes nothing after it"},
+		{"design pool\nbackend sqlite\nat 1s commit-lost\n", "a COMMIT carried out whose reply is lost is commit-reply-lost"},
 		{"design pool\nbackend sqlite\nrequest 0 lost-reply\n", "N is the request's number, from 1"},
 		{"design pool\nbackend sqlite\nrequest 1 418\n", "answer \"418\": want one of"},
 		{"design pool\nbackend sqlite\nrequest 1 hold\n", "request 1 hold needs how long"},

@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/outboxlab/handoff/faults"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/outboxlab/handoff/faults"
 )
 
 // A Schedule is one run of a running design, as the harness draws it and
@@ -425,6 +426,8 @@ func parseEvent(text string) (Event, error) {
 		if strings.TrimSpace(args) != "" {
 			return Event{}, fmt.Errorf("%s takes nothing after it, got %q", kind, args)
 		}
+	case EventKind(faults.CommitLost):
+		return Event{}, fmt.Errorf("event %q: a COMMIT that never reaches the server is the step mode's; a COMMIT carried out whose reply is lost is commit-reply-lost", kind)
 	default:
 		return Event{}, fmt.Errorf("event %q: want approve, crash, reset, commit-reply-lost or outage", kind)
 	}
