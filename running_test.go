@@ -24,6 +24,7 @@ import (
 // TestVerifyRunningReportsWhatBroke it verifies the running design that
 // one names, with the corpus folder it names.
 func TestVerifyRunningPool(t *testing.T) {
+	t.Parallel() // a bubble of its own: it overlaps the other searches on a second core
 	d, corpus := designs.Pool, "corpus/running"
 	if name := os.Getenv(verifyDesignEnv); name != "" {
 		var err error
@@ -43,6 +44,7 @@ var replicas = flag.Int("replicas", 0, "TestVerifyRunningPool, TestVerifyRunning
 // handoff's own HTTP sender (crm.Sender), its requests reaching the
 // harness's receiver over HTTP in memory, on SQLite.
 func TestVerifyRunningPoolOverHTTP(t *testing.T) {
+	t.Parallel()
 	VerifyRunning(t, designs.PoolHTTP, RunningOptions{Replicas: *replicas})
 }
 
@@ -268,6 +270,7 @@ func TestRunningCatalog(t *testing.T) {
 // else. Every history check is the catch of some design, so a check
 // that stops firing fails here.
 func TestRunningCatalogSchedules(t *testing.T) {
+	t.Parallel()
 	caught := map[string]bool{}
 	for _, d := range designs.RunningFragile {
 		path := filepath.Join("corpus", "running-fragile", d.Name+ScheduleExt)
