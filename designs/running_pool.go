@@ -74,18 +74,34 @@ func bootPoolOver(ctx context.Context, p Process, overHTTP bool) (Booted, error)
 	open := func(worker string) (*system.Outbox, error) {
 		o := opts
 		o.Worker = worker
-		ob, err := system.Open(ctx, p.Database(), o)
-		if err == nil {
-			b.closers = append(b.closers, ob)
-		}
-		return ob, err
+		return system.Open(ctx, p.Database(), o)
 	}
+	// The app's handle first, which creates the tables on a first boot;
+	// then the workers' at once: on PostgreSQL each connects to the
+	// server, and a boot waits for the slowest, not for their sum.
 	app, err := open("app")
 	if err != nil {
 		return nil, err
 	}
+	handles := make([]*system.Outbox, 1+poolWorkers)
+	handles[0] = app
+	errs := make([]error, len(handles))
+	var wg sync.WaitGroup
+	for i := range poolWorkers {
+		wg.Go(func() { handles[i+1], errs[i+1] = open(workerName(p, "pool", i+1)) })
+	}
+	wg.Wait()
+	for _, o := range handles {
+		if o != nil {
+			b.closers = append(b.closers, o)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		b.close()
+		return nil, err
+	}
 	b.app = app
-	b.pool = &system.Pool{ReceiverFor: p.ReceiverFor}
+	b.pool = &system.Pool{ReceiverFor: p.ReceiverFor, Outboxes: handles[1:]}
 	if overHTTP {
 		b.pool.ReceiverFor = func(worker string) system.Receiver {
 			s, err := crm.NewSender(p.ReceiverURL(), p.HTTPClient(worker))
@@ -94,14 +110,6 @@ func bootPoolOver(ctx context.Context, p Process, overHTTP bool) (Booted, error)
 			}
 			return s
 		}
-	}
-	for i := range poolWorkers {
-		o, err := open(workerName(p, "pool", i+1))
-		if err != nil {
-			b.close()
-			return nil, err
-		}
-		b.pool.Outboxes = append(b.pool.Outboxes, o)
 	}
 	run, cancel := context.WithCancel(ctx)
 	b.cancel, b.done = cancel, make(chan error, 1)

@@ -32,6 +32,7 @@ type Pipeline struct {
 	ready     *settled // a result to return before claiming again
 	heard     error    // what the send of the delivery last returned heard
 	fast      bool     // the last send was answered within half the send timeout and its window: claim ahead
+	idle      bool     // the last claim found nothing due: read when a row is due before claiming again
 }
 
 // answer is what the send of a claim heard.
@@ -202,9 +203,23 @@ func (p *Pipeline) Flush(ctx context.Context) (d Delivery, flushed bool, err err
 	return d, true, err
 }
 
-// claim claims the next row.
+// claim claims the next row. After a claim that found nothing due, it
+// first reads when the next row is due (Outbox.NextDue), and claims only
+// once one is: an idle worker polls with one read, not a write
+// transaction.
 func (p *Pipeline) claim(ctx context.Context) claimed {
-	c, d, err := p.o.ClaimNext(context.WithoutCancel(ctx), p.retention)
+	ctx = context.WithoutCancel(ctx)
+	if p.idle {
+		next, err := p.o.NextDue(ctx)
+		if err != nil {
+			return claimed{err: err}
+		}
+		if next.IsZero() || next.After(p.o.opts.Now()) {
+			return claimed{d: Delivery{Result: Idle, NextEligible: next}}
+		}
+	}
+	c, d, err := p.o.ClaimNext(ctx, p.retention)
+	p.idle = err == nil && d.Result == Idle
 	return claimed{c, d, err}
 }
 

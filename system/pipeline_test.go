@@ -473,3 +473,103 @@ func pipelineFlushIdle(t *testing.T, b backend) {
 		t.Errorf("a second Flush: %+v, %v, %v; want nothing left", d, flushed, err)
 	}
 }
+
+// TestPipelineIdleReads checks how a worker with nothing due polls: with
+// one read of when the next row is due, outside any transaction, not a
+// claim. While another connection holds the write lock, a Pipeline whose
+// last claim found nothing returns Idle, with the time its row in backoff
+// is due, and commits nothing, where a new Pipeline's first claim, a
+// transaction, fails for the lock. Once the lock is gone and the row due,
+// the idle Pipeline claims and sends it.
+func TestPipelineIdleReads(t *testing.T) { eachBackend(t, pipelineIdleReads) }
+
+func pipelineIdleReads(t *testing.T, b backend) {
+	ctx := t.Context()
+	clk := &sharedClock{now: approvedAt}
+	target := b.app(t)
+	open := func(worker string) *system.Outbox {
+		o, err := system.Open(ctx, target, system.Options{Durability: system.ProcessSafe, Now: clk.Now, Worker: worker, BusyTimeout: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		return o
+	}
+	app, fresh, locker := open("A"), open("B"), open("locker")
+	crm, err := system.OpenCRMWith(ctx, filepath.Join(t.TempDir(), "crm.db"), system.CRMOptions{Durability: system.ProcessSafe, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { crm.Close() })
+	mustApprove(t, app, "case-1")
+	offline := true
+	p, err := app.Pipeline(receiverFunc(func(ctx context.Context, key, payload string) (int64, error) {
+		if offline {
+			return 0, fmt.Errorf("%w: offline", system.ErrTransient)
+		}
+		return crm.CreateTask(ctx, key, payload)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.Next(ctx)
+	if err != nil || d.Result != system.ResultPending || d.Backoff <= 0 {
+		t.Fatalf("Next: %+v, %v; want case-1 pending, in backoff", d, err)
+	}
+	due := clk.Now().Add(d.Backoff).Truncate(time.Millisecond)
+	if d, err := p.Next(ctx); err != nil || d.Result != system.Idle || !d.NextEligible.Equal(due) {
+		t.Fatalf("Next: %+v, %v; want idle until %v", d, err, due)
+	}
+
+	release := lockOutbox(t, b, locker)
+	before := app.CommitStats()
+	for range 3 {
+		if d, err := p.Next(ctx); err != nil || d.Result != system.Idle || !d.NextEligible.Equal(due) {
+			t.Errorf("an idle Next, the write lock held elsewhere: %+v, %v; want idle until %v", d, err, due)
+		}
+	}
+	if after := app.CommitStats(); after != before {
+		t.Errorf("idle Nexts committed: %+v before, %+v after; want no transaction", before, after)
+	}
+	q, err := fresh.Pipeline(crm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := q.Next(ctx); err == nil {
+		t.Errorf("a first claim, the write lock held elsewhere: %+v; want it to fail for the lock", d)
+	}
+	release()
+
+	offline = false
+	clk.tick(d.Backoff)
+	if d, err := p.Next(ctx); err != nil || d.Result != system.ResultSent || d.Key != mustKey(t, "case-1") {
+		t.Errorf("Next once case-1 is due: %+v, %v; want it sent", d, err)
+	}
+}
+
+// lockOutbox takes, through o's handle, the lock that a claim needs
+// and a read does not (BEGIN IMMEDIATE on SQLite, an EXCLUSIVE lock of
+// the outbox on PostgreSQL); release gives it back.
+func lockOutbox(t *testing.T, b backend, o *system.Outbox) (release func()) {
+	t.Helper()
+	ctx := t.Context()
+	conn, err := o.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := []string{"BEGIN IMMEDIATE"}
+	if b.name == postgresBackend.name {
+		lock = []string{"BEGIN", "LOCK TABLE outbox IN EXCLUSIVE MODE"}
+	}
+	for _, q := range lock {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() {
+		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+			t.Error(err)
+		}
+		conn.Close()
+	}
+}
