@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/outboxlab/handoff/internal/notrun"
 )
 
 // TestFullDiskExitsFour: when the disk under the run's folder fills, at
@@ -15,18 +18,18 @@ import (
 // nor as a failure of the harness. Each runs in a child process with its
 // folders on a tmpfs of a few KiB to a MiB, mounted in a mount namespace
 // of its own; where that cannot be done (not root, no unshare), the test
-// says so and skips.
+// says so and skips (see notrun.Skip).
 func TestFullDiskExitsFour(t *testing.T) {
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
-		t.Skip("no unshare: a full disk needs a tmpfs of its own")
+		notrun.Skip(t, "the full-disk test did not run: no unshare, and a full disk needs a tmpfs of its own")
 	}
 	mounted := func(size, dir string, args ...string) *exec.Cmd {
 		script := `mount -t tmpfs -o size="$0" tmpfs "$1" && shift && exec "$@"`
 		return exec.CommandContext(t.Context(), unshare, append([]string{"-m", "--propagation", "private", "sh", "-c", script, size, dir}, args...)...)
 	}
 	if out, err := mounted("16k", t.TempDir(), "true").CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs in a mount namespace of its own (%v: %s): a full disk needs one", err, bytes.TrimSpace(out))
+		notrun.Skip(t, fmt.Sprintf("the full-disk test did not run: no tmpfs in a mount namespace of its own (%v: %s)", err, bytes.TrimSpace(out)))
 	}
 	for _, size := range []string{"16k", "64k", "256k", "1m"} {
 		for _, command := range [][]string{

@@ -24,17 +24,15 @@ const chromium = "/usr/bin/chromium"
 
 // browser returns a context of a headless Chromium of t's own, with a
 // user data folder of its own, closed when t ends. Without Chromium it
-// skips t, saying so in one line (.ci/run installs it, and fails when a
-// browser test skipped).
+// skips t, saying so in one line (see notrun.Skip: CI installs it, and
+// fails a browser test that would skip).
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	if testing.Short() {
-		notrun.Say("the browser tests did not run: -short leaves them out")
-		t.Skip("browser test did not run: -short leaves the browser out")
+		notrun.Skip(t, "the browser tests did not run: -short leaves them out")
 	}
 	if _, err := os.Stat(chromium); err != nil {
-		notrun.Say(fmt.Sprintf("the browser tests did not run: no Chromium at %s (apt-get install -y chromium)", chromium))
-		t.Skipf("browser test did not run: no Chromium at %s (apt-get install -y chromium)", chromium)
+		notrun.Skip(t, fmt.Sprintf("the browser tests did not run: no Chromium at %s (apt-get install -y chromium)", chromium))
 	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chromium),

@@ -6,7 +6,8 @@
 // command's own standard error when that is a terminal or a pipe (found
 // through Linux's /proc, and never a file, which another writer's offset
 // would overwrite), and to the test's own otherwise, where -v or a
-// failure shows it.
+// failure shows it. With HANDOFF_EVERY_PART=1 (CI sets it), a part that
+// would not run fails its test instead (see Skip).
 package notrun
 
 import (
@@ -17,7 +18,24 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"testing"
 )
+
+// Required names the variable that, set to 1, makes every part of the
+// suite required: where a part would not run, Skip fails the test.
+const Required = "HANDOFF_EVERY_PART"
+
+// Skip skips t, saying reason once in one line (see Say); with Required
+// set to 1 it fails t instead, so that a run meant to hold every part
+// cannot pass without one.
+func Skip(t testing.TB, reason string) {
+	t.Helper()
+	if os.Getenv(Required) == "1" {
+		t.Fatalf("%s, and %s=1 wants every part of the suite to run", reason, Required)
+	}
+	Say(reason)
+	t.Skip(reason)
+}
 
 // said holds the reasons this test binary has given, each said once.
 var said sync.Map

@@ -116,8 +116,7 @@ func Server(t testing.TB) string {
 		if explicit {
 			t.Fatal(reason)
 		}
-		notrun.Say(reason)
-		t.Skip(reason)
+		notrun.Skip(t, reason)
 	}
 	take(t)
 	return server

@@ -37,16 +37,14 @@ var docsPicture = flag.Bool("docs-picture", false, "TestBrowser: write the scree
 // README's). It measures how long a report of forty steps with three
 // workers takes to open and logs it ("loaded in", which CI prints): a
 // measurement, not a check, for a loaded machine makes any page slow.
-// Where Chromium is absent it says so and skips: CI fails a run in which
-// it skipped.
+// Where Chromium is absent it says so and skips (see notrun.Skip: CI
+// fails it instead).
 func TestBrowser(t *testing.T) {
 	if testing.Short() {
-		notrun.Say("the browser test did not run: -short leaves it out")
-		t.Skip("the browser test did not run: -short leaves the browser out")
+		notrun.Skip(t, "the browser test did not run: -short leaves it out")
 	}
 	if _, err := os.Stat(chromium); err != nil {
-		notrun.Say(fmt.Sprintf("the browser test did not run: no Chromium at %s (apt-get install -y chromium)", chromium))
-		t.Skipf("no Chromium at %s, the browser test did not run (apt-get install chromium)", chromium)
+		notrun.Skip(t, fmt.Sprintf("the browser test did not run: no Chromium at %s (apt-get install -y chromium)", chromium))
 	}
 	dir := t.TempDir()
 	// The subtests run in parallel after this function returns: what they
