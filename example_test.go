@@ -127,7 +127,7 @@ func ExampleVerifyRunning() {
 		Budget:  system.PoolMaxAttempts, // the most sends for one key
 		Settle:  2 * time.Hour,          // how long to finish every key once faults heal
 		Boot: func(ctx context.Context, p designs.Process) (designs.Booted, error) {
-			opts := system.Options{MaxAttempts: system.PoolMaxAttempts, WrapSQLite: p.WrapSQLite, Dial: p.Dial, Worker: "app"}
+			opts := system.Options{MaxAttempts: system.PoolMaxAttempts, Dial: p.Dial, Worker: "app", Harness: system.Harness{WrapSQLite: p.WrapSQLite}}
 			app, err := system.Open(ctx, p.Database(), opts) // your client, opened on p's connections
 			if err != nil {
 				return nil, err

@@ -10,7 +10,7 @@ import (
 // draws steps only of what a design supports, and compares with the
 // model only what it shows; Unchecked names the rest.
 type Capabilities struct {
-	// Time: rows carry times from system.Options.Now (created,
+	// Time: rows carry times from system.Options.Harness.Now (created,
 	// next attempt, first claim); a transient failure backs off. The
 	// harness moves the clock (tick) and draws options of backoff.
 	Time bool

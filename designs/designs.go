@@ -27,7 +27,7 @@ import (
 // system.ErrInvalidInput, one whose key holds another payload
 // system.ErrKeyConflict. The app passes every system.FaultPoint it has
 // (between the approval's inserts, before the send, after the reply)
-// through system.Options.Hook, and stops where the hook returns an
+// through system.Options.Harness.Hook, and stops where the hook returns an
 // error, as a process that died there would, returning that error (the
 // harness knows where it struck, and which row the delivery worked on).
 //
@@ -60,7 +60,7 @@ type Phases interface {
 // Pipeliner is the App of a design whose workers run pipelined: Pipeline
 // returns a Pipe that delivers this handle's rows to r (see
 // system.Outbox.Pipeline), passing system.PointPipelineRecorded and
-// system.PointPipelineClaimedAhead through system.Options.Hook in its
+// system.PointPipelineClaimedAhead through system.Options.Harness.Hook in its
 // background.
 type Pipeliner interface {
 	Pipeline(r system.Receiver) (Pipe, error)

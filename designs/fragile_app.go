@@ -45,12 +45,12 @@ func insertApproval(ctx context.Context, o *system.Outbox, q querier, opts syste
 		a.Key, a.CaseID, o.TitleArg(a.Title), a.Payload); err != nil {
 		return err
 	}
-	if err := pass(opts.Hook, system.PointBetweenApprovalInserts); err != nil {
+	if err := pass(opts.Harness.Hook, system.PointBetweenApprovalInserts); err != nil {
 		return err
 	}
 	now := time.Now
-	if opts.Now != nil {
-		now = opts.Now
+	if opts.Harness.Now != nil {
+		now = opts.Harness.Now
 	}
 	created := now().UnixMilli()
 	_, err := q.ExecContext(ctx, o.Query(`INSERT INTO outbox (key, state, attempts, created_at, next_attempt_at) VALUES (?, 'pending', 0, ?, ?)`), a.Key, created, created)
@@ -202,8 +202,8 @@ func (w naiveWorker) DeliverOne(ctx context.Context, r system.Receiver) (system.
 		return d, record(ctx, w.Outbox, tx, seq, d)
 	}
 	now := time.Now
-	if w.opts.Now != nil {
-		now = w.opts.Now
+	if w.opts.Harness.Now != nil {
+		now = w.opts.Harness.Now
 	}
 	lease := w.opts.Lease
 	if lease == 0 {
@@ -227,11 +227,11 @@ func (w naiveWorker) DeliverOne(ctx context.Context, r system.Receiver) (system.
 			return d, err
 		}
 	}
-	if err := pass(w.opts.Hook, system.PointBeforeSend); err != nil {
+	if err := pass(w.opts.Harness.Hook, system.PointBeforeSend); err != nil {
 		return d, err
 	}
 	id, sendErr := r.CreateTask(ctx, d.Key, payload)
-	if err := pass(w.opts.Hook, system.PointAfterReply); err != nil {
+	if err := pass(w.opts.Harness.Hook, system.PointAfterReply); err != nil {
 		return d, err
 	}
 	if !w.txAcrossSend {

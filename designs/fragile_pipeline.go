@@ -72,7 +72,7 @@ func (p *eagerPipe) Next(ctx context.Context) (system.Delivery, error) {
 		}
 		earlier := p.sent
 		done := make(chan eagerBackground, 1)
-		p.o.Options().Background(func() { done <- p.background(ctx, earlier) }) // the shortcut: it always claims ahead
+		p.o.Options().Harness.Background(func() { done <- p.background(ctx, earlier) }) // the shortcut: it always claims ahead
 		id, err := p.o.Send(ctx, next.c, p.r)
 		p.sent = &eagerAnswer{next.c, id, err}
 		b := <-done
@@ -130,7 +130,7 @@ func (p *eagerPipe) record(ctx context.Context) (system.Delivery, error) {
 // background records the answer of earlier, if any, and claims ahead,
 // passing the fault points system.Pipeline passes.
 func (p *eagerPipe) background(ctx context.Context, earlier *eagerAnswer) eagerBackground {
-	hook := p.o.Options().Hook
+	hook := p.o.Options().Harness.Hook
 	var b eagerBackground
 	if earlier != nil {
 		r := p.settle(ctx, earlier)

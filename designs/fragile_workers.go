@@ -29,11 +29,11 @@ func deliverIn(ctx context.Context, p phases, opts system.Options, r system.Rece
 	if err != nil || d.Result != system.ResultPending {
 		return d, err
 	}
-	if err := pass(opts.Hook, system.PointBeforeSend); err != nil {
+	if err := pass(opts.Harness.Hook, system.PointBeforeSend); err != nil {
 		return d, err
 	}
 	id, sendErr := p.Send(ctx, c, r)
-	if err := pass(opts.Hook, system.PointAfterReply); err != nil {
+	if err := pass(opts.Harness.Hook, system.PointAfterReply); err != nil {
 		return d, err
 	}
 	return p.Settle(ctx, c, id, sendErr)
@@ -88,7 +88,7 @@ func (l leaseClaims) ClaimNext(ctx context.Context) (system.Claim, system.Delive
 		return system.Claim{}, system.Delivery{}, err
 	}
 	defer tx.Rollback()
-	now := opts.Now().UnixMilli()
+	now := opts.Harness.Now().UnixMilli()
 	var c system.Claim
 	var created, first int64
 	err = tx.QueryRowContext(ctx, l.Query(claimSelect+string(l.rule)+` ORDER BY o.seq LIMIT 1`), now).
@@ -160,7 +160,7 @@ func (f freshKeyRequeue) Requeue(ctx context.Context, key, actor, reason string)
 	}
 	// The shortcut: a fresh start is a fresh key, so nothing at the
 	// receiver can get in the way.
-	now := f.Options().Now().UnixMilli()
+	now := f.Options().Harness.Now().UnixMilli()
 	fresh := key + "-requeued"
 	if _, err := tx.ExecContext(ctx, f.Query(`INSERT INTO approvals (key, case_id, title, payload) VALUES (?, ?, ?, ?)`), fresh, caseID, f.TitleArg(title), payload); err != nil {
 		return err
@@ -187,7 +187,7 @@ func (u unfencedOperator) Requeue(ctx context.Context, key, actor, reason string
 		return fmt.Errorf("%w: %s is %s", system.ErrWrongState, key, r.State)
 	}
 	// The shortcut: the person's word is final, so why fence it.
-	now := u.Options().Now().UnixMilli()
+	now := u.Options().Harness.Now().UnixMilli()
 	if _, err := u.DB().ExecContext(ctx, u.Query(`UPDATE outbox SET state = 'pending', attempts = 0, last_error = NULL, next_attempt_at = ?,
 		lease_owner = NULL, lease_until = 0 WHERE key = ?`), now, key); err != nil {
 		return err

@@ -97,7 +97,7 @@ type Process interface {
 	// PostgreSQL URL whose schema (schema=) is the run's own.
 	Database() string
 	// WrapSQLite wraps the connector of a database/sql handle on the
-	// SQLite file (system.Options.WrapSQLite takes it).
+	// SQLite file (system.Options.Harness.WrapSQLite takes it).
 	WrapSQLite(driver.Connector) driver.Connector
 	// Dial connects to PostgreSQL, in place of a dial of the URL's host
 	// (system.Options.Dial; pgx's DialFunc).

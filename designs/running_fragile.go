@@ -170,7 +170,7 @@ const (
 // bootPlain boots plain workers that make mistake m.
 func bootPlain(m mistake) func(ctx context.Context, p Process) (Booted, error) {
 	return func(ctx context.Context, p Process) (Booted, error) {
-		opts := system.Options{Durability: system.ProcessSafe, WrapSQLite: p.WrapSQLite, Dial: p.Dial, MaxConns: 2, Worker: "app"}
+		opts := system.Options{Durability: system.ProcessSafe, Dial: p.Dial, MaxConns: 2, Worker: "app", Harness: system.Harness{WrapSQLite: p.WrapSQLite}}
 		app, err := system.Open(ctx, p.Database(), opts)
 		if err != nil {
 			return nil, err

@@ -69,7 +69,7 @@ func bootPool(overHTTP bool) func(ctx context.Context, p Process) (Booted, error
 func bootPoolOver(ctx context.Context, p Process, overHTTP bool) (Booted, error) {
 	opts := poolOptions()
 	opts.Durability = system.ProcessSafe // a crash here is a process's: the OS keeps what was written
-	opts.WrapSQLite, opts.Dial, opts.MaxConns = p.WrapSQLite, p.Dial, 2
+	opts.Harness.WrapSQLite, opts.Dial, opts.MaxConns = p.WrapSQLite, p.Dial, 2
 	b := &poolBoot{}
 	open := func(worker string) (*system.Outbox, error) {
 		o := opts

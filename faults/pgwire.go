@@ -183,7 +183,7 @@ func readReply(r io.Reader) (string, error) {
 	}
 }
 
-// Wrap is the WrapConn of worker's connections (see system.Options): each
+// Wrap is the WrapConn of worker's connections (see system.Harness): each
 // is a connection that loses the COMMIT c is armed for, or its reply.
 func (c *CommitCut) Wrap(worker string) func(net.Conn) net.Conn {
 	return func(conn net.Conn) net.Conn { return &cutConn{Conn: conn, cut: c, worker: worker} }

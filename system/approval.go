@@ -219,10 +219,10 @@ func (o *Outbox) record(ctx context.Context, r runner, a Approval) error {
 	if err := r.exec(ctx, sqlInsertApproval, a.Key, a.CaseID, o.q.titleArg(a.Title), a.Payload); err != nil {
 		return driverError("inserting the approval", err)
 	}
-	if err := o.opts.Hook.pass(PointBetweenApprovalInserts); err != nil {
+	if err := o.opts.Harness.Hook.pass(PointBetweenApprovalInserts); err != nil {
 		return err
 	}
-	now := millis(o.opts.Now())
+	now := millis(o.opts.Harness.Now())
 	if err := r.exec(ctx, sqlInsertRow, a.Key, now, now); err != nil {
 		return driverError("inserting the outbox row", err)
 	}

@@ -53,7 +53,7 @@ type CRMOptions struct {
 	// fails at once.
 	BusyTimeout time.Duration
 	// WrapSQLite, unless nil, wraps the connector of the handle's
-	// connections to the file, as Options.WrapSQLite does an Outbox's.
+	// connections to the file, as Options.Harness.WrapSQLite does an Outbox's.
 	WrapSQLite func(driver.Connector) driver.Connector
 }
 

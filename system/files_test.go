@@ -244,7 +244,7 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 	copyFile(t, "testdata/app-v0.db", filepath.Join(dir, "app.db"))
 	copyFile(t, "testdata/crm-v0.db", filepath.Join(dir, "crm.db"))
 	clock := func() time.Time { return approvedAt }
-	app, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{Now: clock})
+	app, err := system.Open(ctx, filepath.Join(dir, "app.db"), system.Options{Harness: system.Harness{Now: clock}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func blockedCounts() string {
 // Gauges counts the outbox in one aggregate query (see Gauges), cheap
 // enough to run at every scrape of a monitoring system.
 func (o *Outbox) Gauges(ctx context.Context) (Gauges, error) {
-	now := o.opts.Now()
+	now := o.opts.Harness.Now()
 	g := Gauges{At: now.UTC(), BlockedBy: make(map[string]int, len(BlockedErrors))}
 	var total, oldest int64
 	by := make([]int, len(BlockedErrors))

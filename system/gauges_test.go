@@ -16,7 +16,7 @@ func TestGauges(t *testing.T) { eachBackend(t, testGauges) }
 func testGauges(t *testing.T, b backend) {
 	now := approvedAt
 	clock := func() time.Time { return now }
-	app, _, _ := openPair(t, b, system.Options{Now: clock, NoBackoff: true, Worker: "w"})
+	app, _, _ := openPair(t, b, system.Options{NoBackoff: true, Worker: "w", Harness: system.Harness{Now: clock}})
 	empty, err := app.Gauges(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func testGauges(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	later := system.Options{Now: clock, BackoffBase: time.Minute, Jitter: func(c time.Duration) time.Duration { return c }, Worker: "w"}
+	later := system.Options{BackoffBase: time.Minute, Worker: "w", Harness: system.Harness{Now: clock, Jitter: func(c time.Duration) time.Duration { return c }}}
 	backing, err := system.Open(t.Context(), app.Path(), later)
 	if err != nil {
 		t.Fatal(err)

@@ -179,7 +179,7 @@ func TestGroupPerDurability(t *testing.T) {
 	clk := newClock()
 	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A")
 	mustApprove(t, w["A"], caseID)
-	durable, err := system.Open(ctx, w["A"].Path(), system.Options{Worker: "D", Now: clk.Now})
+	durable, err := system.Open(ctx, w["A"].Path(), system.Options{Worker: "D", Harness: system.Harness{Now: clk.Now}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,13 +201,13 @@ func TestGroupPerDurability(t *testing.T) {
 // raises) is what the approval meets there.
 func betweenInserts(t *testing.T, like *system.Outbox, clk *clock, at func() error) *system.Outbox {
 	t.Helper()
-	o, err := system.Open(t.Context(), like.Path(), system.Options{Durability: system.ProcessSafe, Now: clk.Now, Worker: "X",
-		Hook: func(p system.FaultPoint) error {
+	o, err := system.Open(t.Context(), like.Path(), system.Options{Durability: system.ProcessSafe, Worker: "X",
+		Harness: system.Harness{Now: clk.Now, Hook: func(p system.FaultPoint) error {
 			if p == system.PointBetweenApprovalInserts {
 				return at()
 			}
 			return nil
-		}})
+		}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +480,7 @@ func TestGroupPerProcess(t *testing.T) {
 	open := func(process, worker string) *system.Outbox {
 		t.Helper()
 		o, err := system.Open(ctx, path, system.Options{Durability: system.ProcessSafe, Worker: worker,
-			WrapSQLite: func(c driver.Connector) driver.Connector { return processConnector{c, process} }})
+			Harness: system.Harness{WrapSQLite: func(c driver.Connector) driver.Connector { return processConnector{c, process} }}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,7 +56,7 @@ func waiting(ctx context.Context, tx *sql.Tx, q *statements, now int64, lastErro
 // failure due within HastenWithin: a worker calls it when the receiver
 // answers again after failing, so that rows it pushed out by up to the
 // backoff's cap go now, not minutes later. Each row's new time is the
-// jitter drawn within HastenWithin (Options.Jitter); a row due sooner
+// jitter drawn within HastenWithin (Options.Harness.Jitter); a row due sooner
 // keeps its time, a leased row (due already) is left to its holder, and
 // so is a row that waits longer than its backoff's ceiling: the receiver's own
 // retry hint (Retry-After) asked for that wait. It is the worker's own
@@ -65,14 +65,14 @@ func waiting(ctx context.Context, tx *sql.Tx, q *statements, now int64, lastErro
 func (o *Outbox) Hasten(ctx context.Context) (int, error) {
 	// A read first, which waits for no writer: most answers find no row
 	// waiting, and need no write transaction.
-	ws, err := waiting(ctx, nil, o.q, millis(o.opts.Now()), LastErrorTransient)
+	ws, err := waiting(ctx, nil, o.q, millis(o.opts.Harness.Now()), LastErrorTransient)
 	if err != nil || len(ws) == 0 {
 		return 0, err
 	}
 	n := 0
 	err = o.q.write(ctx, "hastening the rows that wait", []string{sqlWaiting, sqlHasten}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		n = 0
-		now := o.opts.Now()
+		now := o.opts.Harness.Now()
 		ws, err := waiting(ctx, tx, q, millis(now), LastErrorTransient)
 		if err != nil {
 			return err
@@ -81,7 +81,7 @@ func (o *Outbox) Hasten(ctx context.Context) (int, error) {
 			if w.wait > o.opts.backoffCeiling(w.attempts) {
 				continue // the receiver's hint
 			}
-			due := millis(now.Add(max(0, min(o.opts.Jitter(HastenWithin), HastenWithin))))
+			due := millis(now.Add(max(0, min(o.opts.Harness.Jitter(HastenWithin), HastenWithin))))
 			res, err := q.execResult(ctx, tx, sqlHasten, due, w.seq, w.fence)
 			if err != nil {
 				return driverError("hastening "+w.key, err)
@@ -119,7 +119,7 @@ func (o *Outbox) RetryNow(ctx context.Context, actor, reason string) ([]string, 
 	var keys []string
 	err := o.q.write(ctx, "making the rows that wait due now", []string{sqlWaiting, sqlRetryNow, sqlAudit}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		keys = nil
-		now := millis(o.opts.Now())
+		now := millis(o.opts.Harness.Now())
 		ws, err := waiting(ctx, tx, q, now, "")
 		if err != nil {
 			return err

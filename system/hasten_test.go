@@ -19,7 +19,7 @@ import (
 // claimed by B, whose lease is live.
 func waitingRows(t *testing.T, b backend, clk *clock) map[string]*system.Outbox {
 	t.Helper()
-	ws, _ := workers(t, b, clk, system.Options{MaxAttempts: 5, Jitter: func(c time.Duration) time.Duration { return c }}, "A", "B")
+	ws, _ := workers(t, b, clk, system.Options{MaxAttempts: 5, Harness: system.Harness{Jitter: func(c time.Duration) time.Duration { return c }}}, "A", "B")
 	mustApprove(t, ws["A"], "case-1", "case-2", "case-3", "case-4")
 	refuse := func(after time.Duration) system.Receiver {
 		return receiverFunc(func(context.Context, string, string) (int64, error) {

@@ -115,7 +115,7 @@ func (o *Outbox) operate(ctx context.Context, action Action, key, actor, reason 
 		return invalid("the reason is empty: say why, for the audit log")
 	}
 	return o.q.write(ctx, string(action)+" "+strconv.Quote(key), []string{sqlLockRow, sqlOperate, sqlAudit, sqlHistory}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
-		now := o.opts.Now()
+		now := o.opts.Harness.Now()
 		r, err := scanRow(q.row(ctx, tx, sqlLockRow, key))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: no outbox row for %q", ErrNotFound, key)
@@ -197,7 +197,7 @@ func (o *Outbox) Stale(ctx context.Context, olderThan time.Duration) ([]Row, err
 	if err != nil {
 		return nil, err
 	}
-	now := o.opts.Now()
+	now := o.opts.Harness.Now()
 	var stale []Row
 	for _, r := range snap.Outbox {
 		if r.State == Blocked || r.State == Pending && now.Sub(r.CreatedAt) > olderThan {

@@ -89,20 +89,6 @@ type Options struct {
 	// lock taken fails at once. PostgreSQL waits at least a millisecond.
 	BusyTimeout time.Duration
 
-	// Hook is called at every FaultPoint; nil lets everything pass. A
-	// Pipeline calls it from two goroutines at once.
-	Hook Hook
-
-	// Now is the clock; nil means time.Now. The simulation passes a
-	// virtual clock. Times are stored as milliseconds since the Unix epoch.
-	// A Pipeline calls it from two goroutines at once.
-	Now func() time.Time
-
-	// Jitter draws the backoff delay after a transient failure, uniform in
-	// [0, ceiling]; nil means a source seeded from crypto/rand. The
-	// simulation passes the value rapid drew.
-	Jitter func(ceiling time.Duration) time.Duration
-
 	// Worker names the worker that claims through this Outbox; "" means
 	// DefaultWorker. Two workers must not share a name: Recover releases
 	// every lease held under it.
@@ -125,19 +111,6 @@ type Options struct {
 	// Retention is how long the receiver remembers a key, when it does not
 	// declare it itself (see Retainer); 0 means forever.
 	Retention time.Duration
-
-	// WrapConn, on PostgreSQL, wraps every session's connection to the
-	// server (not a cancel request's) once it is established, TLS
-	// included, before it carries the protocol: for logging, diagnostics
-	// or faults (the simulation's loses a COMMIT's reply). nil uses each
-	// connection as it is.
-	WrapConn func(net.Conn) net.Conn
-
-	// WrapSQLite, on SQLite, wraps the connector of the handle's
-	// connections to the file: for a harness that cuts them all at once,
-	// as a process that dies does (its open transaction rolled back), or
-	// for diagnostics. nil connects as sql.Open("sqlite", …) would.
-	WrapSQLite func(driver.Connector) driver.Connector
 
 	// Dial, on PostgreSQL, makes each connection to the server (a cancel
 	// request's too) in place of a dial of the URL's host, and no TLS is
@@ -162,14 +135,51 @@ type Options struct {
 	// from, instead of a pool of its own; Close leaves it open. It must
 	// be a pool of the same app database (see NewPostgresPool), and the
 	// pool's options (the worker's name, durability, busy timeout,
-	// WrapConn, MaxConns) apply instead of these.
+	// Harness.WrapConn, MaxConns) apply instead of these.
 	Pool *PostgresPool
+
+	// Harness holds the hooks a harness drives the Outbox through; its
+	// zero value is what production runs.
+	Harness Harness
+}
+
+// Harness holds the hooks through which a harness (the simulation, a
+// test) drives an Outbox: fault points, a virtual clock, drawn jitter, the
+// pipeline's background run in line, connections it can cut. The zero
+// value is what production runs.
+type Harness struct {
+	// Hook is called at every FaultPoint; nil lets everything pass. A
+	// Pipeline calls it from two goroutines at once.
+	Hook Hook
+
+	// Now is the clock; nil means time.Now. The simulation passes a
+	// virtual clock. Times are stored as milliseconds since the Unix epoch.
+	// A Pipeline calls it from two goroutines at once.
+	Now func() time.Time
+
+	// Jitter draws the backoff delay after a transient failure, uniform in
+	// [0, ceiling]; nil means a source seeded from crypto/rand. The
+	// simulation passes the value rapid drew.
+	Jitter func(ceiling time.Duration) time.Duration
 
 	// Background runs what a Pipeline does beside a send (recording the
 	// answer before, claiming the row after); nil runs it on a goroutine
 	// of its own, at once. A deterministic simulation runs it in line,
 	// before the send, so that its order is the model's.
 	Background func(func())
+
+	// WrapSQLite, on SQLite, wraps the connector of the handle's
+	// connections to the file: for a harness that cuts them all at once,
+	// as a process that dies does (its open transaction rolled back), or
+	// for diagnostics. nil connects as sql.Open("sqlite", …) would.
+	WrapSQLite func(driver.Connector) driver.Connector
+
+	// WrapConn, on PostgreSQL, wraps every session's connection to the
+	// server (not a cancel request's) once it is established, TLS
+	// included, before it carries the protocol: for logging, diagnostics
+	// or faults (the simulation's loses a COMMIT's reply). nil uses each
+	// connection as it is.
+	WrapConn func(net.Conn) net.Conn
 }
 
 // WithDefaults returns opts with every zero field at its default, or an
@@ -214,14 +224,14 @@ func (opts Options) WithDefaults() (Options, error) {
 	if opts.Worker == "" {
 		opts.Worker = DefaultWorker
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Harness.Now == nil {
+		opts.Harness.Now = time.Now
 	}
-	if opts.Jitter == nil {
-		opts.Jitter = cryptoJitter()
+	if opts.Harness.Jitter == nil {
+		opts.Harness.Jitter = cryptoJitter()
 	}
-	if opts.Background == nil {
-		opts.Background = func(f func()) { go f() }
+	if opts.Harness.Background == nil {
+		opts.Harness.Background = func(f func()) { go f() }
 	}
 	return opts, nil
 }
@@ -257,7 +267,7 @@ func Open(ctx context.Context, path string, opts Options) (*Outbox, error) {
 	if IsPostgres(path) {
 		q, err = openPostgres(ctx, path, opts, false)
 	} else {
-		q, err = openDB(ctx, path, appDatabase, opts.Durability, opts.BusyTimeout, opts.Now, opts.WrapSQLite)
+		q, err = openDB(ctx, path, appDatabase, opts.Durability, opts.BusyTimeout, opts.Harness.Now, opts.Harness.WrapSQLite)
 	}
 	if err != nil {
 		return nil, err

@@ -71,7 +71,7 @@ func TestAuditOf(t *testing.T) { eachBackend(t, testAuditOf) }
 
 func testAuditOf(t *testing.T, b backend) {
 	now := approvedAt
-	app, _, _ := openPair(t, b, system.Options{Now: func() time.Time { return now }})
+	app, _, _ := openPair(t, b, system.Options{Harness: system.Harness{Now: func() time.Time { return now }}})
 	if err := bulk.Fill(t.Context(), app, 10, bulk.Mix{Blocked: 1}, approvedAt); err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +164,8 @@ func testTookOverAndBackoff(t *testing.T, b backend) {
 	clock := func() time.Time { return now }
 	target := b.app(t)
 	open := func(worker string) *system.Outbox {
-		o, err := system.Open(t.Context(), target, system.Options{Worker: worker, Now: clock, Lease: 2 * time.Second, SendTimeout: time.Second, MaxAttempts: 5,
-			BackoffBase: 10 * time.Second, Jitter: func(c time.Duration) time.Duration { return c / 2 }})
+		o, err := system.Open(t.Context(), target, system.Options{Worker: worker, Lease: 2 * time.Second, SendTimeout: time.Second, MaxAttempts: 5,
+			BackoffBase: 10 * time.Second, Harness: system.Harness{Now: clock, Jitter: func(c time.Duration) time.Duration { return c / 2 }}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,10 +19,10 @@ import (
 // longer or a row's window runs out, so that a receiver that turns slow
 // costs at most the one row claimed ahead during its first slow answer an
 // attempt. While it sends, it records and claims through
-// Options.Background, on a goroutine of its own by default, and passes
-// PointPipelineRecorded and PointPipelineClaimedAhead there:
-// Options.Hook and Options.Now may run on both at once. It is not safe
-// for concurrent use; run one per worker.
+// Options.Harness.Background, on a goroutine of its own by default, and
+// passes PointPipelineRecorded and PointPipelineClaimedAhead there:
+// Options.Harness.Hook and Options.Harness.Now may run on both at once.
+// It is not safe for concurrent use; run one per worker.
 type Pipeline struct {
 	o         *Outbox
 	r         Receiver
@@ -125,7 +125,7 @@ func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 		var done chan background
 		if earlier != nil || ahead {
 			done = make(chan background, 1)
-			p.o.opts.Background(func() { done <- p.background(ctx, earlier, ahead) })
+			p.o.opts.Harness.Background(func() { done <- p.background(ctx, earlier, ahead) })
 		}
 		p.sent = p.send(ctx, next.c)
 		if done == nil {
@@ -160,14 +160,14 @@ func (p *Pipeline) background(ctx context.Context, earlier *answer, ahead bool) 
 	if earlier != nil {
 		r := p.settle(ctx, earlier)
 		b.recorded = &r
-		if b.died = p.o.opts.Hook.pass(PointPipelineRecorded); b.died != nil {
+		if b.died = p.o.opts.Harness.Hook.pass(PointPipelineRecorded); b.died != nil {
 			return b
 		}
 	}
 	if ahead {
 		a := p.claim(ctx)
 		b.ahead = &a
-		b.died = p.o.opts.Hook.pass(PointPipelineClaimedAhead)
+		b.died = p.o.opts.Harness.Hook.pass(PointPipelineClaimedAhead)
 	}
 	return b
 }
@@ -214,7 +214,7 @@ func (p *Pipeline) claim(ctx context.Context) claimed {
 		if err != nil {
 			return claimed{err: err}
 		}
-		if next.IsZero() || next.After(p.o.opts.Now()) {
+		if next.IsZero() || next.After(p.o.opts.Harness.Now()) {
 			return claimed{d: Delivery{Result: Idle, NextEligible: next}}
 		}
 	}
@@ -227,9 +227,9 @@ func (p *Pipeline) claim(ctx context.Context) claimed {
 // half the send timeout, and before c's window ran out (a send cut short,
 // or never made, says nothing of the receiver's speed).
 func (p *Pipeline) send(ctx context.Context, c Claim) *answer {
-	start := p.o.opts.Now()
+	start := p.o.opts.Harness.Now()
 	taskID, err := p.o.Send(context.WithoutCancel(ctx), c, p.r)
-	end := p.o.opts.Now()
+	end := p.o.opts.Harness.Now()
 	p.fast = end.Sub(start) <= p.o.opts.SendTimeout/2 && end.Before(c.SendBy)
 	return &answer{c, taskID, err}
 }

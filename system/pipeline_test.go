@@ -139,14 +139,14 @@ func pipelineInterrupted(t *testing.T, b backend) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	commits := -3 // the approvals'
-	app, crm, _ := openPair(t, b, system.Options{Durability: system.ProcessSafe, Hook: func(p system.FaultPoint) error {
+	app, crm, _ := openPair(t, b, system.Options{Durability: system.ProcessSafe, Harness: system.Harness{Hook: func(p system.FaultPoint) error {
 		if p == system.PointBeforeCommit {
 			if commits++; commits == 2 { // the second row's claim
 				cancel()
 			}
 		}
 		return nil
-	}})
+	}}})
 	mustApprove(t, app, "case-1", "case-2", "case-3")
 	p, err := app.Pipeline(crm)
 	if err != nil {
@@ -259,7 +259,7 @@ func (c *sharedClock) tick(d time.Duration) {
 func onSharedClock(t *testing.T, b backend, clk *sharedClock) (*system.Outbox, *system.CRM) {
 	t.Helper()
 	ctx := t.Context()
-	app, err := system.Open(ctx, b.app(t), system.Options{Durability: system.ProcessSafe, NoBackoff: true, Now: clk.Now, Worker: "A"})
+	app, err := system.Open(ctx, b.app(t), system.Options{Durability: system.ProcessSafe, NoBackoff: true, Worker: "A", Harness: system.Harness{Now: clk.Now}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +488,7 @@ func pipelineIdleReads(t *testing.T, b backend) {
 	clk := &sharedClock{now: approvedAt}
 	target := b.app(t)
 	open := func(worker string) *system.Outbox {
-		o, err := system.Open(ctx, target, system.Options{Durability: system.ProcessSafe, Now: clk.Now, Worker: worker, BusyTimeout: 20 * time.Millisecond})
+		o, err := system.Open(ctx, target, system.Options{Durability: system.ProcessSafe, Worker: worker, BusyTimeout: 20 * time.Millisecond, Harness: system.Harness{Now: clk.Now}})
 		if err != nil {
 			t.Fatal(err)
 		}

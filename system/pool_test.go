@@ -75,7 +75,7 @@ func TestRecoveryFollowsTheReceiver(t *testing.T) {
 		const rows, every, outage = 100, 500 * time.Millisecond, time.Minute
 		path := filepath.Join(t.TempDir(), "app.db")
 		half := func(c time.Duration) time.Duration { return c / 2 }
-		opts := system.Options{MaxAttempts: system.PoolMaxAttempts, Jitter: half}
+		opts := system.Options{MaxAttempts: system.PoolMaxAttempts, Harness: system.Harness{Jitter: half}}
 		app, err := system.Open(t.Context(), path, opts)
 		if err != nil {
 			t.Fatal(err)

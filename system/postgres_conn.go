@@ -17,7 +17,8 @@ import (
 
 // Connecting to PostgreSQL: the pool of an app database's handle, its
 // sessions set as the Options say (durability, busy timeout, read-only,
-// the worker's name, WrapConn), and a failed connection said on one line.
+// the worker's name, Harness.WrapConn), and a failed connection said on
+// one line.
 
 // PingPostgres connects to the server of target, a PostgreSQL URL (its
 // schema parameter aside), and returns an error that says why on one
@@ -120,7 +121,7 @@ func openPostgres(ctx context.Context, target string, opts Options, readOnly boo
 		release()
 		return nil, err
 	}
-	return &statements{db: db, group: &group{}, dialect: &dialect{schema: t.schema, hook: opts.Hook}, release: release}, nil
+	return &statements{db: db, group: &group{}, dialect: &dialect{schema: t.schema, hook: opts.Harness.Hook}, release: release}, nil
 }
 
 // PostgresPool is a pool of connections to the app database in
@@ -136,8 +137,9 @@ type PostgresPool struct {
 }
 
 // NewPostgresPool connects to the app database that target names as
-// opts say (the worker's name, durability, busy timeout, Dial, WrapConn,
-// MaxConns, ConnectWait), for Outboxes that Open with it.
+// opts say (the worker's name, durability, busy timeout, Dial,
+// Harness.WrapConn, MaxConns, ConnectWait), for Outboxes that Open with
+// it.
 func NewPostgresPool(ctx context.Context, target string, opts Options) (*PostgresPool, error) {
 	opts, err := opts.WithDefaults()
 	if err != nil {
@@ -187,7 +189,7 @@ func newPostgresPool(ctx context.Context, t postgresTarget, opts Options, readOn
 		cfg.ConnConfig.DialFunc = opts.Dial
 		cfg.ConnConfig.TLSConfig, cfg.ConnConfig.Fallbacks = nil, nil
 	}
-	if wrap := opts.WrapConn; wrap != nil {
+	if wrap := opts.Harness.WrapConn; wrap != nil {
 		cfg.ConnConfig.AfterNetConnect = func(_ context.Context, _ *pgconn.Config, conn net.Conn) (net.Conn, error) {
 			return wrap(conn), nil
 		}

@@ -233,7 +233,7 @@ func TestCommitLost(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			url := pgtest.URL(t)
 			k := &killer{t: t, url: url, worker: "A"}
-			app, crm, _ := openPair(t, backend{"postgres", func(testing.TB) string { return url }}, system.Options{Worker: "A", Hook: k.hook, NoBackoff: true})
+			app, crm, _ := openPair(t, backend{"postgres", func(testing.TB) string { return url }}, system.Options{Worker: "A", NoBackoff: true, Harness: system.Harness{Hook: k.hook}})
 			if err := tt.write(t, app, crm, k); !errors.Is(err, system.ErrCommitUnknown) {
 				t.Errorf("got %v, want ErrCommitUnknown", err)
 			}
@@ -341,13 +341,13 @@ func TestSchemasDoNotWaitForEachOther(t *testing.T) {
 	ctx := t.Context()
 	first, second := pgtest.URL(t), pgtest.URL(t)
 	inside, release := make(chan struct{}), make(chan struct{})
-	holder, _, _ := openPair(t, backend{"postgres", func(testing.TB) string { return first }}, system.Options{Hook: func(p system.FaultPoint) error {
+	holder, _, _ := openPair(t, backend{"postgres", func(testing.TB) string { return first }}, system.Options{Harness: system.Harness{Hook: func(p system.FaultPoint) error {
 		if p == system.PointBetweenApprovalInserts {
 			close(inside)
 			<-release
 		}
 		return nil
-	}})
+	}}})
 	held := make(chan error, 1)
 	go func() {
 		_, err := holder.RecordApproval(ctx, caseID, title)
@@ -434,14 +434,15 @@ func TestPasswordsStayHidden(t *testing.T) {
 }
 
 // TestWrapConn: every connection an Outbox on PostgreSQL makes goes
-// through Options.WrapConn, whose connection then carries the protocol:
-// a wrapper that fails every write leaves the Outbox unable to open.
+// through Options.Harness.WrapConn, whose connection then carries the
+// protocol: a wrapper that fails every write leaves the Outbox unable to
+// open.
 func TestWrapConn(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	url := pgtest.URL(t)
 	var wrapped atomic.Int64
-	app, err := system.Open(ctx, url, system.Options{WrapConn: func(c net.Conn) net.Conn { wrapped.Add(1); return c }})
+	app, err := system.Open(ctx, url, system.Options{Harness: system.Harness{WrapConn: func(c net.Conn) net.Conn { wrapped.Add(1); return c }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +454,7 @@ func TestWrapConn(t *testing.T) {
 		t.Errorf("no connection went through WrapConn")
 	}
 	broken := func(c net.Conn) net.Conn { return failingWrites{c} }
-	if app, err := system.Open(ctx, url, system.Options{WrapConn: broken}); err == nil {
+	if app, err := system.Open(ctx, url, system.Options{Harness: system.Harness{WrapConn: broken}}); err == nil {
 		app.Close()
 		t.Errorf("an Outbox whose connections cannot write opened")
 	}
@@ -473,13 +474,13 @@ func TestClaimSkipsARowAnotherClaimHolds(t *testing.T) {
 	url := pgtest.URL(t)
 	inside, release := make(chan struct{}), make(chan struct{})
 	var armed atomic.Bool
-	a, err := system.Open(ctx, url, system.Options{Worker: "A", Hook: func(p system.FaultPoint) error {
+	a, err := system.Open(ctx, url, system.Options{Worker: "A", Harness: system.Harness{Hook: func(p system.FaultPoint) error {
 		if p == system.PointBeforeCommit && armed.CompareAndSwap(true, false) {
 			close(inside)
 			<-release
 		}
 		return nil
-	}})
+	}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -249,12 +249,12 @@ func openWriter(path, sync string, busy time.Duration, wrap func(driver.Connecto
 	return db, nil
 }
 
-// ProcessConnector is a wrapped connector (Options.WrapSQLite) that says
-// which process its connections belong to, when a harness runs several
-// simulated processes in one: the handles of one process commit their
-// writes together (group commit), and a batch may run on any of its
-// handles' connections, so handles of different processes must not
-// share a batch, or a crash of one would fail another's writes.
+// ProcessConnector is a wrapped connector (Options.Harness.WrapSQLite)
+// that says which process its connections belong to, when a harness runs
+// several simulated processes in one: the handles of one process commit
+// their writes together (group commit), and a batch may run on any of its
+// handles' connections, so handles of different processes must not share
+// a batch, or a crash of one would fail another's writes.
 type ProcessConnector interface {
 	driver.Connector
 	Process() string

@@ -87,7 +87,7 @@ func TestRecordApproval(t *testing.T) { eachBackend(t, testRecordApproval) }
 
 func testRecordApproval(t *testing.T, b backend) {
 	ctx := t.Context()
-	app, _, _ := openPair(t, b, system.Options{Now: func() time.Time { return approvedAt }})
+	app, _, _ := openPair(t, b, system.Options{Harness: system.Harness{Now: func() time.Time { return approvedAt }}})
 	got, err := app.RecordApproval(ctx, caseID, "  "+title+" ")
 	if err != nil || got != key {
 		t.Fatalf("got %q, %v; want %q, nil", got, err, key)
@@ -126,12 +126,12 @@ func TestRecordApprovalCrashLeavesNothing(t *testing.T) {
 
 func testRecordApprovalCrashLeavesNothing(t *testing.T, b backend) {
 	ctx := t.Context()
-	app, _, files := openPair(t, b, system.Options{Hook: func(p system.FaultPoint) error {
+	app, _, files := openPair(t, b, system.Options{Harness: system.Harness{Hook: func(p system.FaultPoint) error {
 		if p == system.PointBetweenApprovalInserts {
 			return errCrash
 		}
 		return nil
-	}})
+	}}})
 	if _, err := app.RecordApproval(ctx, caseID, title); !errors.Is(err, errCrash) {
 		t.Fatalf("got %v, want the hook's error", err)
 	}
@@ -330,12 +330,12 @@ func testDeliverOneCrashPoints(t *testing.T, b backend) {
 	for _, point := range []system.FaultPoint{system.PointBeforeSend, system.PointAfterReply} {
 		t.Run(string(point), func(t *testing.T) {
 			ctx := t.Context()
-			app, crm, _ := openPair(t, b, system.Options{Hook: func(p system.FaultPoint) error {
+			app, crm, _ := openPair(t, b, system.Options{Harness: system.Harness{Hook: func(p system.FaultPoint) error {
 				if p == point {
 					return errCrash
 				}
 				return nil
-			}})
+			}}})
 			if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
 				t.Fatal(err)
 			}
@@ -512,11 +512,11 @@ func TestRetryWait(t *testing.T) {
 		err     error
 		want    time.Duration
 	}{
-		{"jitter within the ceiling", system.Options{BackoffBase: time.Second, BackoffCap: time.Minute, Jitter: drawn(1500 * time.Millisecond)}, 2, system.ErrTransient, 1500 * time.Millisecond},
-		{"jitter past the ceiling", system.Options{BackoffBase: time.Second, BackoffCap: time.Minute, Jitter: drawn(time.Hour)}, 3, system.ErrTransient, 4 * time.Second},
-		{"no backoff", system.Options{NoBackoff: true, Jitter: drawn(time.Hour)}, 3, system.ErrTransient, 0},
-		{"a longer hint", system.Options{BackoffBase: time.Second, BackoffCap: time.Minute, Jitter: drawn(time.Second)}, 1, hint, 20 * time.Second},
-		{"a shorter hint", system.Options{BackoffBase: time.Minute, BackoffCap: time.Hour, Jitter: drawn(time.Minute)}, 1, hint, time.Minute},
+		{"jitter within the ceiling", system.Options{BackoffBase: time.Second, BackoffCap: time.Minute, Harness: system.Harness{Jitter: drawn(1500 * time.Millisecond)}}, 2, system.ErrTransient, 1500 * time.Millisecond},
+		{"jitter past the ceiling", system.Options{BackoffBase: time.Second, BackoffCap: time.Minute, Harness: system.Harness{Jitter: drawn(time.Hour)}}, 3, system.ErrTransient, 4 * time.Second},
+		{"no backoff", system.Options{NoBackoff: true, Harness: system.Harness{Jitter: drawn(time.Hour)}}, 3, system.ErrTransient, 0},
+		{"a longer hint", system.Options{BackoffBase: time.Second, BackoffCap: time.Minute, Harness: system.Harness{Jitter: drawn(time.Second)}}, 1, hint, 20 * time.Second},
+		{"a shorter hint", system.Options{BackoffBase: time.Minute, BackoffCap: time.Hour, Harness: system.Harness{Jitter: drawn(time.Minute)}}, 1, hint, time.Minute},
 	}
 	for _, tt := range tests {
 		opts, err := tt.opts.WithDefaults()

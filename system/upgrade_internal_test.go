@@ -48,7 +48,7 @@ func TestUpgradedRowsKeepTheirWindows(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		o, err := Open(ctx, app, Options{Durability: ProcessSafe, Now: now, MaxAge: 48 * time.Hour})
+		o, err := Open(ctx, app, Options{Durability: ProcessSafe, MaxAge: 48 * time.Hour, Harness: Harness{Now: now}})
 		if err != nil {
 			t.Fatal(err)
 		}

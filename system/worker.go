@@ -221,7 +221,7 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 	var d Delivery
 	recordBudget := o.opts.MaxAttempts > DefaultMaxAttempts && !o.budgetRecorded.Load()
 	err := o.q.write(ctx, "claiming a row", claimQueries, func(ctx context.Context, tx *sql.Tx, q *statements) error {
-		now := millis(o.opts.Now())
+		now := millis(o.opts.Harness.Now())
 		var lastError string
 		var created, firstClaimed int64
 		var holder string
@@ -303,7 +303,7 @@ func (o *Outbox) NextDue(ctx context.Context) (time.Time, error) {
 // retention rule of ClaimNext safe. A worker that comes to send later (it
 // was paused since the claim) sends nothing and returns ErrTransient.
 func (o *Outbox) Send(ctx context.Context, c Claim, r Receiver) (int64, error) {
-	left := c.SendBy.Sub(o.opts.Now())
+	left := c.SendBy.Sub(o.opts.Harness.Now())
 	if left <= 0 {
 		return 0, fmt.Errorf("%w: the claim of %s is older than the send timeout (%v); nothing was sent", ErrTransient, c.Key, o.opts.SendTimeout)
 	}
@@ -323,7 +323,7 @@ func (o *Outbox) Send(ctx context.Context, c Claim, r Receiver) (int64, error) {
 func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr error) (Delivery, error) {
 	d := Delivery{Result: ResultPending, Key: c.Key, Attempts: c.Attempt, TookOver: c.TookOver}
 	nextAttempt := int64(0)
-	now := o.opts.Now()
+	now := o.opts.Harness.Now()
 	switch {
 	case sendErr == nil:
 		d.Result, d.RemoteID = ResultSent, taskID
@@ -390,7 +390,7 @@ func (opts Options) RetryWait(attempt int, sendErr error) time.Duration {
 	var wait time.Duration
 	if !opts.NoBackoff {
 		ceiling := BackoffCeiling(opts.BackoffBase, opts.BackoffCap, attempt)
-		wait = max(0, min(opts.Jitter(ceiling), ceiling))
+		wait = max(0, min(opts.Harness.Jitter(ceiling), ceiling))
 	}
 	var hint *RetryHint
 	if errors.As(sendErr, &hint) && hint.After > wait {
@@ -447,11 +447,11 @@ func (o *Outbox) DeliverOne(ctx context.Context, r Receiver) (Delivery, error) {
 	if err != nil || d.Result != ResultPending {
 		return d, err
 	}
-	if err := o.opts.Hook.pass(PointBeforeSend); err != nil {
+	if err := o.opts.Harness.Hook.pass(PointBeforeSend); err != nil {
 		return d, err
 	}
 	taskID, sendErr := o.Send(ctx, c, r)
-	if err := o.opts.Hook.pass(PointAfterReply); err != nil {
+	if err := o.opts.Harness.Hook.pass(PointAfterReply); err != nil {
 		return d, err
 	}
 	return o.Settle(ctx, c, taskID, sendErr)
@@ -474,7 +474,7 @@ func (o *Outbox) attemptFailed(ctx context.Context, c Claim, cause error) error 
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return err
 		}
-		return writeHistory(ctx, tx, q, o.opts.Now(), c.Key, o.opts.Worker, EventFailed, "attempt %d failed here after it was counted: %s", c.Attempt, localCause(cause))
+		return writeHistory(ctx, tx, q, o.opts.Harness.Now(), c.Key, o.opts.Worker, EventFailed, "attempt %d failed here after it was counted: %s", c.Attempt, localCause(cause))
 	})
 	return &AttemptError{Key: c.Key, Attempt: c.Attempt, MaxAttempts: o.opts.MaxAttempts, Err: cause}
 }

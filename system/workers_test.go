@@ -33,7 +33,7 @@ func workers(t *testing.T, b backend, clk *clock, opts system.Options, names ...
 	ctx := t.Context()
 	dir := t.TempDir()
 	target := b.app(t)
-	opts.Now = clk.Now
+	opts.Harness.Now = clk.Now
 	opts.Durability = system.ProcessSafe
 	out := map[string]*system.Outbox{}
 	for _, n := range names {
@@ -204,7 +204,7 @@ func testBackoff(t *testing.T, b backend) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := t.Context()
 			clk := newClock()
-			w, crm := workers(t, b, clk, system.Options{MaxAttempts: 5, Jitter: fixedJitter(tt.jitter)}, "A")
+			w, crm := workers(t, b, clk, system.Options{MaxAttempts: 5, Harness: system.Harness{Jitter: fixedJitter(tt.jitter)}}, "A")
 			app := w["A"]
 			mustApprove(t, app, caseID)
 			for n := 1; n < tt.attempt; n++ { // earlier attempts fail at once, waiting 0
@@ -717,7 +717,7 @@ func testIdleUntilTheEarliestRow(t *testing.T, b backend) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := t.Context()
 			clk := newClock()
-			w, _ := workers(t, b, clk, system.Options{MaxAttempts: 5, Lease: tt.lease, SendTimeout: 5 * time.Second, Jitter: fixedJitter(0)}, "A", "B")
+			w, _ := workers(t, b, clk, system.Options{MaxAttempts: 5, Lease: tt.lease, SendTimeout: 5 * time.Second, Harness: system.Harness{Jitter: fixedJitter(0)}}, "A", "B")
 			mustApprove(t, w["A"], "case-1", "case-2")
 			first, _, err := w["A"].ClaimNext(ctx, 0)
 			if err != nil {

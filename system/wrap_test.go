@@ -32,7 +32,7 @@ func TestWrapSQLite(t *testing.T) {
 		use  func(h io.Closer) error
 	}{
 		{"outbox", func(path string, wrap func(driver.Connector) driver.Connector) (io.Closer, error) {
-			return system.Open(ctx, path, system.Options{WrapSQLite: wrap})
+			return system.Open(ctx, path, system.Options{Harness: system.Harness{WrapSQLite: wrap}})
 		}, func(h io.Closer) error {
 			_, err := h.(*system.Outbox).RecordApproval(ctx, "case-1", "Call back")
 			return err

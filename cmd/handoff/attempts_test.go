@@ -56,7 +56,7 @@ func TestEveryAttemptCountedOnce(t *testing.T) {
 			// Another worker, whose clock is an hour on, takes the row
 			// (the oldest pending) while this send is under way: the
 			// settle that follows has lost its fence.
-			thief, err := system.Open(r.Context(), app, system.Options{Worker: "thief", Now: func() time.Time { return time.Now().Add(time.Hour) }})
+			thief, err := system.Open(r.Context(), app, system.Options{Worker: "thief", Harness: system.Harness{Now: func() time.Time { return time.Now().Add(time.Hour) }}})
 			if err == nil {
 				var d system.Delivery
 				if _, d, err = thief.ClaimNext(r.Context(), 0); err == nil && d.Key != stale {

@@ -77,7 +77,7 @@ func deliver(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// deliver is one attempt by hand: it retries at once, with no backoff,
 	// as a worker named after its process (see deliverWorker), within the
 	// budget every command shows for the row.
-	app, err := openWithinBudget(ctx, *appPath, system.Options{Hook: injector.Hook(), Worker: deliverWorker(), NoBackoff: true})
+	app, err := openWithinBudget(ctx, *appPath, system.Options{Worker: deliverWorker(), NoBackoff: true, Harness: system.Harness{Hook: injector.Hook()}})
 	if err != nil {
 		return err
 	}

@@ -114,15 +114,15 @@ func TestWorkDefaultsRideOutARestart(t *testing.T) {
 			dir := t.TempDir()
 			now := start
 			opts := defaults
-			opts.Now = func() time.Time { return now }
+			opts.Harness.Now = func() time.Time { return now }
 			opts.Durability = system.ProcessSafe
-			opts.Jitter = tt.jitter
+			opts.Harness.Jitter = tt.jitter
 			if tt.attempts != 0 {
 				opts.MaxAttempts = tt.attempts
 			}
-			if opts.Jitter == nil {
+			if opts.Harness.Jitter == nil {
 				random := rand.New(rand.NewPCG(1, uint64(len(tt.name))))
-				opts.Jitter = func(c time.Duration) time.Duration { return time.Duration(random.Int64N(int64(c) + 1)) }
+				opts.Harness.Jitter = func(c time.Duration) time.Duration { return time.Duration(random.Int64N(int64(c) + 1)) }
 			}
 			app, err := system.Open(t.Context(), filepath.Join(dir, "app.db"), opts)
 			if err != nil {

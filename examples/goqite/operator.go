@@ -16,7 +16,7 @@ import (
 // statement) and the audit log gets a line.
 func (a *App) operate(ctx context.Context, action system.Action, key, actor, reason string,
 	change func(ctx context.Context, tx *sql.Tx, r row, now time.Time) error) error {
-	now := a.opts.Now()
+	now := a.opts.Harness.Now()
 	return a.inTx(ctx, now, func(ctx context.Context, tx *sql.Tx) error {
 		r, err := a.readRow(ctx, tx, key)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -134,7 +134,7 @@ func (a *App) Stale(ctx context.Context, olderThan time.Duration) ([]system.Row,
 	if err != nil {
 		return nil, err
 	}
-	now := a.opts.Now()
+	now := a.opts.Harness.Now()
 	var stale []system.Row
 	for _, r := range s.Outbox {
 		if r.State == system.Blocked || r.State == system.Pending && now.Sub(r.CreatedAt) > olderThan {

@@ -79,7 +79,7 @@ type App struct {
 // creating goqite's table and the app's own. opts gives the worker's
 // name, clock, fault hook, attempt budget, lease (goqite's visibility
 // timeout), send timeout, backoff, time budget and the receiver's
-// retention; clock makes goqite read opts.Now (see Clock).
+// retention; clock makes goqite read opts.Harness.Now (see Clock).
 func Open(ctx context.Context, target string, opts system.Options, v Variant, clock Clock) (*App, error) {
 	opts, err := opts.WithDefaults()
 	if err != nil {
@@ -160,10 +160,10 @@ func (a *App) Close() error { return a.db.Close() }
 // pass reports fault point p to the hook: an error means the process
 // dies there.
 func (a *App) pass(p system.FaultPoint) error {
-	if a.opts.Hook == nil {
+	if a.opts.Harness.Hook == nil {
 		return nil
 	}
-	return a.opts.Hook(p)
+	return a.opts.Harness.Hook(p)
 }
 
 // inTx runs f in one transaction at the instant now, on goqite's clock
@@ -239,7 +239,7 @@ func (a *App) RecordApproval(ctx context.Context, caseID, title string) (string,
 	if err != nil {
 		return "", err
 	}
-	now := a.opts.Now()
+	now := a.opts.Harness.Now()
 	err = a.inTx(ctx, now, func(ctx context.Context, tx *sql.Tx) error {
 		var held string
 		switch err := a.queryRow(ctx, tx, sqlFindApproval, ap.Key).Scan(&held); {
@@ -309,7 +309,7 @@ func (a *App) readRow(ctx context.Context, tx *sql.Tx, key string) (row, error) 
 func (a *App) ClaimNext(ctx context.Context) (system.Claim, system.Delivery, error) {
 	var c system.Claim
 	var d system.Delivery
-	now := a.opts.Now()
+	now := a.opts.Harness.Now()
 	ms := now.UnixMilli()
 	err := a.inTx(ctx, now, func(ctx context.Context, tx *sql.Tx) error {
 		for {
@@ -385,7 +385,7 @@ func (a *App) pastRetention(r row, now time.Time) bool {
 // claim is younger than the send timeout; a later send could reach a
 // receiver past its retention, so it sends nothing and fails transiently.
 func (a *App) Send(ctx context.Context, c system.Claim, r system.Receiver) (int64, error) {
-	left := c.SendBy.Sub(a.opts.Now())
+	left := c.SendBy.Sub(a.opts.Harness.Now())
 	if left <= 0 {
 		return 0, fmt.Errorf("%w: the claim of %s is older than the send timeout; nothing was sent", system.ErrTransient, c.Key)
 	}
@@ -434,7 +434,7 @@ func (a *App) Settle(ctx context.Context, c system.Claim, taskID int64, sendErr 
 	if d.LastError != "" {
 		lastError = d.LastError
 	}
-	now := a.opts.Now()
+	now := a.opts.Harness.Now()
 	query, args := sqlSettle, []any{string(state), task, lastError, now.Add(wait).UnixMilli(), c.Seq}
 	if a.variant.Fenced {
 		query, args = sqlSettleFenced, append(args, c.Fence)
@@ -485,7 +485,7 @@ func (a *App) DeliverOne(ctx context.Context, r system.Receiver) (system.Deliver
 // again has nothing in flight. It returns how many it released.
 func (a *App) Recover(ctx context.Context) (int, error) {
 	n := 0
-	err := a.inTx(ctx, a.opts.Now(), func(ctx context.Context, tx *sql.Tx) error {
+	err := a.inTx(ctx, a.opts.Harness.Now(), func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, a.f.sql(sqlHeld), a.opts.Worker)
 		if err != nil {
 			return err

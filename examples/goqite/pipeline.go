@@ -16,7 +16,7 @@ import (
 // timeout and before its claim's window ran out, and stops after a slower
 // one; a message received ahead, or whose answer is not recorded yet,
 // stays hidden by goqite for the lease. The recording and the receive
-// ahead run through Options.Background, which passes
+// ahead run through Options.Harness.Background, which passes
 // system.PointPipelineRecorded and system.PointPipelineClaimedAhead.
 func (a *App) Pipeline(r system.Receiver) (designs.Pipe, error) {
 	return &pipe{a: a, r: r}, nil
@@ -88,7 +88,7 @@ func (p *pipe) Next(ctx context.Context) (system.Delivery, error) {
 			continue
 		}
 		done := make(chan background, 1)
-		p.a.opts.Background(func() { done <- p.background(ctx, earlier, claimAhead) })
+		p.a.opts.Harness.Background(func() { done <- p.background(ctx, earlier, claimAhead) })
 		p.sent = p.send(ctx, next.c)
 		b := <-done
 		if b.died != nil {
@@ -163,9 +163,9 @@ func (p *pipe) claim(ctx context.Context) result {
 // send sends c and notes whether the receiver answered fast: within half
 // the send timeout, and before c's window ran out.
 func (p *pipe) send(ctx context.Context, c system.Claim) *answer {
-	start := p.a.opts.Now()
+	start := p.a.opts.Harness.Now()
 	taskID, err := p.a.Send(context.WithoutCancel(ctx), c, p.r)
-	end := p.a.opts.Now()
+	end := p.a.opts.Harness.Now()
 	p.fast = end.Sub(start) <= p.a.opts.SendTimeout/2 && end.Before(c.SendBy)
 	return &answer{c, taskID, err}
 }

@@ -27,7 +27,7 @@ func TestCrashLosesTheOpenTransaction(t *testing.T) {
 	}{
 		{"sqlite", func(t *testing.T, p *process) (*sql.DB, func(t *testing.T) *sql.DB) {
 			path := filepath.Join(t.TempDir(), "app.db")
-			o, err := system.Open(t.Context(), path, system.Options{WrapSQLite: p.WrapSQLite})
+			o, err := system.Open(t.Context(), path, system.Options{Harness: system.Harness{WrapSQLite: p.WrapSQLite}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +88,7 @@ func TestCrashLosesTheOpenTransaction(t *testing.T) {
 // process that lives on: its next statement connects again.
 func TestResetCutsAndTheProcessGoesOn(t *testing.T) {
 	p := newProcess()
-	o, err := system.Open(t.Context(), filepath.Join(t.TempDir(), "app.db"), system.Options{WrapSQLite: p.WrapSQLite})
+	o, err := system.Open(t.Context(), filepath.Join(t.TempDir(), "app.db"), system.Options{Harness: system.Harness{WrapSQLite: p.WrapSQLite}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,16 +166,19 @@ func (e *Env) systemOptions(worker string, hook system.Hook) system.Options {
 	if e.schema != nil {
 		wrap, dial, wrapSQLite = e.commitCut.Wrap(worker), e.keeper.Dial, nil
 	}
-	return system.Options{Dial: dial, WrapConn: wrap, WrapSQLite: wrapSQLite, MaxConns: 1, ConnectWait: e.cfg.ConnectWait,
-		Durability: e.cfg.Durability, Hook: hook, Now: e.clock, Worker: worker, BusyTimeout: busyTimeout,
-		Jitter: func(ceiling time.Duration) time.Duration {
-			e.ceilings = append(e.ceilings, ceiling)
-			return e.jitter
-		},
+	return system.Options{Dial: dial, MaxConns: 1, ConnectWait: e.cfg.ConnectWait,
+		Durability: e.cfg.Durability, Worker: worker, BusyTimeout: busyTimeout,
 		MaxAttempts: c.MaxAttempts, Lease: ms(c.Lease), SendTimeout: ms(c.SendTimeout),
 		BackoffBase: ms(c.BackoffBase), BackoffCap: ms(c.BackoffCap), NoBackoff: c.BackoffBase == 0,
 		MaxAge: ms(c.MaxAge), Retention: ms(c.Retention),
-		Background: func(f func()) { f() }, // a Pipeline's background, in line: the model's order
+		Harness: system.Harness{
+			Hook: hook, Now: e.clock, WrapConn: wrap, WrapSQLite: wrapSQLite,
+			Jitter: func(ceiling time.Duration) time.Duration {
+				e.ceilings = append(e.ceilings, ceiling)
+				return e.jitter
+			},
+			Background: func(f func()) { f() }, // a Pipeline's background, in line: the model's order
+		},
 	}
 }
 

@@ -27,7 +27,7 @@ type sqliteKeeper struct {
 	generation int
 }
 
-// wrap is system.Options.WrapSQLite: the connector's connections are
+// wrap is system.Options.Harness.WrapSQLite: the connector's connections are
 // kept when their handle closes.
 func (k *sqliteKeeper) wrap(c driver.Connector) driver.Connector {
 	return keptConnector{Connector: c, k: k}

@@ -197,7 +197,7 @@ func TestSqliteKeeperServesTheSystem(t *testing.T) {
 	var k sqliteKeeper
 	defer k.close()
 	for i := range 3 {
-		app, err := system.Open(ctx, filepath.Join(dir, appFile), system.Options{WrapSQLite: k.wrap})
+		app, err := system.Open(ctx, filepath.Join(dir, appFile), system.Options{Harness: system.Harness{WrapSQLite: k.wrap}})
 		if err != nil {
 			t.Fatal(err)
 		}

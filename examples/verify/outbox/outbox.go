@@ -54,7 +54,7 @@ func Open(ctx context.Context, path string, opts system.Options) (*Outbox, error
 		db.Close()
 		return nil, fmt.Errorf("outbox: creating the tables: %w", err)
 	}
-	o := &Outbox{db: db, maxAttempts: opts.MaxAttempts, hook: opts.Hook}
+	o := &Outbox{db: db, maxAttempts: opts.MaxAttempts, hook: opts.Harness.Hook}
 	if o.maxAttempts == 0 {
 		o.maxAttempts = system.DefaultMaxAttempts
 	}
