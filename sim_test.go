@@ -232,7 +232,7 @@ func replayCorpusFile(t *testing.T, sc sim.Scenario, cfg sim.Config) {
 		t.Fatal(err)
 	}
 	cfg.Dir = t.TempDir()
-	outputs, problems, err := sim.ReplayWith(t.Context(), sc, cfg)
+	run, problems, err := sim.Replay(t.Context(), sc, cfg)
 	switch {
 	case errors.Is(err, sim.ErrOtherBackend):
 		t.Skip(err)
@@ -246,7 +246,7 @@ func replayCorpusFile(t *testing.T, sc sim.Scenario, cfg sim.Config) {
 	}
 	writes := cfg.Transport == sim.InProcess && (cfg.Backend == backend.SQLite) == (sc.Backend() != backend.Postgres)
 	if *rewrite && writes {
-		if err := os.WriteFile(filepath.FromSlash(sc.Name), []byte(sc.Format(outputs)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.FromSlash(sc.Name), []byte(sc.Format(run.Outputs())), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return

@@ -125,7 +125,7 @@ func replayOne(ctx context.Context, sc sim.Scenario, cfg sim.Config) (sim.Run, [
 	}
 	defer os.RemoveAll(dir)
 	cfg.Dir = dir
-	return sim.ReplayRun(ctx, sc, cfg)
+	return sim.Replay(ctx, sc, cfg)
 }
 
 // replayReport is the report of scenario sc replayed as run: the steps

@@ -195,14 +195,14 @@ func TestShortestCounterexampleReplays(t *testing.T) {
 	if got := sc.Cases[0].Comments; len(got) < 2 || got[1] != "# Shortest by construction: no shorter sequence of the search's alphabet breaks an invariant. For the real design this is a bug: fix it, then rewrite the expectations." {
 		t.Errorf("header %q does not say the scenario is the shortest", got)
 	}
-	outputs, problems, err := sim.Replay(context.Background(), sc, t.TempDir())
+	run, problems, err := sim.Replay(context.Background(), sc, sim.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(problems) != 0 {
 		t.Fatalf("the saved counterexample does not replay as found: %v", problems)
 	}
-	if last := outputs[len(outputs)-1]; last != r.Failure.Outcomes[len(r.Failure.Outcomes)-1].Output {
+	if last := run.Outcomes[len(run.Outcomes)-1].Output; last != r.Failure.Outcomes[len(r.Failure.Outcomes)-1].Output {
 		t.Errorf("last output %q, want %q", last, r.Failure.Outcomes[len(r.Failure.Outcomes)-1].Output)
 	}
 }

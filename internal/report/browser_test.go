@@ -246,7 +246,7 @@ func TestBrowser(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run, _, err := sim.ReplayRun(t.Context(), sc, sim.Config{Dir: t.TempDir()})
+			run, _, err := sim.Replay(t.Context(), sc, sim.Config{Dir: t.TempDir()})
 			if errors.Is(err, sim.ErrOtherBackend) {
 				continue
 			}

@@ -25,7 +25,7 @@ func replayed(t testing.TB, path string) Input {
 		t.Fatal(err)
 	}
 	sc.Name = path
-	run, problems, err := sim.ReplayRun(t.Context(), sc, sim.Config{Dir: t.TempDir()})
+	run, problems, err := sim.Replay(t.Context(), sc, sim.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

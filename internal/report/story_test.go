@@ -106,7 +106,7 @@ func TestEscaped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, _, err := sim.ReplayRun(t.Context(), sc, sim.Config{Dir: t.TempDir()})
+	run, _, err := sim.Replay(t.Context(), sc, sim.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

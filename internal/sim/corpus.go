@@ -145,39 +145,16 @@ func (p Problem) Error() string {
 	return fmt.Sprintf("%s:%d: %s: %s:\n%s", p.File, p.Case.Line, p.Case.Text, p.Message, p.Got)
 }
 
-// Replay runs the scenario in a fresh pair of databases inside dir (which
-// must exist) and returns every case's output and every problem. A scenario
-// of the real design must break no invariant, whatever its expected output
-// says: a saved counterexample fails until the bug is fixed. An error means
-// the scenario could not run; it starts with file:line where it can.
-func Replay(ctx context.Context, sc Scenario, dir string) ([]string, []Problem, error) {
-	return ReplayOver(ctx, sc, dir, InProcess)
-}
-
-// ReplayOver is Replay with the worker's requests carried over t, unless
-// the scenario names its own transport.
-func ReplayOver(ctx context.Context, sc Scenario, dir string, t Transport) ([]string, []Problem, error) {
-	return ReplayWith(ctx, sc, Config{Dir: dir, Transport: t})
-}
-
-// ReplayWith is Replay on an Env of cfg (its Dir, Transport, Backend and
-// PostgresURL; the scenario's design line, if any, names the design), with
-// the simulation's durability.
-func ReplayWith(ctx context.Context, sc Scenario, cfg Config) ([]string, []Problem, error) {
-	run, problems, err := ReplayRun(ctx, sc, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	outputs := make([]string, len(run.Outcomes))
-	for i, out := range run.Outcomes {
-		outputs[i] = out.Output
-	}
-	return outputs, problems, nil
-}
-
-// ReplayRun is ReplayWith returning the run itself, every step and what
-// it did, as a report of it draws it.
-func ReplayRun(ctx context.Context, sc Scenario, cfg Config) (Run, []Problem, error) {
+// Replay runs the scenario on an Env of cfg (its Dir, which must exist,
+// Transport, Backend and PostgresURL; the scenario's design line, if any,
+// names the design, and its transport line, if any, the transport), with
+// the simulation's durability, and returns the run, every step and what
+// it did (Run.Outputs is every case's output), and every problem. A
+// scenario of the real design must break no invariant, whatever its
+// expected output says: a saved counterexample fails until the bug is
+// fixed. An error means the scenario could not run; it starts with
+// file:line where it can.
+func Replay(ctx context.Context, sc Scenario, cfg Config) (Run, []Problem, error) {
 	cfg.Durability = system.ProcessSafe
 	env, err := NewEnv(ctx, cfg)
 	if err != nil {

@@ -25,10 +25,11 @@ func TestReplayReportsMismatchesAndBadSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outputs, problems, err := Replay(ctx, sc, t.TempDir())
+	run, problems, err := Replay(ctx, sc, Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	outputs := run.Outputs()
 	if len(outputs) != 2 || len(problems) != 2 || problems[0].Case.Line != 1 || problems[1].Case.Line != 5 {
 		t.Fatalf("got %d outputs and problems %+v, want two mismatches at lines 1 and 5", len(outputs), problems)
 	}
@@ -45,7 +46,7 @@ func TestReplayReportsMismatchesAndBadSteps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := Replay(ctx, sc, t.TempDir()); !errors.Is(err, ErrScenario) || !strings.HasPrefix(err.Error(), "bad.txt:") {
+		if _, _, err := Replay(ctx, sc, Config{Dir: t.TempDir()}); !errors.Is(err, ErrScenario) || !strings.HasPrefix(err.Error(), "bad.txt:") {
 			t.Errorf("%q: got %v, want an ErrScenario with file:line", text, err)
 		}
 	}

@@ -30,6 +30,17 @@ func (r Run) DesignLines() int {
 // transport lines it starts with.
 func (r Run) Length() int { return len(r.Steps) - r.DesignLines() }
 
+// Outputs is the output of every step of the run, in order: for a
+// replayed scenario, what Scenario.Format writes in place of the
+// expected outputs.
+func (r Run) Outputs() []string {
+	outputs := make([]string, len(r.Outcomes))
+	for i, out := range r.Outcomes {
+		outputs[i] = out.Output
+	}
+	return outputs
+}
+
 // Failure is a sequence that broke an invariant.
 type Failure struct {
 	Run

@@ -14,7 +14,7 @@ import (
 // the system's, the fault that took effect, the clock and the requests.
 func TestPicture(t *testing.T) {
 	sc := corpus(t)["corpus/fragile/no-fencing.txt"]
-	run, _, err := ReplayRun(t.Context(), sc, Config{Dir: t.TempDir()})
+	run, _, err := Replay(t.Context(), sc, Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestPictureBackoffs(t *testing.T) {
 		t.Fatal(err)
 	}
 	stats := NewStats()
-	run, _, err := ReplayRun(t.Context(), sc, Config{Dir: t.TempDir(), Stats: stats})
+	run, _, err := Replay(t.Context(), sc, Config{Dir: t.TempDir(), Stats: stats})
 	if err != nil {
 		t.Fatal(err)
 	}

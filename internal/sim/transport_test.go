@@ -35,7 +35,7 @@ func TestTransportLineChangesNoOutput(t *testing.T) {
 		}
 		found++
 		sc.Cases = slices.Delete(slices.Clone(sc.Cases), i, i+1)
-		_, problems, err := ReplayOver(t.Context(), sc, t.TempDir(), InProcess)
+		_, problems, err := Replay(t.Context(), sc, Config{Dir: t.TempDir(), Transport: InProcess})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestTransportRefusals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, err = Replay(t.Context(), sc, t.TempDir())
+			_, _, err = Replay(t.Context(), sc, Config{Dir: t.TempDir()})
 			if !errors.Is(err, ErrScenario) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want a malformed scenario saying %q", err, tt.want)
 			}
@@ -82,7 +82,7 @@ func TestTransportRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ReplayOver(t.Context(), sc, t.TempDir(), HTTP); !errors.Is(err, ErrScenario) || !strings.Contains(err.Error(), "runs in process only") {
+	if _, _, err := Replay(t.Context(), sc, Config{Dir: t.TempDir(), Transport: HTTP}); !errors.Is(err, ErrScenario) || !strings.Contains(err.Error(), "runs in process only") {
 		t.Errorf("a receiver of its own replayed over http: got %v, want it refused", err)
 	}
 }
