@@ -101,7 +101,7 @@ func (r Report) StepsPerSecond() float64 {
 // cannot open) or the harness itself failed. Cancelling ctx ends the run
 // cleanly.
 func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
-	r, err := explore.Explore(ctx, explore.ExploreConfig{
+	r, err := explore.Run(ctx, explore.Config{
 		Design: cfg.Design, Checks: cmp.Or(cfg.Checks, DefaultChecks), Steps: cmp.Or(cfg.Steps, DefaultSteps), Seed: cmp.Or(cfg.Seed, 1),
 		Parallel: cfg.Parallel, Backend: backend.Backend(cmp.Or(cfg.Backend, SQLite)), PostgresURL: cfg.PostgresURL, Dir: cfg.Dir})
 	if err != nil {

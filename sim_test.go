@@ -120,7 +120,7 @@ func TestSimulationOnPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: TestCorpus replays PostgreSQL's own scenarios; run without -short to explore on PostgreSQL")
 	}
-	r := exploreOK(t, explore.ExploreConfig{Checks: postgresChecks, Steps: DefaultSteps, Seed: 1, Dir: t.TempDir(),
+	r := exploreOK(t, explore.Config{Checks: postgresChecks, Steps: DefaultSteps, Seed: 1, Dir: t.TempDir(),
 		Backend: backend.Postgres, PostgresURL: pgtest.URL(t)})
 	for _, k := range []faults.Kind{faults.CommitLost, faults.CommitReplyLost, faults.AppBusy} {
 		if r.Stats.Faults[k] == 0 {
@@ -142,7 +142,7 @@ func TestSimulationOverHTTP(t *testing.T) {
 	if testing.Short() {
 		checks = 150
 	}
-	r := exploreOK(t, explore.ExploreConfig{Checks: checks, Steps: DefaultSteps, Seed: 1, Parallel: 2, Transport: sim.HTTP, Dir: t.TempDir()})
+	r := exploreOK(t, explore.Config{Checks: checks, Steps: DefaultSteps, Seed: 1, Parallel: 2, Transport: sim.HTTP, Dir: t.TempDir()})
 	for _, k := range sim.NetworkFaults() {
 		if r.Stats.Faults[k] == 0 {
 			t.Errorf("network fault %s never took effect over http", k)
@@ -152,9 +152,9 @@ func TestSimulationOverHTTP(t *testing.T) {
 
 // exploreOK runs an exploration of the real design and fails t unless
 // every sequence ran and none broke an invariant.
-func exploreOK(t *testing.T, cfg explore.ExploreConfig) explore.Report {
+func exploreOK(t *testing.T, cfg explore.Config) explore.Report {
 	t.Helper()
-	r, err := explore.Explore(t.Context(), cfg)
+	r, err := explore.Run(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func fragileCorpusFile(t *testing.T, d designs.Design, sc sim.Scenario) {
 // fragileSearch explores d on every seed of fragileSeeds.
 func fragileSearch(t *testing.T, d designs.Design) {
 	for _, seed := range fragileSeeds {
-		r, err := explore.Explore(t.Context(), explore.ExploreConfig{Design: d, Checks: DefaultChecks, Steps: DefaultSteps, Seed: seed, Dir: t.TempDir()})
+		r, err := explore.Run(t.Context(), explore.Config{Design: d, Checks: DefaultChecks, Steps: DefaultSteps, Seed: seed, Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}

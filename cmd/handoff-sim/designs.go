@@ -145,7 +145,7 @@ func measureDesigns(ctx context.Context, list []designs.Design, first uint64, se
 		var sequences, seconds []float64
 		for i := range seeds {
 			fmt.Fprintf(stderr, "measuring %s, seed %d of %d\n", d.Name, i+1, seeds)
-			r, err := explore.Explore(ctx, explore.ExploreConfig{Design: d, Checks: explore.DefaultChecks, Steps: explore.DefaultSteps, Seed: first + uint64(i),
+			r, err := explore.Run(ctx, explore.Config{Design: d, Checks: explore.DefaultChecks, Steps: explore.DefaultSteps, Seed: first + uint64(i),
 				Backend: on, PostgresURL: postgresURL, ConnectWait: wait})
 			if err != nil {
 				return err

@@ -80,7 +80,7 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return fmt.Errorf("%w: --transport: %s", cli.ErrUsage, strings.TrimPrefix(err.Error(), "handoff: "))
 	}
 	// One lane runs here, one goroutine at a time, on one processor; each
-	// of several runs in a process of its own, on one (see lanes.Explore).
+	// of several runs in a process of its own, on one (see lanes.Run).
 	// A second processor makes one lane no faster and costs CPU time, the
 	// runtime's threads taking turns with the lane's around SQLite's
 	// system calls.
@@ -106,7 +106,7 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if which == backend.Postgres {
 		fmt.Fprintln(stderr, cli.ConnectionsNeeded(postgresURL, *parallel))
 	}
-	cfg := explore.ExploreConfig{Design: design, Checks: *checks, Steps: *steps, Seed: *seed, Dir: *dir,
+	cfg := explore.Config{Design: design, Checks: *checks, Steps: *steps, Seed: *seed, Dir: *dir,
 		Shard: shard, Shards: shards, Parallel: *parallel, NoSwarm: !*swarm, Transport: transport,
 		Backend: which, PostgresURL: postgresURL, ConnectWait: *backendFlags.Wait, Progress: progressLine(stderr, *checks)}
 	report, err := runExploration(ctx, cfg)
@@ -176,16 +176,16 @@ func writeExploreReport(path string, r explore.Report, reproduce string, b backe
 }
 
 // runExploration runs cfg's exploration: in this process for one lane,
-// each lane in a process of its own for more (see lanes.Explore).
-func runExploration(ctx context.Context, cfg explore.ExploreConfig) (explore.Report, error) {
+// each lane in a process of its own for more (see lanes.Run).
+func runExploration(ctx context.Context, cfg explore.Config) (explore.Report, error) {
 	if cfg.Parallel == 1 {
-		return explore.Explore(ctx, cfg)
+		return explore.Run(ctx, cfg)
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return explore.Report{}, fmt.Errorf("finding this program, to run its lanes: %w", err)
 	}
-	return lanes.Explore(ctx, exe, cfg)
+	return lanes.Run(ctx, exe, cfg)
 }
 
 // progressLine returns the progress callback: a line rewritten in place on

@@ -11,13 +11,13 @@ import (
 // BenchmarkExplore explores the real design on a fixed seed, in one lane
 // and in two, and reports simulated steps per second: the figure issue
 // "speed" asks of explore, measured here rather than asserted. Its lanes
-// are Explore's, goroutines of one process; explore --parallel N runs each
+// are Run's, goroutines of one process; explore --parallel N runs each
 // in a process of its own, and BenchmarkExploreLanes in cmd/handoff
 // measures those.
 func BenchmarkExplore(b *testing.B) {
 	for _, lanes := range []int{1, 2} {
 		b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {
-			benchmarkSteps(b, ExploreConfig{Checks: 200, Steps: DefaultSteps, Seed: 1, Parallel: lanes})
+			benchmarkSteps(b, Config{Checks: 200, Steps: DefaultSteps, Seed: 1, Parallel: lanes})
 		})
 	}
 }
@@ -29,7 +29,7 @@ func BenchmarkExplore(b *testing.B) {
 func BenchmarkExploreBackends(b *testing.B) {
 	for _, be := range backend.All {
 		b.Run("backend="+string(be), func(b *testing.B) {
-			cfg := ExploreConfig{Checks: 100, Steps: DefaultSteps, Seed: 1, Parallel: 1, Backend: be}
+			cfg := Config{Checks: 100, Steps: DefaultSteps, Seed: 1, Parallel: 1, Backend: be}
 			if be == backend.Postgres {
 				cfg.PostgresURL = pgtest.Server(b)
 			}
@@ -41,11 +41,11 @@ func BenchmarkExploreBackends(b *testing.B) {
 // benchmarkSteps explores cfg, in a new folder each time, as often as b
 // asks, fails b if the real design broke an invariant, and reports the
 // simulated steps per second.
-func benchmarkSteps(b *testing.B, cfg ExploreConfig) {
+func benchmarkSteps(b *testing.B, cfg Config) {
 	var steps int64
 	for b.Loop() {
 		cfg.Dir = b.TempDir()
-		r, err := Explore(b.Context(), cfg)
+		r, err := Run(b.Context(), cfg)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -57,7 +57,7 @@ func TestPostgresConnectionBudget(t *testing.T) {
 				}
 			}
 		}()
-		r, err := Explore(t.Context(), ExploreConfig{Checks: 30, Steps: DefaultSteps, Seed: 3, Parallel: lanes, Dir: t.TempDir(),
+		r, err := Run(t.Context(), Config{Checks: 30, Steps: DefaultSteps, Seed: 3, Parallel: lanes, Dir: t.TempDir(),
 			Backend: backend.Postgres, PostgresURL: u.String()})
 		close(done)
 		if perr := <-polled; perr != nil {

@@ -3,7 +3,7 @@
 // approvals' edge inputs, swarm mixes of kinds of steps and faults, named
 // workers' phases, time, a person's repairs), applies each to a sim.Env
 // and fails on the first broken invariant; and the explorations that run
-// it outside go test (Explore), in lanes that each keep one pair of
+// it outside go test (Run), in lanes that each keep one pair of
 // databases for many sequences. It drives rapid through a rapid.TB of its
 // own, and sets rapid's flags in one place (Check), so that the
 // command line (handoff-sim explore), handoff.Explore and the tests share
@@ -38,8 +38,8 @@ const (
 	DefaultSteps  = 50
 )
 
-// ExploreConfig says what to explore and how much.
-type ExploreConfig struct {
+// Config says what to explore and how much.
+type Config struct {
 	Design designs.Design // the zero value means designs.Handoff
 	Checks int            // sequences to run (in this shard) before calling it a pass
 	Steps  int            // the most random steps a sequence takes (it ends at random before)
@@ -80,7 +80,7 @@ type ExploreConfig struct {
 // Report is what an exploration found: what ran, how long it took, and
 // the failing lane's Recorder.
 type Report struct {
-	Config ExploreConfig
+	Config Config
 	// Stats counts the sequences run (Stats.Sequences: Checks unless a
 	// failure or an interruption stopped the run) apart from the runs of
 	// rapid's shrinking (Stats.ShrinkRuns).
@@ -184,7 +184,7 @@ func splitmix64(seed uint64, i int64) uint64 {
 	return z ^ z>>31
 }
 
-// Explore runs the rapid property of TestSimulation outside go test: the
+// Run runs the rapid property of TestSimulation outside go test: the
 // same generators, invariants and shrinking, driven by cfg instead of
 // rapid's command-line flags. Each sequence is one rapid check with its
 // own seed (SequenceSeed of its index in the run), so that lanes run
@@ -197,7 +197,7 @@ func splitmix64(seed uint64, i int64) uint64 {
 // Cancelling ctx stops the run cleanly: no new sequence starts, the
 // running ones finish (a shrink is abandoned), the folder is removed, and
 // the report covers what ran, marked Interrupted.
-func Explore(ctx context.Context, cfg ExploreConfig) (Report, error) {
+func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Design.Name == "" {
 		cfg.Design = designs.Handoff
 	}
@@ -296,7 +296,7 @@ type laneResult struct {
 // a failure as soon as the property records it, so that the other lanes
 // stop while rapid shrinks it, and again after the check (a failure of
 // the harness itself is not recorded).
-func runLane(ctx context.Context, cfg ExploreConfig, dir string, stats *sim.Stats, seqs Sequencer) laneResult {
+func runLane(ctx context.Context, cfg Config, dir string, stats *sim.Stats, seqs Sequencer) laneResult {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return laneResult{err: fmt.Errorf("handoff: %w", err)}
 	}

@@ -32,7 +32,7 @@ func TestExploreCounts(t *testing.T) {
 		{designs.Handoff, 9, 2, false},
 		{twoWrites, 500, 1, true},
 	} {
-		r, err := Explore(t.Context(), ExploreConfig{Design: tt.design, Checks: tt.checks, Steps: DefaultSteps, Seed: 1, Parallel: tt.parallel, Dir: t.TempDir()})
+		r, err := Run(t.Context(), Config{Design: tt.design, Checks: tt.checks, Steps: DefaultSteps, Seed: 1, Parallel: tt.parallel, Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func TestExploreCounts(t *testing.T) {
 func TestExploreLanesAndShards(t *testing.T) {
 	t.Parallel()
 	explore := func(checks, parallel, shard, shards int) *sim.Stats {
-		r, err := Explore(t.Context(), ExploreConfig{Checks: checks, Steps: DefaultSteps, Seed: 7, Parallel: parallel, Shard: shard, Shards: shards, Dir: t.TempDir()})
+		r, err := Run(t.Context(), Config{Checks: checks, Steps: DefaultSteps, Seed: 7, Parallel: parallel, Shard: shard, Shards: shards, Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestExploreLanesFindTheSameFailure(t *testing.T) {
 		}
 		var got [2]Report
 		for i, parallel := range []int{1, 3} {
-			got[i], err = Explore(t.Context(), ExploreConfig{Design: d, Checks: 100, Steps: DefaultSteps, Seed: tt.seed, Parallel: parallel, Dir: t.TempDir()})
+			got[i], err = Run(t.Context(), Config{Design: d, Checks: 100, Steps: DefaultSteps, Seed: tt.seed, Parallel: parallel, Dir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func TestExploreInterrupted(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	start := time.Now()
-	r, err := Explore(ctx, ExploreConfig{Checks: 100000, Steps: DefaultSteps, Seed: 3, Parallel: 2, Dir: dir,
+	r, err := Run(ctx, Config{Checks: 100000, Steps: DefaultSteps, Seed: 3, Parallel: 2, Dir: dir,
 		Progress: func(*sim.Stats, time.Duration) { cancel() }})
 	if err != nil {
 		t.Fatal(err)

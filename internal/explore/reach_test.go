@@ -25,7 +25,7 @@ var notDrawn = map[string]string{
 func TestReach(t *testing.T) {
 	t.Parallel()
 	const reachChecks = 300
-	r, err := Explore(t.Context(), ExploreConfig{Checks: reachChecks, Steps: DefaultSteps, Seed: 3, Dir: t.TempDir()})
+	r, err := Run(t.Context(), Config{Checks: reachChecks, Steps: DefaultSteps, Seed: 3, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

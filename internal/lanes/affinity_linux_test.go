@@ -65,7 +65,7 @@ func TestLanesKeepToTheirProcessors(t *testing.T) {
 		cfg.Seed, cfg.Steps = 9, explore.DefaultSteps
 		done := make(chan error, 1)
 		go func() {
-			_, err := Explore(ctx, os.Args[0], cfg)
+			_, err := Run(ctx, os.Args[0], cfg)
 			done <- err
 		}()
 		want := slices.Repeat([]string{strings.Join(all, " ")}, tt.lanes)

@@ -20,17 +20,18 @@ import (
 	"github.com/outboxlab/handoff/internal/sim"
 )
 
-// Explore runs the exploration cfg describes as explore.Explore does,
-// each of its cfg.Parallel lanes a process of exe's own running Command
-// (see Lane): the lanes take the run's sequences from one Sequencer, in
-// this process, and send their counts (summed here for cfg.Progress) and
-// their reports, which make the run's Report. A lane whose process cannot
+// Run runs the exploration cfg describes as explore.Run does, split
+// across lane processes: each of its cfg.Parallel lanes is a process of
+// exe's own running Command (see Lane). The lanes take the run's
+// sequences from one Sequencer, in this process, and send their counts
+// (summed here for cfg.Progress) and their reports, which make the run's
+// Report. A lane whose process cannot
 // start or ends without its report stops the run with an error; an
 // interrupt (ctx done, or a lane interrupted by a signal of its own)
 // stops every lane after the sequence it runs, and the report says so.
 // The lanes' folders are made in one of the run's, removed at the end
 // even if a lane could not remove its own.
-func Explore(ctx context.Context, exe string, cfg explore.ExploreConfig) (explore.Report, error) {
+func Run(ctx context.Context, exe string, cfg explore.Config) (explore.Report, error) {
 	dir, err := os.MkdirTemp(cfg.Dir, "handoff-explore-")
 	if err != nil {
 		return explore.Report{}, err
@@ -98,7 +99,7 @@ func Explore(ctx context.Context, exe string, cfg explore.ExploreConfig) (explor
 	return report, nil
 }
 
-// laneProcess is one lane of Explore as its parent sees it.
+// laneProcess is one lane of Run as its parent sees it.
 type laneProcess struct {
 	n, of int
 	cmd   *exec.Cmd
@@ -141,7 +142,7 @@ func (l *laneProcess) name() string {
 	return fmt.Sprintf("lane %d of %d (process %d)", l.n, l.of, l.cmd.Process.Pid)
 }
 
-// laneRun is a run of Explore: its lanes, the Sequencer they take their
+// laneRun is one call of Run: its lanes, the Sequencer they take their
 // sequences from, and the failures they found.
 type laneRun struct {
 	seqs    explore.Sequencer

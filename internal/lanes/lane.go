@@ -17,7 +17,7 @@ import (
 	"github.com/outboxlab/handoff/internal/sim"
 )
 
-// Lane is the lane command, run in a process Explore started: it runs
+// Lane is the lane command, run in a process Run started: it runs
 // the lanes' share of the run explore sends it, taking each sequence's
 // index from explore (so that the lanes together run the run's
 // sequences, whatever their number), until explore has none left for it,
@@ -64,10 +64,10 @@ func Lane(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer)
 		}
 	}()
 	seqs := &remoteSequencer{out: out, grants: grants}
-	cfg := explore.ExploreConfig{Design: design, Checks: start.Checks, Steps: start.Steps, Seed: start.Seed, Shard: start.Shard, Shards: start.Shards,
+	cfg := explore.Config{Design: design, Checks: start.Checks, Steps: start.Steps, Seed: start.Seed, Shard: start.Shard, Shards: start.Shards,
 		NoSwarm: start.NoSwarm, Transport: start.Transport, Backend: start.Backend, PostgresURL: start.PostgresURL, ConnectWait: start.ConnectWait, Dir: start.Dir,
 		Sequencer: seqs, Progress: func(st *sim.Stats, _ time.Duration) { out.send(laneMessage{Counts: countsOf(st)}) }}
-	r, err := explore.Explore(ctx, cfg)
+	r, err := explore.Run(ctx, cfg)
 	report := &laneReport{Stats: r.Stats, Interrupted: r.Interrupted, Failure: r.Failure, FirstAt: r.FirstAt, FailureSeed: r.FailureSeed, Problem: r.Problem}
 	if err != nil {
 		report = &laneReport{Err: err.Error(), Environment: errors.Is(err, backend.ErrEnvironment)}

@@ -2,7 +2,7 @@
 // explore --parallel N, for N above 1, starts its own executable N times
 // with the one argument Command, and each process runs one lane (Lane)
 // while explore's process hands out the run's sequences and sums what
-// the lanes count (Explore). Lanes in one process share its runtime, its
+// the lanes count (Run). Lanes in one process share its runtime, its
 // scheduler and the C library's allocator of the SQLite driver; lanes in
 // processes of their own share only the machine (see README.md,
 // Performance).
@@ -20,7 +20,7 @@ import "errors"
 const Command = "explore-lane"
 
 // ErrRefused marks the errors of Lane that run nothing: its process was
-// not started by Explore (it has arguments, its input is a terminal, or
+// not started by Run (it has arguments, its input is a terminal, or
 // what it reads is not a run of this protocol), or the run names a design
 // it does not know. The lane command exits 2 for them, as for a usage
 // error.
@@ -33,8 +33,7 @@ func (e refusal) Error() string        { return e.err.Error() }
 func (e refusal) Unwrap() error        { return e.err }
 func (e refusal) Is(target error) bool { return target == ErrRefused }
 
-// errNotALane is Lane's error when its process was not started by
-// Explore.
+// errNotALane is Lane's error when its process was not started by Run.
 var errNotALane = refusal{errors.New(Command + " runs one lane of handoff-sim explore --parallel N, which starts it and sends it its work; run handoff-sim explore")}
 
 // errLane says that a lane's process did not end with its report.

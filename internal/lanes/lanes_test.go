@@ -20,7 +20,7 @@ import (
 )
 
 // TestMain makes the test binary a lane when it is started with Command,
-// as Explore starts its executable: the tests explore with os.Args[0].
+// as Run starts its executable: the tests explore with os.Args[0].
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == Command {
 		if err := Lane(context.Background(), os.Args[2:], os.Stdin, os.Stdout); err != nil {
@@ -34,8 +34,8 @@ func TestMain(m *testing.M) {
 
 // config is a run of the real design in two lanes, in a folder of the
 // test's own.
-func config(t *testing.T, checks, parallel int) explore.ExploreConfig {
-	return explore.ExploreConfig{Design: designs.Handoff, Checks: checks, Steps: 5, Seed: 1, Shard: 1, Shards: 1, Parallel: parallel,
+func config(t *testing.T, checks, parallel int) explore.Config {
+	return explore.Config{Design: designs.Handoff, Checks: checks, Steps: 5, Seed: 1, Shard: 1, Shards: 1, Parallel: parallel,
 		Transport: sim.InProcess, Backend: backend.SQLite, Dir: t.TempDir()}
 }
 
@@ -57,7 +57,7 @@ func TestLanesThatCannotRun(t *testing.T) {
 		{script, "a lane ended without its report: exit status 3; it said:\npanic: no lanes here", errLane},
 	} {
 		cfg := config(t, 4, 2)
-		_, err := Explore(t.Context(), tt.exe, cfg)
+		_, err := Run(t.Context(), tt.exe, cfg)
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, tt.isErr) {
 			t.Errorf("lanes of %s: got %v, want %q (%v)", tt.exe, err, tt.want, tt.isErr)
 		}
@@ -71,7 +71,7 @@ func TestLanesThatCannotRun(t *testing.T) {
 // every sequence asked runs, and the lanes' folder is gone at the end.
 func TestExploreInLanes(t *testing.T) {
 	cfg := config(t, 6, 2)
-	r, err := Explore(t.Context(), os.Args[0], cfg)
+	r, err := Run(t.Context(), os.Args[0], cfg)
 	if err != nil || r.Stats.Sequences.Load() != 6 || r.Stats.Steps.Load() == 0 || r.Interrupted || r.Failure != nil || r.Problem != "" {
 		t.Fatalf("two lanes: %v, %d sequences, %d steps, interrupted %v, failure %v, problem %q",
 			err, r.Stats.Sequences.Load(), r.Stats.Steps.Load(), r.Interrupted, r.Failure, r.Problem)
