@@ -9,6 +9,7 @@ import (
 	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/internal/sim"
+	"github.com/outboxlab/handoff/internal/violation"
 )
 
 // Defaults of an exploration: DefaultChecks sequences of at most
@@ -140,7 +141,7 @@ func newFailure(f *sim.Failure) *Failure {
 	if f == nil {
 		return nil
 	}
-	return &Failure{Design: f.Design, Violation: newViolation(f.Violation), Steps: f.Length(), Unshrunk: f.Unshrunk, f: f}
+	return &Failure{Design: f.Design, Violation: f.Violation, Steps: f.Length(), Unshrunk: f.Unshrunk, f: f}
 }
 
 // Report says in plain words what broke, shows the scenario as a ready
@@ -157,18 +158,11 @@ func (f *Failure) Scenario() string { return f.f.Scenario(f.f.Header()...) }
 func (f *Failure) Save(dir string) (string, error) { return sim.SaveCounterexample(dir, f.f) }
 
 // Violation is a broken invariant of the contract (docs/spec.md numbers
-// them).
-type Violation struct {
-	// Invariant is its number, and Name what it demands.
-	Invariant int
-	Name      string
-	// Detail says what broke it.
-	Detail string
-	// Also are the other invariants the same step broke.
-	Also []int
-}
-
-// newViolation is the Violation of v.
-func newViolation(v sim.Violation) Violation {
-	return Violation{Invariant: v.Invariant, Name: v.Name(), Detail: v.Detail, Also: v.Also}
-}
+// them): its number (Invariant), what it demands (Name), what broke it
+// (Detail) and the other invariants the same step broke (Also). Breaks
+// says whether the step broke a given invariant, first or also, and
+// AsDocumented whether it is how a fragile design's catalog entry says
+// it is caught. It is the harness's one type of a broken check: the
+// running mode's history checks fill Check and At instead of Invariant
+// and Also.
+type Violation = violation.Violation

@@ -95,7 +95,7 @@ func Replay(ctx context.Context, path string, opts ReplayOptions) (Replayed, err
 			r.Mismatches = append(r.Mismatches, Mismatch{Line: c.Line, Step: c.Text, Got: out.Output, Want: c.Want})
 		}
 		if out.Violation != nil && r.Violation == nil {
-			v := newViolation(*out.Violation)
+			v := *out.Violation
 			r.Violation, r.Line = &v, c.Line
 		}
 	}

@@ -341,7 +341,7 @@ func replaySchedule(t *testing.T, d designs.Running, db *runningDatabase, s runn
 func runningFailure(res running.Result, reproduced, runs int) string {
 	var b strings.Builder
 	v := res.Violation
-	fmt.Fprintf(&b, "design %s on %s broke %s (%s) at %s of virtual time:\n  %s\n", res.Schedule.Design, res.Schedule.Backend, v.Check, running.CheckName(v.Check), v.At, v.Detail)
+	fmt.Fprintf(&b, "design %s on %s broke %s (%s) at %s of virtual time:\n  %s\n", res.Schedule.Design, res.Schedule.Backend, v.Check, v.Name, v.At, v.Detail)
 	switch {
 	case runs == 0: // not run again
 	case reproduced == 0:
@@ -437,7 +437,7 @@ func saveSchedule(dir string, res running.Result) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	text := fmt.Sprintf("# broke %s (%s): %s\n%s", res.Violation.Check, running.CheckName(res.Violation.Check), res.Violation.Detail, res.Schedule)
+	text := fmt.Sprintf("# broke %s (%s): %s\n%s", res.Violation.Check, res.Violation.Name, res.Violation.Detail, res.Schedule)
 	h := fnv.New32a()
 	h.Write([]byte(res.Schedule.String()))
 	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%08x%s", res.Schedule.Design, strings.ToLower(res.Violation.Check), h.Sum32(), ScheduleExt))

@@ -257,7 +257,7 @@ func verifyReplay(t *testing.T, d designs.Design, sc sim.Scenario, opts VerifyOp
 			v := *out.Violation
 			picture := writeReport(t, "", report.Input{Run: run, Violation: &v, Scenario: sc, Reproduce: fmt.Sprintf("go test -run '^%s$'", t.Name())})
 			t.Fatalf("%s:%d: design %s broke invariant %d (%s):\n  %s\n\nthe scenario up to there:\n\n%s%s%s",
-				sc.Name, c.Line, d.Name, f.Violation.Invariant, f.Violation.Name(), f.Violation.Detail, run.Scenario(), f.Diverged(), picture)
+				sc.Name, c.Line, d.Name, f.Violation.Invariant, f.Violation.Name, f.Violation.Detail, run.Scenario(), f.Diverged(), picture)
 		}
 	}
 	if !opts.Enumerate {
@@ -285,7 +285,7 @@ func verifyReplay(t *testing.T, d designs.Design, sc sim.Scenario, opts VerifyOp
 	}
 	p := broken[0]
 	t.Errorf("%s:%d: %s crashed at %s (fault point %d of the %d the scenario passes), then restarted, faults off and delivering until idle: invariant %d (%s) broke:\n  %s\nthe step that broke it:\n%s\n(%s of %d broke an invariant)",
-		sc.Name, p.Case.Line, p.Case.Step.Directive, p.Point, p.Pass, len(points), p.Violation.Invariant, p.Violation.Name(), p.Violation.Detail,
+		sc.Name, p.Case.Line, p.Case.Step.Directive, p.Point, p.Pass, len(points), p.Violation.Invariant, p.Violation.Name, p.Violation.Detail,
 		p.Output, words.HowMany(len(broken), "crash"), len(points))
 }
 

@@ -369,7 +369,7 @@ func TestFewerViews(t *testing.T) {
 
 // replayOn replays the corpus file name, but its design line, on design
 // d, and returns the violation of its last step.
-func replayOn(t *testing.T, d designs.Design, name string) *sim.Violation {
+func replayOn(t *testing.T, d designs.Design, name string) *Violation {
 	t.Helper()
 	scenarios, err := sim.Corpus(Corpus)
 	if err != nil {

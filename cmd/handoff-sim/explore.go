@@ -274,17 +274,25 @@ type summary struct {
 	Results          map[string]int `json:"results"`
 	Phases           map[string]int `json:"phases"`
 	Failures         int            `json:"failures"`
-	Violation        *violation     `json:"violation"`
+	Violation        *violationJSON `json:"violation"`
 	Scenario         *string        `json:"scenario"`
 	FailureSeed      *uint64        `json:"failure_seed"`
 	Reproduce        *string        `json:"reproduce"`
 }
 
-type violation struct {
+// violationJSON is the violation object of explore's and prove's JSON
+// (docs/json.md): what the failing sequence broke, as violation.Violation
+// says it, and the sequence's length.
+type violationJSON struct {
 	Invariant int    `json:"invariant"`
 	Name      string `json:"name"`
 	Detail    string `json:"detail"`
 	Steps     int    `json:"steps"`
+}
+
+// newViolationJSON is the violation object of f.
+func newViolationJSON(f *sim.Failure) *violationJSON {
+	return &violationJSON{f.Violation.Invariant, f.Violation.Name, f.Violation.Detail, f.Length()}
 }
 
 func printJSON(w io.Writer, r explore.Report, reproduce string) error {
@@ -300,7 +308,7 @@ func printJSON(w io.Writer, r explore.Report, reproduce string) error {
 	if f := r.Failure; f != nil {
 		scenario := f.Scenario(f.Header()...)
 		s.Failures = 1
-		s.Violation = &violation{f.Violation.Invariant, f.Violation.Name(), f.Violation.Detail, f.Length()}
+		s.Violation = newViolationJSON(f)
 		s.Scenario, s.FailureSeed, s.Reproduce = &scenario, &r.FailureSeed, &reproduce
 	}
 	return cli.EncodeJSON(w, s)

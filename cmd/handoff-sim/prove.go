@@ -216,7 +216,7 @@ type proofSummary struct {
 	Levels         []proofLevel       `json:"levels"`
 	ElapsedSeconds float64            `json:"elapsed_seconds"`
 	StatesPerSec   float64            `json:"states_per_second"`
-	Violation      *violation         `json:"violation"`
+	Violation      *violationJSON     `json:"violation"`
 	Scenario       *string            `json:"scenario"`
 	Reproduce      *string            `json:"reproduce"`
 }
@@ -239,7 +239,7 @@ func printProofJSON(w io.Writer, r exhaustive.Result, stopped, reproduce string)
 	}
 	if f := r.Failure; f != nil {
 		scenario := f.Scenario(f.Header()...)
-		s.Violation = &violation{f.Violation.Invariant, f.Violation.Name(), f.Violation.Detail, f.Length()}
+		s.Violation = newViolationJSON(f)
 		s.Scenario, s.Reproduce = &scenario, &reproduce
 	}
 	return cli.EncodeJSON(w, s)

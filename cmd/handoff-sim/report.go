@@ -67,7 +67,7 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	what := fmt.Sprintf("design %s kept every invariant", run.Design)
 	if v := in.Violation; v != nil {
-		what = fmt.Sprintf("design %s broke invariant %d (%s)", run.Design, v.Invariant, v.Name())
+		what = fmt.Sprintf("design %s broke invariant %d (%s)", run.Design, v.Invariant, v.Name)
 	}
 	if n := len(in.Mismatched); n > 0 {
 		what += "; " + words.Agree(n, "output", "differs", "differ") + " from the file's"

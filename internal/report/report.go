@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/outboxlab/handoff/internal/sim"
+	"github.com/outboxlab/handoff/internal/violation"
 	"github.com/outboxlab/handoff/internal/words"
 )
 
@@ -41,7 +42,7 @@ type Input struct {
 	// Run is the steps and what each did; Violation the invariant its
 	// step broke, nil when none did.
 	Run       sim.Run
-	Violation *sim.Violation
+	Violation *violation.Violation
 	// Scenario is the scenario file the run replays (or that replays
 	// it): its cases are the run's steps, in order; it may hold more,
 	// which did not run. Its Name names it on the page.
@@ -138,7 +139,7 @@ func newView(in Input) view {
 			at = " at " + st.steps[st.violation].name()
 		}
 		v.Headline = fmt.Sprintf("design %s broke invariant %d%s", in.Run.Design, in.Violation.Invariant, at)
-		v.Invariant = fmt.Sprintf("Invariant %d: %s.", in.Violation.Invariant, in.Violation.Name())
+		v.Invariant = fmt.Sprintf("Invariant %d: %s.", in.Violation.Invariant, in.Violation.Name)
 		v.Detail = in.Violation.Detail
 	case len(in.Mismatched) > 0:
 		v.Headline = fmt.Sprintf("%s: %s from the file's", cmp.Or(in.Scenario.Name, "the scenario"), words.Agree(len(in.Mismatched), "output", "differs", "differ"))

@@ -8,18 +8,13 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/violation"
 )
 
-// Violation is a history check that broke: which, when, and what the
-// history shows.
-type Violation struct {
-	Check  string // H1 to H8, or run
-	At     time.Duration
-	Detail string
-}
-
-func (v *Violation) Error() string {
-	return fmt.Sprintf("%s (%s) broke at %s: %s", v.Check, CheckName(v.Check), v.At, v.Detail)
+// violated is the violation of check (H1 to H8, or run) at virtual time
+// at, with what the history shows.
+func violated(check string, at time.Duration, detail string) *violation.Violation {
+	return &violation.Violation{Check: check, Name: CheckName(check), At: at, Detail: detail}
 }
 
 // CheckName says in a few words what a history check demands.
@@ -69,9 +64,9 @@ type struck struct {
 
 // check runs H1, H2, H4, H5, H6 and H8's refusals on the outbox's rows,
 // read between the receiver's states before and after.
-func (h *history) check(at time.Duration, before seen, rows map[string]designs.RunningRow, after seen) *Violation {
-	broke := func(check, format string, args ...any) *Violation {
-		return &Violation{Check: check, At: at, Detail: fmt.Sprintf(format, args...)}
+func (h *history) check(at time.Duration, before seen, rows map[string]designs.RunningRow, after seen) *violation.Violation {
+	broke := func(check, format string, args ...any) *violation.Violation {
+		return violated(check, at, fmt.Sprintf(format, args...))
 	}
 	perKey := map[string][]int64{}
 	for _, t := range after.tasks {
@@ -183,7 +178,7 @@ func (h *history) cut(replica int, at time.Duration) bool {
 // reason that the history bears out; a key still pending, sent nothing
 // since healed, while the outbox went on sending a key stuck for good
 // that was approved before it, is held behind it.
-func (h *history) settled(at, healed time.Duration, rows map[string]designs.RunningRow, s seen) *Violation {
+func (h *history) settled(at, healed time.Duration, rows map[string]designs.RunningRow, s seen) *violation.Violation {
 	var open []string
 	for _, key := range h.knownKeys(rows) {
 		row, shown := rows[key]
@@ -196,17 +191,17 @@ func (h *history) settled(at, healed time.Duration, rows map[string]designs.Runn
 			open = append(open, key)
 		case designs.RowSent, designs.RowDone:
 			if !hasTask {
-				return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is shown %s, and the receiver holds no task for it", key, row.State)}
+				return violated("H7", at, fmt.Sprintf("%s is shown %s, and the receiver holds no task for it", key, row.State))
 			}
 		case designs.RowBlocked, designs.RowDiscarded:
 			switch {
 			case row.Reason == "":
-				return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is %s with no reason a person could act on", key, row.State)}
+				return violated("H7", at, fmt.Sprintf("%s is %s with no reason a person could act on", key, row.State))
 			case !s.refused(key, h.payload(key)) && !h.spent(key, row, s):
-				return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is %s (%s) with %s, and the receiver refused none of its requests", key, row.State, row.Reason, h.spending(key, row, s))}
+				return violated("H7", at, fmt.Sprintf("%s is %s (%s) with %s, and the receiver refused none of its requests", key, row.State, row.Reason, h.spending(key, row, s)))
 			}
 		default:
-			return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("%s is in a state the spec does not know: %q", key, row.State)}
+			return violated("H7", at, fmt.Sprintf("%s is in a state the spec does not know: %q", key, row.State))
 		}
 	}
 	sentSince := func(key string) bool {
@@ -218,12 +213,12 @@ func (h *history) settled(at, healed time.Duration, rows map[string]designs.Runn
 		}
 		for _, other := range h.stuckKeys() {
 			if other != key && sentSince(other) && h.approvedAt(other) <= h.approvedAt(key) {
-				return &Violation{Check: "H8", At: at, Detail: fmt.Sprintf("%s is still pending when the horizon passed, every fault healed, sent nothing since the schedule's last event, while %s, stuck (%s), was sent all along: held behind it", key, other, h.stuckWhy(other))}
+				return violated("H8", at, fmt.Sprintf("%s is still pending when the horizon passed, every fault healed, sent nothing since the schedule's last event, while %s, stuck (%s), was sent all along: held behind it", key, other, h.stuckWhy(other)))
 			}
 		}
 	}
 	if len(open) > 0 {
-		return &Violation{Check: "H7", At: at, Detail: fmt.Sprintf("still pending when the horizon passed, every fault healed: %s", strings.Join(open, ", "))}
+		return violated("H7", at, fmt.Sprintf("still pending when the horizon passed, every fault healed: %s", strings.Join(open, ", ")))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/violation"
 )
 
 // Hand-made histories for the history checks: each case is one outbox
@@ -238,7 +239,7 @@ func TestHistorySettled(t *testing.T) {
 
 // judge fails t unless v broke check with words in its detail, or, for
 // check "", v is nil.
-func judge(t *testing.T, v *Violation, check, words string) {
+func judge(t *testing.T, v *violation.Violation, check, words string) {
 	t.Helper()
 	switch {
 	case check == "" && v != nil:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/violation"
 )
 
 // Config says what a run runs and where its database lives.
@@ -27,7 +28,7 @@ type Config struct {
 // Result is what one run of a schedule did.
 type Result struct {
 	Schedule  Schedule
-	Violation *Violation // nil when every check held
+	Violation *violation.Violation // nil when every check held
 	Requests  []Request
 	Tasks     []Task
 	Log       []Entry // what the harness did and read
@@ -66,7 +67,7 @@ func Run(t *testing.T, cfg Config, s Schedule) Result {
 			}
 			why := fmt.Sprintf("a goroutine the boot started waits for good after its Stop (%s): Stop must end every goroutine it started", msg)
 			if res.Violation == nil {
-				res.Violation = &Violation{Check: "run", At: res.Virtual, Detail: why}
+				res.Violation = violated("run", res.Virtual, why)
 			} else {
 				res.Violation.Detail += "; and " + why
 			}
@@ -118,13 +119,13 @@ func (r *runner) now() time.Duration { return time.Since(r.start) }
 
 // sleep waits d of virtual time, and reports why the watchdog stopped
 // the run, if it did.
-func (r *runner) sleep(d time.Duration) *Violation {
+func (r *runner) sleep(d time.Duration) *violation.Violation {
 	if d > 0 {
 		time.Sleep(d)
 	}
 	r.watch.moved()
 	if why := r.watch.reason(); why != "" {
-		return &Violation{Check: "run", At: r.now(), Detail: why}
+		return violated("run", r.now(), why)
 	}
 	return nil
 }
@@ -154,7 +155,7 @@ func (r *runner) run(ctx context.Context) Result {
 		}
 		if err := r.stop(rep); err != nil {
 			if v == nil {
-				v = &Violation{Check: "run", At: r.now(), Detail: err.Error()}
+				v = violated("run", r.now(), err.Error())
 			} else {
 				v.Detail += "; " + err.Error()
 			}
@@ -166,10 +167,10 @@ func (r *runner) run(ctx context.Context) Result {
 // events boots the app, plays the schedule's events at their times, then
 // lets virtual time run until every key is final or the horizon passes,
 // checking the history all along.
-func (r *runner) events(ctx context.Context) *Violation {
+func (r *runner) events(ctx context.Context) *violation.Violation {
 	for i := range r.procs {
 		if err := r.boot(ctx, i+1); err != nil {
-			return &Violation{Check: "run", Detail: err.Error()}
+			return violated("run", 0, err.Error())
 		}
 	}
 	for _, e := range r.s.Events {
@@ -223,7 +224,7 @@ func (r *runner) quiet() bool {
 }
 
 // apply does e.
-func (r *runner) apply(ctx context.Context, e Event) *Violation {
+func (r *runner) apply(ctx context.Context, e Event) *violation.Violation {
 	rep := r.procs[e.replica()-1]
 	switch e.Kind {
 	case Approve:
@@ -233,10 +234,10 @@ func (r *runner) apply(ctx context.Context, e Event) *Violation {
 		r.h.faults = append(r.h.faults, struck{At: r.now(), Replica: e.replica()})
 		rep.p.crash()
 		if err := r.stop(rep); err != nil {
-			return &Violation{Check: "run", At: r.now(), Detail: err.Error()}
+			return violated("run", r.now(), err.Error())
 		}
 		if err := r.boot(ctx, e.replica()); err != nil {
-			return &Violation{Check: "run", At: r.now(), Detail: err.Error()}
+			return violated("run", r.now(), err.Error())
 		}
 	case Reset, CommitReplyLost:
 		if r.cfg.Backend != "postgres" {
@@ -260,7 +261,7 @@ func (r *runner) apply(ctx context.Context, e Event) *Violation {
 
 // approve approves e's case through the replica's process, and checks
 // H3.
-func (r *runner) approve(ctx context.Context, rep *replica, e Event) *Violation {
+func (r *runner) approve(ctx context.Context, rep *replica, e Event) *violation.Violation {
 	key, payload, err := rep.booted.Approve(ctx, e.Case, e.Title)
 	a := approval{At: r.now(), Case: e.Case, Title: e.Title, Key: key, Payload: payload, Committed: err == nil}
 	r.rec.approved(e.Case, key, payload)
@@ -283,7 +284,7 @@ func (r *runner) approve(ctx context.Context, rep *replica, e Event) *Violation 
 		return v
 	}
 	if _, ok := rows[key]; !ok {
-		return &Violation{Check: "H3", At: r.now(), Detail: fmt.Sprintf("approve %s committed, and the outbox does not show %s", e.Case, key)}
+		return violated("H3", r.now(), fmt.Sprintf("approve %s committed, and the outbox does not show %s", e.Case, key))
 	}
 	return nil
 }
@@ -291,7 +292,7 @@ func (r *runner) approve(ctx context.Context, rep *replica, e Event) *Violation 
 // check reads the outbox and checks it against what the receiver knew
 // before the read (attempts cover every request it had seen) and after
 // it (a row sent, or gone, has its task).
-func (r *runner) check(ctx context.Context) (map[string]designs.RunningRow, *Violation) {
+func (r *runner) check(ctx context.Context) (map[string]designs.RunningRow, *violation.Violation) {
 	before := r.rec.snapshot()
 	rows, v := r.read(ctx)
 	if v != nil {
@@ -302,7 +303,7 @@ func (r *runner) check(ctx context.Context) (map[string]designs.RunningRow, *Vio
 
 // read reads the outbox through the running process, trying again for
 // a minute while its connections come back after a fault.
-func (r *runner) read(ctx context.Context) (map[string]designs.RunningRow, *Violation) {
+func (r *runner) read(ctx context.Context) (map[string]designs.RunningRow, *violation.Violation) {
 	var last error
 	for range 60 {
 		rows, err := r.procs[0].booted.Read(ctx)
@@ -314,7 +315,7 @@ func (r *runner) read(ctx context.Context) (map[string]designs.RunningRow, *Viol
 			return nil, v
 		}
 	}
-	return nil, &Violation{Check: "run", At: r.now(), Detail: fmt.Sprintf("reading the outbox failed for a minute: %v", last)}
+	return nil, violated("run", r.now(), fmt.Sprintf("reading the outbox failed for a minute: %v", last))
 }
 
 // boot starts a new process of the design as the given replica.

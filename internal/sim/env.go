@@ -20,6 +20,7 @@ import (
 	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/internal/sessions"
 	"github.com/outboxlab/handoff/internal/textdiff"
+	"github.com/outboxlab/handoff/internal/violation"
 	"github.com/outboxlab/handoff/model"
 	"github.com/outboxlab/handoff/system"
 )
@@ -524,7 +525,7 @@ func (e *Env) Design() designs.Design { return e.cfg.Design }
 // the first invariant it broke, if any.
 type Outcome struct {
 	Output    string
-	Violation *Violation
+	Violation *violation.Violation
 	// Answer is the system's answer; Key the action key the step worked
 	// on, if any; Observed everything observable after the step.
 	Answer   Answer

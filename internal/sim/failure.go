@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/violation"
 	"github.com/outboxlab/handoff/internal/words"
 )
 
@@ -44,7 +45,7 @@ func (r Run) Outputs() []string {
 // Failure is a sequence that broke an invariant.
 type Failure struct {
 	Run
-	Violation Violation
+	Violation violation.Violation
 	// Unshrunk says the run is as it was found, not shrunk: the fuzzer
 	// found it (see PropertyConfig.Fuzzing).
 	Unshrunk bool
@@ -79,7 +80,7 @@ func (r Run) Scenario(header ...string) string {
 func (f *Failure) Report(reproduce string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "design %s broke invariant %d (%s) at step %d:\n  %s\n",
-		f.Design, f.Violation.Invariant, f.Violation.Name(), f.Length(), f.Violation.Detail)
+		f.Design, f.Violation.Invariant, f.Violation.Name, f.Length(), f.Violation.Detail)
 	if reproduce != "" {
 		fmt.Fprintf(&b, "reproduce and save: %s\n", reproduce)
 	}
@@ -146,5 +147,5 @@ func (f *Failure) Header() []string {
 	if _, err := designs.Lookup(f.Design); err != nil {
 		next = shape + " Verify replays it and fails until the design is fixed; the outputs below are the broken design's, and Verify does not compare them."
 	}
-	return []string{fmt.Sprintf("Found by %s: design %s breaks invariant %d (%s).", by, f.Design, f.Violation.Invariant, f.Violation.Name()), next}
+	return []string{fmt.Sprintf("Found by %s: design %s breaks invariant %d (%s).", by, f.Design, f.Violation.Invariant, f.Violation.Name), next}
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/filecheck"
+	"github.com/outboxlab/handoff/internal/violation"
 	"github.com/outboxlab/handoff/model"
 )
 
@@ -153,43 +153,6 @@ func noLateClaim(in checkInput) string {
 	return ""
 }
 
-// Violation is a broken invariant: its number in the spec and what broke it,
-// and the other invariants the same step broke.
-type Violation struct {
-	Invariant int
-	Detail    string
-	// Also are the numbers of the other invariants the step broke, in the
-	// order they are checked. One step can break several (a second task
-	// for a key breaks invariant 1, and invariant 6 with it), and which is
-	// reported is the order's choice, not the design's.
-	Also []int
-}
-
-// Breaks reports whether the step broke invariant n, first or also.
-func (v Violation) Breaks(n int) bool { return v.Invariant == n || slices.Contains(v.Also, n) }
-
-// AsDocumented reports whether v is how design d's catalog entry says it
-// is caught: d.Invariant broken first, or d.OrInvariant broken first with
-// d.Invariant at the same step.
-func (v Violation) AsDocumented(d designs.Design) bool {
-	return v.Invariant == d.Invariant || d.OrInvariant != 0 && v.Invariant == d.OrInvariant && v.Breaks(d.Invariant)
-}
-
-// Name says what the broken invariant demands.
-func (v Violation) Name() string {
-	for _, inv := range invariants {
-		if inv.Number == v.Invariant {
-			return inv.Name
-		}
-	}
-	return ""
-}
-
-// String is the line a scenario shows for v.
-func (v Violation) String() string {
-	return fmt.Sprintf("violation: invariant %d (%s): %s", v.Invariant, v.Name(), v.Detail)
-}
-
 // InvariantNames says, for each invariant of the table by its number,
 // what it demands.
 func InvariantNames() map[int]string {
@@ -202,13 +165,13 @@ func InvariantNames() map[int]string {
 
 // checkInvariants returns the first of invariants that in breaks, with
 // the others it breaks, or nil.
-func checkInvariants(in checkInput) *Violation {
-	var v *Violation
+func checkInvariants(in checkInput) *violation.Violation {
+	var v *violation.Violation
 	for _, inv := range invariants {
 		switch detail := inv.Check(in); {
 		case detail == "":
 		case v == nil:
-			v = &Violation{Invariant: inv.Number, Detail: printable(detail)}
+			v = &violation.Violation{Invariant: inv.Number, Name: inv.Name, Detail: printable(detail)}
 		default:
 			v.Also = append(v.Also, inv.Number)
 		}

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/filecheck"
+	"github.com/outboxlab/handoff/internal/violation"
 	"github.com/outboxlab/handoff/model"
 )
 
@@ -28,11 +28,11 @@ func TestViolationKeepsEveryBrokenInvariant(t *testing.T) {
 		name      string
 		obs       model.Observation
 		predicted model.Observation
-		want      *Violation
+		want      *violation.Violation
 	}{
 		{"nothing broken", oneTask, oneTask, nil},
-		{"only the model's", oneTask, approved, &Violation{Invariant: 6}},
-		{"a second task, which the model did not predict", twoTasks, oneTask, &Violation{Invariant: 1, Also: []int{6}}},
+		{"only the model's", oneTask, approved, &violation.Violation{Invariant: 6}},
+		{"a second task, which the model did not predict", twoTasks, oneTask, &violation.Violation{Invariant: 1, Also: []int{6}}},
 	}
 	for _, tt := range tests {
 		s := model.New(3)
@@ -45,38 +45,6 @@ func TestViolationKeepsEveryBrokenInvariant(t *testing.T) {
 			t.Errorf("%s: got invariant %d, also %v; want %d, also %v", tt.name, got.Invariant, got.Also, tt.want.Invariant, tt.want.Also)
 		case got != nil && !got.Breaks(6):
 			t.Errorf("%s: Breaks(6) is false for %+v", tt.name, *got)
-		}
-	}
-}
-
-// TestAsDocumented: a design is caught as documented by its invariant
-// reported first, or by the alternative its entry names reported with it
-// at the same step; another invariant reported first is not, even when
-// the documented one broke too.
-func TestAsDocumented(t *testing.T) {
-	retention, err := designs.Lookup("ignore-retention")
-	if err != nil {
-		t.Fatal(err)
-	}
-	budget, err := designs.Lookup("no-budget")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		d    designs.Design
-		v    Violation
-		want bool
-	}{
-		{retention, Violation{Invariant: 6}, true},
-		{retention, Violation{Invariant: 1, Also: []int{6}}, true},
-		{retention, Violation{Invariant: 1}, false},
-		{retention, Violation{Invariant: 3, Also: []int{6}}, false},
-		{budget, Violation{Invariant: 6}, true},
-		{budget, Violation{Invariant: 4, Also: []int{6}}, false},
-	}
-	for _, tt := range tests {
-		if got := tt.v.AsDocumented(tt.d); got != tt.want {
-			t.Errorf("%s, invariant %d also %v: AsDocumented %v, want %v", tt.d.Name, tt.v.Invariant, tt.v.Also, got, tt.want)
 		}
 	}
 }
