@@ -51,10 +51,10 @@ func TestVerifyRunningPoolOverHTTP(t *testing.T) {
 // TestVerifyRunningPoolOnPostgres verifies the pool on PostgreSQL, where
 // connections are also reset and lose a COMMIT's reply: 30 schedules and
 // each saved one replayed 3 times, or with -deep 300 schedules and 10
-// replays, as CI's deeper pass runs. A schedule costs the server's
-// real round trips, which hold the bubble's virtual clock (a boot's
-// connections, the idle workers' claim every virtual second): some 0.7 s
-// each against 0.03 s on SQLite, whose TestVerifyRunningPool draws the
+// replays, as the deep searches (.ci/deep) run. A schedule costs the
+// server's real round trips, which hold the bubble's virtual clock (a
+// boot's connections, the idle workers' read every virtual second): some
+// 0.6 s each against 0.1 s on SQLite, whose TestVerifyRunningPool draws the
 // same schedules' shapes 100 at a time. It runs beside the package's
 // other parallel tests, since it mostly waits for the server.
 func TestVerifyRunningPoolOnPostgres(t *testing.T) {

@@ -33,7 +33,7 @@ var (
 	steps   = flag.Int("steps", DefaultSteps, "TestSimulation, FuzzSimulation: the most random steps a sequence takes")
 	noSwarm = flag.Bool("noswarm", false, "TestSimulation, FuzzSimulation: draw every sequence at the default levels, without swarm testing")
 	design  = flag.String("design", designs.Handoff.Name, "TestSimulation, FuzzSimulation: the design to explore")
-	deep    = flag.Bool("deep", false, "TestFewerViews: also search for no-fencing's counterexample on the design without fences shown; TestVerifyRunningPoolOnPostgres: 300 schedules, not 30, and each saved one replayed 10 times, not 3; as CI's deeper pass does")
+	deep    = flag.Bool("deep", false, "TestFewerViews: also search for no-fencing's counterexample on the design without fences shown; TestVerifyRunningPoolOnPostgres: 300 schedules, not 30, and each saved one replayed 10 times, not 3; as .ci/deep runs them")
 )
 
 // TestSimulation explores random fault sequences against the design

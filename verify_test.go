@@ -327,9 +327,9 @@ func TestPublicConstants(t *testing.T) {
 // under the model of what it declares; and the shortcut of no-fencing,
 // declared without fences, is caught all the same: the harness judges a
 // settle by the claims it saw. Its documented counterexample, replayed
-// on the design without fences, breaks invariant 8; with -deep (CI's
-// deeper pass) the search finds it again too, which costs its shrinking
-// some 5,000 runs.
+// on the design without fences, breaks invariant 8; with -deep (.ci/deep)
+// the search finds it again too, which costs its shrinking some 5,000
+// runs.
 func TestFewerViews(t *testing.T) {
 	t.Parallel()
 	fewer := func(d designs.Design, name string) designs.Design {
