@@ -257,7 +257,7 @@ func replayCorpusFile(t *testing.T, sc sim.Scenario, cfg sim.Config) {
 }
 
 // fragileSeeds are the seeds go test explores every fragile design with;
-// handoff designs --measure SEEDS (in CI: three, seeds 1 to 3) shows that
+// handoff designs --measure SEEDS (in .ci/deep: three, seeds 1 to 3) shows that
 // the catch does not depend on one lucky seed. Seed 4 is among the
 // cheapest of seeds 1 to 6 in steps to find and shrink every design (see
 // docs/performance.md).

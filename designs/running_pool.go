@@ -96,9 +96,11 @@ func bootPoolOver(ctx context.Context, p Process, overHTTP bool) (Booted, error)
 			b.closers = append(b.closers, o)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		b.close()
-		return nil, err
+	for _, err := range errs {
+		if err != nil {
+			b.close()
+			return nil, err // the first, as a boot that opened them in turn would say
+		}
 	}
 	b.app = app
 	b.pool = &system.Pool{ReceiverFor: p.ReceiverFor, Outboxes: handles[1:]}

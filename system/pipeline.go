@@ -97,7 +97,8 @@ func (p *Pipeline) Next(ctx context.Context) (Delivery, error) {
 		switch {
 		case p.ahead != nil && p.ahead.err == nil && p.ahead.d.Result == Idle:
 			// Claimed while the last row was in flight, its NextEligible
-			// is out of date: claim afresh.
+			// is out of date: look again (a read of when the next row is
+			// due, then a claim if one is).
 			p.ahead = nil
 			continue
 		case p.ahead != nil:
@@ -188,7 +189,7 @@ func (p *Pipeline) Flush(ctx context.Context) (d Delivery, flushed bool, err err
 		d, err = p.record(ctx)
 	case p.ahead != nil && p.ahead.err == nil && p.ahead.d.Result == Idle:
 		// Claimed while a row was in flight: its NextEligible is out of
-		// date, and Next claims afresh.
+		// date, and Next looks again.
 		p.ahead = nil
 		return p.Flush(ctx)
 	case p.ahead != nil:
@@ -210,12 +211,14 @@ func (p *Pipeline) Flush(ctx context.Context) (d Delivery, flushed bool, err err
 func (p *Pipeline) claim(ctx context.Context) claimed {
 	ctx = context.WithoutCancel(ctx)
 	if p.idle {
-		next, err := p.o.NextDue(ctx)
-		if err != nil {
+		due, pending, err := p.o.NextDue(ctx)
+		switch {
+		case err != nil:
 			return claimed{err: err}
-		}
-		if next.IsZero() || next.After(p.o.opts.Harness.Now()) {
-			return claimed{d: Delivery{Result: Idle, NextEligible: next}}
+		case !pending:
+			return claimed{d: Delivery{Result: Idle}}
+		case due.After(p.o.opts.Harness.Now()):
+			return claimed{d: Delivery{Result: Idle, NextEligible: due}}
 		}
 	}
 	c, d, err := p.o.ClaimNext(ctx, p.retention)

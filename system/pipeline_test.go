@@ -573,3 +573,25 @@ func lockOutbox(t *testing.T, b backend, o *system.Outbox) (release func()) {
 		conn.Close()
 	}
 }
+
+// TestPipelineIdleSeesARowDueAtTheEpoch: after a claim that found
+// nothing, the read of when the next row is due tells no row pending
+// from a row due at millisecond 0, and the Pipeline claims the latter
+// (its attempt is counted; the times of a claim at the epoch itself are
+// read as none, so its send hears a transient failure).
+func TestPipelineIdleSeesARowDueAtTheEpoch(t *testing.T) {
+	ctx := t.Context()
+	clk := &sharedClock{now: time.UnixMilli(0).UTC()}
+	app, crm := onSharedClock(t, sqliteBackend, clk)
+	p, err := app.Pipeline(crm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := p.Next(ctx); err != nil || d.Result != system.Idle || !d.NextEligible.IsZero() {
+		t.Fatalf("Next on an empty outbox: %+v, %v; want idle, nothing pending", d, err)
+	}
+	mustApprove(t, app, "case-1")
+	if d, err := p.Next(ctx); err != nil || d.Key != mustKey(t, "case-1") || d.Attempts != 1 {
+		t.Errorf("Next with case-1 due at the epoch: %+v, %v; want it claimed, one attempt counted", d, err)
+	}
+}

@@ -50,6 +50,8 @@ var postgresQueries = map[string]string{
 	// greatest is what SQLite's max of two arguments is.
 	sqlEarliest: `SELECT coalesce(min(greatest(next_attempt_at, CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_until END)), 0)
 		FROM outbox WHERE state = 'pending'`,
+	sqlNextDue: `SELECT count(*), coalesce(min(greatest(next_attempt_at, CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_until END)), 0)
+		FROM outbox WHERE state = 'pending'`,
 	// An operator's action locks the row it reads until it writes it.
 	sqlLockRow: `SELECT ` + rowColumns + ` WHERE o.key = $1 FOR UPDATE`,
 	// The approvals are ordered by seq, which SQLite's rowid is.

@@ -95,6 +95,10 @@ const (
 		ORDER BY o.seq LIMIT 1`
 	sqlEarliest = `SELECT coalesce(min(max(next_attempt_at, CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_until END)), 0)
 		FROM outbox WHERE state = 'pending'`
+	// sqlNextDue is sqlEarliest that tells no pending row from one due
+	// at the epoch: it counts them.
+	sqlNextDue = `SELECT count(*), coalesce(min(max(next_attempt_at, CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_until END)), 0)
+		FROM outbox WHERE state = 'pending'`
 	sqlRelease = `UPDATE outbox SET lease_owner = NULL, lease_until = 0, fence = fence + 1
 		WHERE lease_owner = ? AND state = 'pending'`
 	sqlLeaseOwners = `SELECT DISTINCT lease_owner FROM outbox WHERE lease_owner IS NOT NULL`
@@ -285,17 +289,18 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 
 // NextDue is when the earliest pending row becomes eligible (due and
 // not leased by a live lease), read in one statement outside any
-// transaction; zero when none is pending. It is what a ClaimNext that
-// finds nothing says in Delivery.NextEligible, for the price of one read:
-// a worker with nothing due reads it before each claim, instead of a
-// write transaction that takes nothing, and a read goes through where a
-// write would wait for the file (SQLite) or for a lock (PostgreSQL).
-func (o *Outbox) NextDue(ctx context.Context) (time.Time, error) {
-	var earliest int64
-	if err := o.q.queryRow(ctx, nil, sqlEarliest, nil, &earliest); err != nil {
-		return time.Time{}, driverError("reading when the next row is due", err)
+// transaction; pending is false when no row is pending. It is what a
+// ClaimNext that finds nothing says in Delivery.NextEligible, for the
+// price of one read: a worker with nothing due reads it before each
+// claim, instead of a write transaction that takes nothing, and a read
+// goes through where a write would wait for the file (SQLite) or for a
+// lock (PostgreSQL).
+func (o *Outbox) NextDue(ctx context.Context) (due time.Time, pending bool, err error) {
+	var n, earliest int64
+	if err := o.q.queryRow(ctx, nil, sqlNextDue, nil, &n, &earliest); err != nil {
+		return time.Time{}, false, driverError("reading when the next row is due", err)
 	}
-	return fromMillis(earliest), nil
+	return time.UnixMilli(earliest).UTC(), n > 0, nil
 }
 
 // Send sends c to r outside any transaction. The send must be over by

@@ -44,7 +44,7 @@ func reductionsAt(depth int) []Reduction {
 // same depth as the full search, in no more states.
 //
 // The bound is 3 (seconds; 2 with -short, which leaves out the designs
-// of three steps), or HANDOFF_EXHAUSTIVE_DEPTH in CI, where 5 finds
+// of three steps), or HANDOFF_EXHAUSTIVE_DEPTH in .ci/deep, where 5 finds
 // ignore-retention too.
 func TestFragileFoundAtTheirLength(t *testing.T) {
 	bound, reductions := deeper(t), reductionsAt(deeper(t))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/internal/explore"
+	"github.com/outboxlab/handoff/internal/notrun"
 )
 
 // allowed returns the processors each thread of process pid may run on,
@@ -50,7 +51,7 @@ func TestLanesKeepToTheirProcessors(t *testing.T) {
 		cpus = append(cpus, strconv.Itoa(c))
 	}
 	if len(cpus) < 2 {
-		t.Skipf("this process may run on %v only: lanes keep to processors when there are two or more", cpus)
+		notrun.Skip(t, fmt.Sprintf("the lanes' affinity test did not run: this process may run on %v only, and lanes keep to processors when there are two or more", cpus))
 	}
 	all := allowed(t, os.Getpid())
 	for _, tt := range []struct {

@@ -22,7 +22,9 @@ import (
 )
 
 // Required names the variable that, set to 1, makes every part of the
-// suite required: where a part would not run, Skip fails the test.
+// suite required: where a part would not run, Skip fails the test. Under
+// -short, which leaves the browser tests out (and the PostgreSQL suite
+// without a URL), it fails those.
 const Required = "HANDOFF_EVERY_PART"
 
 // Skip skips t, saying reason once in one line (see Say); with Required

@@ -35,7 +35,7 @@ var docsPicture = flag.Bool("docs-picture", false, "TestBrowser: write the scree
 // screenshots at a desktop's and a phone's width are taken (into a
 // temporary folder; -shots DIR keeps them, -docs-picture writes the
 // README's). It measures how long a report of forty steps with three
-// workers takes to open and logs it ("loaded in", which CI prints): a
+// workers takes to open and logs it ("loaded in", which -v prints): a
 // measurement, not a check, for a loaded machine makes any page slow.
 // Where Chromium is absent it says so and skips (see notrun.Skip: CI
 // fails it instead).
