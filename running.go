@@ -17,6 +17,7 @@ import (
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/explore"
+	"github.com/outboxlab/handoff/internal/report"
 	"github.com/outboxlab/handoff/internal/running"
 	"github.com/outboxlab/handoff/internal/words"
 )
@@ -163,7 +164,7 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	}
 	picture, err := reportPath(t, savedPath)
 	if err == nil {
-		err = running.WriteReport(picture, running.Page{Result: *f, Reproduced: n, Runs: opts.Replays, Reproduce: reproduce})
+		err = report.WriteTimeline(picture, report.Timeline{Result: *f, Reproduced: n, Runs: opts.Replays, Reproduce: reproduce})
 	}
 	if err != nil {
 		picture = fmt.Sprintf("\n(no report: %v)", err)

@@ -196,6 +196,9 @@ func TestVerifyRunningReportsWhatBroke(t *testing.T) {
 	if err != nil || !strings.Contains(string(page), "H2 broke at") || !strings.Contains(string(page), "<th>receiver</th>") {
 		t.Errorf("no page beside the saved schedule, or one without the verdict and the receiver's lane (%v)", err)
 	}
+	if !strings.Contains(string(page), "table.timeline") || !strings.Contains(string(page), "svg .arrow.claim") {
+		t.Errorf("the page beside the saved schedule is not in the style sheet of a step run's report")
+	}
 	out = child("")
 	if want := "--- FAIL: TestVerifyRunningPool/replay/" + filepath.Base(saved[0]); !strings.Contains(out, want) || !regexp.MustCompile(`reproduced in \d+ of 10 runs`).MatchString(out) {
 		t.Errorf("the next run does not fail on the saved schedule (want %q, and how often it reproduced):\n%s", want, out)

@@ -9,5 +9,5 @@
 // A Schedule is what a run plays, drawn by Draw or read from a
 // .schedule file (ParseSchedule); Run runs one and returns its Result:
 // the violation, if a check broke, the requests and tasks, and the
-// timeline a person reads (Story) or a page shows (WriteReport).
+// timeline a person reads (Story) or a page shows (internal/report's WriteTimeline).
 package running
