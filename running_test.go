@@ -44,6 +44,9 @@ var replicas = flag.Int("replicas", 0, "TestVerifyRunningPool, TestVerifyRunning
 // handoff's own HTTP sender (crm.Sender), its requests reaching the
 // harness's receiver over HTTP in memory, on SQLite.
 func TestVerifyRunningPoolOverHTTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: TestVerifyRunningPool searches the pool in memory; run without -short to search it over HTTP")
+	}
 	t.Parallel()
 	VerifyRunning(t, designs.PoolHTTP, RunningOptions{Replicas: *replicas})
 }
@@ -215,8 +218,13 @@ const catalogSeed = 1
 // names, and passes the plain worker they are built on.
 // It searches from catalogSeed, and bounds each minimal schedule's size
 // there; with -rapid.seed it searches from that seed, and bounds only
-// what catches the design.
+// what catches the design. -short leaves the searches out, as it leaves
+// out the step catalog's: each saved minimal schedule still shows its
+// catch (TestRunningCatalogSchedules).
 func TestRunningCatalog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: corpus/running-fragile shows each catch; run without -short to search anew")
+	}
 	for _, d := range append([]designs.Running{designs.Plain}, designs.RunningFragile...) {
 		t.Run(d.Name, func(t *testing.T) {
 			start := time.Now()

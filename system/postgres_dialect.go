@@ -48,8 +48,6 @@ var postgresQueries = map[string]string{
 			coalesce(o.lease_owner, '')
 		FROM o JOIN approvals a ON a.key = o.key`,
 	// greatest is what SQLite's max of two arguments is.
-	sqlEarliest: `SELECT coalesce(min(greatest(next_attempt_at, CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_until END)), 0)
-		FROM outbox WHERE state = 'pending'`,
 	sqlNextDue: `SELECT count(*), coalesce(min(greatest(next_attempt_at, CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_until END)), 0)
 		FROM outbox WHERE state = 'pending'`,
 	// An operator's action locks the row it reads until it writes it.

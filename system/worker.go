@@ -93,10 +93,9 @@ const (
 		FROM outbox o JOIN approvals a ON a.key = o.key
 		WHERE o.state = 'pending' AND o.next_attempt_at <= ?1 AND (o.lease_owner IS NULL OR o.lease_until <= ?1)
 		ORDER BY o.seq LIMIT 1`
-	sqlEarliest = `SELECT coalesce(min(max(next_attempt_at, CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_until END)), 0)
-		FROM outbox WHERE state = 'pending'`
-	// sqlNextDue is sqlEarliest that tells no pending row from one due
-	// at the epoch: it counts them.
+	// sqlNextDue is how many rows are pending and the earliest time one
+	// becomes eligible: what an idle claim says, and what an idle worker
+	// reads (the count tells no row pending from one due at the epoch).
 	sqlNextDue = `SELECT count(*), coalesce(min(max(next_attempt_at, CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_until END)), 0)
 		FROM outbox WHERE state = 'pending'`
 	sqlRelease = `UPDATE outbox SET lease_owner = NULL, lease_until = 0, fence = fence + 1
@@ -117,7 +116,7 @@ const (
 // the next one is due, and claiming it. Blocking a row and recording a
 // larger budget are rare, and parsed when they run: a handle opened at
 // every restart prepares only what it will most likely run.
-var claimQueries = []string{sqlEligible, sqlEarliest, sqlClaimRow}
+var claimQueries = []string{sqlEligible, sqlNextDue, sqlClaimRow}
 
 // Claim is a row a worker holds a lease on: the send that must follow,
 // and the fence its settle must still find.
@@ -231,8 +230,8 @@ func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim,
 		var holder string
 		err := q.queryRow(ctx, tx, sqlEligible, []any{now}, &c.Seq, &c.Key, &c.Payload, &c.Attempt, &lastError, &created, &firstClaimed, &c.Fence, &holder)
 		if errors.Is(err, sql.ErrNoRows) {
-			var earliest int64
-			if err := q.queryRow(ctx, tx, sqlEarliest, nil, &earliest); err != nil {
+			var pending, earliest int64
+			if err := q.queryRow(ctx, tx, sqlNextDue, nil, &pending, &earliest); err != nil {
 				return driverError("finding the next eligible row", err)
 			}
 			d = Delivery{Result: Idle, NextEligible: fromMillis(earliest)}
