@@ -302,11 +302,12 @@ func TestNameClash(t *testing.T) {
 // TestVerifyOnPostgres verifies the real design with its app database in
 // PostgreSQL, as a user's outbox on PostgreSQL would be verified: OpenApp
 // gets the URL of a schema of the run's own, emptied between sequences;
-// the module's corpus is replayed and crashed at every fault point there.
-// It runs beside TestVerifyRunningPoolOnPostgres, which mostly waits.
+// the module's corpus is replayed and crashed at every fault point there
+// (under -short only the search runs: TestCorpus replays PostgreSQL's own
+// files there). It runs beside TestVerifyRunningPoolOnPostgres, which mostly waits.
 func TestVerifyOnPostgres(t *testing.T) {
 	t.Parallel()
-	Verify(t, designs.Handoff, VerifyOptions{Steps: 5, Backend: Postgres, PostgresURL: pgtest.URL(t), Builtin: true, Enumerate: true})
+	Verify(t, designs.Handoff, VerifyOptions{Steps: 5, Backend: Postgres, PostgresURL: pgtest.URL(t), Builtin: !testing.Short(), Enumerate: true})
 }
 
 // TestPublicConstants: the public face says what the harness uses.

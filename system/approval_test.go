@@ -9,6 +9,7 @@ import (
 )
 
 func TestNewApproval(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, caseID, title string
 		wantPayload         string // empty: invalid input

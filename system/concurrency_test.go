@@ -81,6 +81,7 @@ type report struct {
 // one the row kept. With many workers, half the rows are approved while
 // they run, through a handle of their own.
 func TestWorkersAtOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs real workers for a few seconds")
 	}

@@ -15,6 +15,7 @@ import (
 // connection, is ErrBusy as SQLITE_BUSY is: the write may go through
 // once the other statement is done.
 func TestLockedIsBusy(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "locked.db"))
 	if err != nil {
@@ -46,6 +47,7 @@ func TestLockedIsBusy(t *testing.T) {
 // TestPostgresErrorClasses: every PostgreSQL error code the package
 // classes is of its class, wrapped or not; another code is of none.
 func TestPostgresErrorClasses(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		code string
 		want error
@@ -72,6 +74,7 @@ func TestPostgresErrorClasses(t *testing.T) {
 // TestLocalCauses: the cause a row records for a failure on this side
 // names its class, through any wrapping.
 func TestLocalCauses(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		err  error
 		want string

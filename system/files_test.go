@@ -48,6 +48,7 @@ func foreignDatabase(t *testing.T, path string) {
 }
 
 func TestOpenRefusesWhatIsNotAPlainHandoffFile(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
 	foreign := filepath.Join(dir, "o.db")
@@ -101,6 +102,7 @@ func TestOpenRefusesWhatIsNotAPlainHandoffFile(t *testing.T) {
 // TestReadOnlyOpenLeavesNothing reads a database nobody has open, and one
 // a writer has open, and checks that neither read writes or leaves a file.
 func TestReadOnlyOpenLeavesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "app.db")
@@ -171,6 +173,7 @@ func TestReadOnlyOpenLeavesNothing(t *testing.T) {
 // TestUnmarkedEmptyDatabaseBecomesOne: a SQLite file with no tables and
 // no mark is new, whatever its user_version says, and is set up whole.
 func TestUnmarkedEmptyDatabaseBecomesOne(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "x.db")
 	db, err := sql.Open("sqlite", path)
@@ -192,6 +195,7 @@ func TestUnmarkedEmptyDatabaseBecomesOne(t *testing.T) {
 }
 
 func TestReadOnlyOpenRefuses(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.db")
@@ -239,6 +243,7 @@ func copyFile(t *testing.T, from, to string) {
 // (testdata: case-1 sent as task 1, case-2 blocked after three offline
 // attempts, case-3 pending) and checks that nothing is lost.
 func TestUpgradeFromTheFirstRelease(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
 	copyFile(t, "testdata/app-v0.db", filepath.Join(dir, "app.db"))
@@ -321,6 +326,7 @@ func testBindReceiver(t *testing.T, b backend) {
 // TestFailureAfterTheAttemptSaysSo checks that a failure after the attempt
 // is counted says so, and leaves the cause as the row's last error.
 func TestFailureAfterTheAttemptSaysSo(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name      string
 		err       error
@@ -442,6 +448,7 @@ func TestBusyReceiverSpendsAnAttemptAndSaysSo(t *testing.T) {
 // the approval fails with ErrBusy after that timeout, at once when it is
 // under a millisecond, and nothing of it is written.
 func TestBusyAppWritesNothing(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		busy, least time.Duration
 	}{
@@ -475,6 +482,7 @@ func TestBusyAppWritesNothing(t *testing.T) {
 // TestCorruptionIsReported damages one page of a database at a time and
 // checks that the integrity check reports it.
 func TestCorruptionIsReported(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "app.db")
@@ -524,6 +532,7 @@ func TestCorruptionIsReported(t *testing.T) {
 // (its definition changed behind SQLite's back) fails a write with an
 // extended result code, SQLITE_CORRUPT_INDEX: that is ErrCorrupt too.
 func TestCorruptIndexIsReported(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "app.db")
 	app, err := system.Open(ctx, path, system.Options{NoBackoff: true})

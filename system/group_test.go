@@ -75,6 +75,7 @@ func claimInto(ctx context.Context, app *system.Outbox, into *claimResult) func(
 // handle, run as one batch in one commit, each seeing the claims before
 // it: three rows go to the first three, one each, and the fourth is idle.
 func TestBatchClaimsSeeEachOther(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	clk := newClock()
 	names := []string{"A", "B", "C", "D"}
@@ -112,6 +113,7 @@ func TestBatchClaimsSeeEachOther(t *testing.T) {
 // raises the fence, and the settle after it is stale and writes nothing;
 // a reconcile first makes the row sent, and the settle after it is stale.
 func TestBatchSettleAndClaimOfOneRow(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		order        string
 		wantSettle   system.Result
@@ -175,6 +177,7 @@ func TestBatchSettleAndClaimOfOneRow(t *testing.T) {
 // commit apart: a durable write never rides on a commit that does not
 // sync.
 func TestGroupPerDurability(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	clk := newClock()
 	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A")
@@ -220,6 +223,7 @@ func betweenInserts(t *testing.T, like *system.Outbox, clk *clock, at func() err
 // savepoint, leaving neither insert, and returns its error; the writes
 // before and after it in the batch are committed.
 func TestBatchWriteFailsAlone(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	clk := newClock()
 	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A", "B")
@@ -260,6 +264,7 @@ func TestBatchWriteFailsAlone(t *testing.T) {
 // and nothing of any write in the batch, before or after it, is written.
 // The handle keeps working.
 func TestBatchFailureWritesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	clk := newClock()
 	names := []string{"A", "B", "C"}
@@ -304,6 +309,7 @@ func TestBatchFailureWritesNothing(t *testing.T) {
 // batch is a replay the second time and a conflict with other content,
 // never a second task.
 func TestBatchCreatesSeeEachOther(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "crm.db")
 	var crms [2]*system.CRM
@@ -355,6 +361,7 @@ func TestBatchCreatesSeeEachOther(t *testing.T) {
 // TestLoneWrite: a write that finds no batch running commits at once,
 // alone; one whose context is cancelled writes nothing.
 func TestLoneWrite(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	clk := newClock()
 	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A")
@@ -380,6 +387,7 @@ func TestLoneWrite(t *testing.T) {
 // the caller that ran the batch panics, every other caller of the batch
 // gets an error, nothing is written, and later writes run as before.
 func TestBatchPanic(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	clk := newClock()
 	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A", "B")
@@ -424,6 +432,7 @@ func TestBatchPanic(t *testing.T) {
 // returns the context's error and takes nothing, and the claim queued
 // after it in the same batch takes the row.
 func TestBatchSkipsAGivenUpWrite(t *testing.T) {
+	t.Parallel()
 	clk := newClock()
 	w, _ := workers(t, sqliteBackend, clk, system.Options{NoBackoff: true}, "A", "B")
 	mustApprove(t, w["A"], "case-1")
@@ -475,6 +484,7 @@ func (p processConnector) Process() string { return p.name }
 // (system.ProcessConnector) commit apart, as handles of two processes
 // do; handles of one named process commit together.
 func TestGroupPerProcess(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "app.db")
 	open := func(process, worker string) *system.Outbox {

@@ -44,6 +44,7 @@ func TestMain(m *testing.M) {
 // the write lock of the database HANDOFF_LOCK_PROBE names, at once, and
 // prints what happened.
 func TestLockProbe(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv("HANDOFF_LOCK_PROBE")
 	if path == "" {
 		t.Skip("run by TestAnotherHandleKeepsTheLocks")
@@ -66,6 +67,7 @@ func TestLockProbe(t *testing.T) {
 // still holds: POSIX locks are the process's, and a stray close of any
 // descriptor of the file would drop them all.
 func TestAnotherHandleKeepsTheLocks(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "app.db")
 	app, err := system.Open(ctx, path, system.Options{})

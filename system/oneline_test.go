@@ -8,6 +8,7 @@ import (
 
 // TestOneLine escapes what %q escapes, in JSON's form, and nothing else.
 func TestOneLine(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ in, want string }{
 		{"plain text, ü, 🙂, \"quoted\" \\", "plain text, ü, 🙂, \"quoted\" \\"},
 		{"a\nb\tc\rd", `a\u000ab\u0009c\u000dd`},

@@ -580,6 +580,7 @@ func lockOutbox(t *testing.T, b backend, o *system.Outbox) (release func()) {
 // (its attempt is counted; the times of a claim at the epoch itself are
 // read as none, so its send hears a transient failure).
 func TestPipelineIdleSeesARowDueAtTheEpoch(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	clk := &sharedClock{now: time.UnixMilli(0).UTC()}
 	app, crm := onSharedClock(t, sqliteBackend, clk)

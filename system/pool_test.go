@@ -17,6 +17,7 @@ import (
 // TestIdleWait: an idle worker sleeps until the next row is eligible,
 // within bounds: never a busy poll, never so long that it misses new work.
 func TestIdleWait(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tt := range []struct {
 		next time.Time

@@ -12,6 +12,7 @@ import (
 )
 
 func TestRebind(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ sqlite, want string }{
 		{`SELECT 1`, `SELECT 1`},
 		{`WHERE a = ? AND b = ?`, `WHERE a = $1 AND b = $2`},
@@ -29,6 +30,7 @@ func TestRebind(t *testing.T) {
 // more than its SQLite text with the parameters numbered, and keeps none
 // of SQLite's parameters.
 func TestPostgresQueriesDiffer(t *testing.T) {
+	t.Parallel()
 	if len(postgresQueries) == 0 {
 		t.Fatal("no query is stated anew for PostgreSQL")
 	}
@@ -46,6 +48,7 @@ func TestPostgresQueriesDiffer(t *testing.T) {
 // its name, cut to the 63 bytes PostgreSQL keeps, never inside a
 // character.
 func TestApplicationName(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		worker, want string
 	}{
@@ -84,6 +87,7 @@ func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 // last try), stops at once at a success or an error that waiting does
 // not mend, and returns the last error.
 func TestWaitForServerBacksOff(t *testing.T) {
+	t.Parallel()
 	full := &pgconn.PgError{Code: "53300", Message: "sorry, too many clients already"}
 	starting := &pgconn.PgError{Code: "57P03", Message: "the database system is starting up"}
 	refused := errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")

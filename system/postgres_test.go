@@ -19,6 +19,7 @@ import (
 // TestPostgresOpen: Open creates an app database in an empty schema and
 // opens it again; it refuses, writing nothing, what is not one.
 func TestPostgresOpen(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	url := pgtest.URL(t)
 	if _, err := system.OpenReadOnly(ctx, url); !errors.Is(err, system.ErrNotFound) {
@@ -188,6 +189,7 @@ func (k *killer) hook(p system.FaultPoint) error {
 // is there, and the next write on the same Outbox goes through. A settle
 // whose commit is unknown leaves its attempt counted, with the cause.
 func TestCommitLost(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	for _, tt := range []struct {
 		name string
@@ -274,6 +276,7 @@ func mustKey(t *testing.T, caseID string) string {
 // leaves neither, a commit both; a repeat changes nothing and another
 // title is a conflict.
 func TestRecordApprovalPgxJoinsTheCallersTransaction(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	url := pgtest.URL(t)
 	app, _, _ := openPair(t, backend{"postgres", func(testing.TB) string { return url }}, system.Options{})
@@ -338,6 +341,7 @@ func TestRecordApprovalPgxJoinsTheCallersTransaction(t *testing.T) {
 // must one in a caller's pgx transaction (RecordApprovalPgx), which is
 // then a harmless repeat, not a duplicate key.
 func TestSchemasDoNotWaitForEachOther(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	first, second := pgtest.URL(t), pgtest.URL(t)
 	inside, release := make(chan struct{}), make(chan struct{})
@@ -386,6 +390,7 @@ func TestSchemasDoNotWaitForEachOther(t *testing.T) {
 // TestDropPostgres drops the schema of an app database, and refuses
 // one that holds something else.
 func TestDropPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	url := pgtest.URL(t)
 	app, err := system.Open(ctx, url, system.Options{})
@@ -413,6 +418,7 @@ func TestDropPostgres(t *testing.T) {
 // its password, even one with a character a URL must encode, which the
 // URL parser then reads as a port or a path.
 func TestPasswordsStayHidden(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	for _, tt := range []struct{ url, want string }{
 		{"postgres://alice:s3cret@127.0.0.1:1/app?schema=x", "postgres://alice:xxxxx@127.0.0.1:1/app?schema=x"},
@@ -470,6 +476,7 @@ func (failingWrites) Write([]byte) (int, error) { return 0, errors.New("writes f
 // timeout: B takes case-2 at once (FOR UPDATE … SKIP LOCKED) instead of
 // waiting for A's row, and A's claim then commits case-1.
 func TestClaimSkipsARowAnotherClaimHolds(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	url := pgtest.URL(t)
 	inside, release := make(chan struct{}), make(chan struct{})
@@ -514,6 +521,7 @@ func TestClaimSkipsARowAnotherClaimHolds(t *testing.T) {
 // Open succeeds once a connection is freed within it, and returns
 // ErrUnavailable, having written nothing, when none is.
 func TestOpenWaitsForAFullServer(t *testing.T) {
+	t.Parallel()
 	server := pgtest.LimitedServer(t, 1)
 	target, err := system.WithSchema(server, "waiting")
 	if err != nil {
@@ -556,6 +564,7 @@ func TestOpenWaitsForAFullServer(t *testing.T) {
 // leave it open when they close; a pool of another app database is
 // refused.
 func TestPostgresPoolIsShared(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	target := pgtest.URL(t)
 	pool, err := system.NewPostgresPool(ctx, target, system.Options{MaxConns: 1, Worker: "w"})

@@ -16,6 +16,7 @@ import (
 // one to connect with, landing in the schema (search_path) without the
 // handoff's own schema parameter, and the schema; a bad one is refused.
 func TestSplitPostgres(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		target, schema, searchPath string
 		invalid                    bool
@@ -47,6 +48,7 @@ func TestSplitPostgres(t *testing.T) {
 // reserves from naming a schema is refused as a schema parameter, with a
 // message that says so, before anything connects.
 func TestReservedSchemaNamesAreTheServers(t *testing.T) {
+	t.Parallel()
 	rows, err := pgtest.Conn(t).Query(t.Context(), `SELECT word FROM pg_get_keywords() WHERE catcode IN ('R', 'T')`)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +71,7 @@ func TestReservedSchemaNamesAreTheServers(t *testing.T) {
 // TestMistypedURL: a URL missing its colon or a slash is told from a
 // path, which may hold postgres or a colon elsewhere, and from a URL.
 func TestMistypedURL(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]bool{
 		"postgres//u@h/db":      true,
 		"postgres:/u@h/db":      true,

@@ -26,6 +26,7 @@ var stepName = regexp.MustCompile(`^([0-9]{3})_[a-z0-9_]+\.sql$`)
 // its step, a step without its file, or a file named for another step
 // fails here, instead of a database taking a step the files do not say.
 func TestSchemaFiles(t *testing.T) {
+	t.Parallel()
 	steps := func(from map[int]string) map[int]string { // by the version they take a database to
 		to := map[int]string{}
 		for v, sql := range from {
@@ -109,6 +110,7 @@ var lastErrorCheck = regexp.MustCompile(`last_error\s+TEXT\s+CHECK\s*\(last_erro
 // removed or changed without the SQL of every backend, or the other way
 // round, fails here.
 func TestLastErrorChecks(t *testing.T) {
+	t.Parallel()
 	want := lastErrors(t)
 	for _, tt := range []struct {
 		backend   string

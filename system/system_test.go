@@ -147,6 +147,7 @@ func testRecordApprovalCrashLeavesNothing(t *testing.T, b backend) {
 }
 
 func TestRecordApprovalTxJoinsTheCallersTransaction(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	app, _, _ := openPair(t, sqliteBackend, system.Options{})
 	if _, err := app.DB().ExecContext(ctx, `CREATE TABLE repairs (case_id TEXT PRIMARY KEY, plan TEXT)`); err != nil {
@@ -362,6 +363,7 @@ func testDeliverOneCrashPoints(t *testing.T, b backend) {
 // hour, and checks each one's id, whether it was a replay and its error,
 // then what the reads by key and by id find, after a reopen too.
 func TestCRM(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "crm.db")
 	clk := newClock()
@@ -444,6 +446,7 @@ func TestCRM(t *testing.T) {
 }
 
 func TestOpenRefuses(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
 	crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
@@ -501,6 +504,7 @@ func TestOpenRefuses(t *testing.T) {
 // within the attempt's ceiling (capped there whatever the source draws),
 // none with NoBackoff, and the receiver's hint when it is longer.
 func TestRetryWait(t *testing.T) {
+	t.Parallel()
 	drawn := func(d time.Duration) func(time.Duration) time.Duration {
 		return func(time.Duration) time.Duration { return d }
 	}

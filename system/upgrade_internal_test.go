@@ -32,6 +32,7 @@ func firstSchema(t *testing.T, path string, k kind, stmts ...string) {
 // first claim from the upgrade: a retry within the retention window is a
 // replay, a claim past it blocks, and the time budget starts then too.
 func TestUpgradedRowsKeepTheirWindows(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	const key = KeyPrefix + "case-1"
 	payload := `{"case_id":"case-1","title":"Call"}`
@@ -82,6 +83,7 @@ func TestUpgradedRowsKeepTheirWindows(t *testing.T) {
 // the current one has a migration, and it records the next version; a
 // missing one would commit nothing and leave the schema where it was.
 func TestEveryPostgresVersionMigrates(t *testing.T) {
+	t.Parallel()
 	for v := 1; v < postgresVersion; v++ {
 		if want := fmt.Sprintf("SET version = %d", v+1); !strings.Contains(migrations[v], want) {
 			t.Errorf("the migration from version %d is %q, want one that says %q", v, migrations[v], want)

@@ -15,6 +15,7 @@ import (
 // length in characters, and the case id quoted so that no character of it
 // can break a line.
 func TestCaseIDMessages(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, caseID string
 		want         string // the message after "system: invalid input: "
@@ -53,6 +54,7 @@ func TestCaseIDMessages(t *testing.T) {
 // TestConflictMessageIsOneLine: a title with a line separator must not
 // break the message of a key conflict across lines.
 func TestConflictMessageIsOneLine(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	app, err := system.Open(ctx, filepath.Join(t.TempDir(), "app.db"), system.Options{})
 	if err != nil {

@@ -235,6 +235,7 @@ func testBackoff(t *testing.T, b backend) {
 }
 
 func TestBackoffCeiling(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		base, cap time.Duration
 		n         int
@@ -325,6 +326,7 @@ func testClaimBlocks(t *testing.T, b backend) {
 // TestReceiverRetention: the CRM forgets a key after its retention; the
 // task stays, and a create for the forgotten key makes a second task.
 func TestReceiverRetention(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	clk := newClock()
 	crm, err := system.OpenCRMWith(ctx, filepath.Join(t.TempDir(), "crm.db"), system.CRMOptions{Retention: time.Minute, Now: clk.Now})
@@ -363,6 +365,7 @@ func TestReceiverRetention(t *testing.T) {
 }
 
 func TestOptionsRefused(t *testing.T) {
+	t.Parallel()
 	for _, opts := range []system.Options{
 		{Lease: -time.Second},
 		{SendTimeout: -time.Second},
@@ -580,6 +583,7 @@ func testStale(t *testing.T, b backend) {
 // default records it, so a reader of the file (handoff check) knows that
 // a row may have that many attempts; a smaller budget never lowers it.
 func TestBudgetIsRecorded(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		budgets []int // the workers' budgets, one claim each, in order
@@ -674,6 +678,7 @@ func testSendEndsByTheClaimsDeadline(t *testing.T, b backend) {
 // ProcessSafe none (OFF). No simulated crash can tell them apart, since
 // a process crash loses nothing either way: only a power loss would.
 func TestDurabilityReachesTheFile(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	for _, tt := range []struct {
 		d    system.Durability

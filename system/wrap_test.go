@@ -25,6 +25,7 @@ func (c countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // TestWrapSQLite: an Outbox's and a receiver's handle on SQLite connect
 // through the wrapper their options give, and work through it.
 func TestWrapSQLite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name string

@@ -56,6 +56,7 @@ func TestReplaySkipsTheOtherBackend(t *testing.T) {
 // fills up once the run has started (explore says how many connections
 // it needs), and one that is not running.
 func TestEnvironmentFailureExitsFour(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, url, says string
 		waits           time.Duration
@@ -66,6 +67,7 @@ func TestEnvironmentFailureExitsFour(t *testing.T) {
 		{"not running", "postgres://postgres@127.0.0.1:1/test?sslmode=disable", "connection refused", 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			for _, args := range [][]string{
 				{"explore", "--checks", "5", "--seed", "1", "--parallel", "1", "--dir", t.TempDir()},
 				{"replay", "--quiet"},

@@ -20,6 +20,7 @@ const (
 )
 
 func TestParseOperators(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, text string
 		want       map[string]string
@@ -72,6 +73,7 @@ func writeOperators(t *testing.T, path, text string, at time.Time) {
 // more, its session included, and a new one acts at once, without a
 // restart; a file made unreadable lets nobody in.
 func TestNamedOperators(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "operators")
 	start := time.Now().Add(-time.Hour)
 	writeOperators(t, path, "ana "+anaToken+"\nbob "+bobToken+"\n", start)
@@ -129,6 +131,7 @@ func blockedKey(t *testing.T, app *system.Outbox, n int) string {
 // session that did it, from what the server did; a link that says it
 // in its query shows nothing.
 func TestDoneComesFromTheServer(t *testing.T) {
+	t.Parallel()
 	srv, _ := server(t, ui.Config{Operators: shared(t)})
 	c := client(t)
 	key := system.KeyPrefix + "bulk-7"
@@ -161,6 +164,7 @@ func TestDoneComesFromTheServer(t *testing.T) {
 // the budget, and a row tried again after a repair says how often it
 // was tried in all.
 func TestAttemptsOfTheBudget(t *testing.T) {
+	t.Parallel()
 	srv, app := server(t, ui.Config{Operators: shared(t)})
 	c := client(t)
 	if _, page := get(t, c, srv, "/?state=blocked"); !strings.Contains(page, `data-label="attempts">1 of 3<`) {

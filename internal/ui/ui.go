@@ -61,6 +61,9 @@ type Config struct {
 	PageRows int
 	// Now is the clock for ages; nil means time.Now.
 	Now func() time.Time
+	// LoginDelay is how long a login with a wrong token waits before its
+	// answer, so that guessing is slow; 0 means DefaultLoginDelay.
+	LoginDelay time.Duration
 	// Log hears every action, every refused one, and every failed login.
 	Log *slog.Logger
 }
@@ -75,9 +78,9 @@ const MaxFormBytes = 16 << 10
 // maxReason bounds what a reason may hold, in bytes.
 const maxReason = 1000
 
-// loginDelay is how long a wrong token waits before its answer: guessing
-// is slow.
-const loginDelay = 500 * time.Millisecond
+// DefaultLoginDelay is how long a wrong token waits before its answer
+// unless Config.LoginDelay says otherwise.
+const DefaultLoginDelay = 500 * time.Millisecond
 
 //go:embed templates
 var templateFiles embed.FS
@@ -115,6 +118,12 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.LoginDelay < 0 {
+		return nil, fmt.Errorf("ui: a login delay of %v, want 0 or more", cfg.LoginDelay)
+	}
+	if cfg.LoginDelay == 0 {
+		cfg.LoginDelay = DefaultLoginDelay
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -566,7 +575,7 @@ func (p *page) login(w http.ResponseWriter, r *http.Request) {
 			p.cfg.Log.Error("nobody may log in: the token file was refused", "error", err.Error())
 		}
 		p.cfg.Log.Warn("a login with a wrong token", "remote", r.RemoteAddr)
-		time.Sleep(loginDelay)
+		time.Sleep(p.cfg.LoginDelay)
 		v.Error = "wrong token"
 		v.Data = r.PostForm.Get("next")
 		p.render(w, http.StatusForbidden, "login.html", v)

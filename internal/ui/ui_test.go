@@ -37,6 +37,9 @@ func server(t *testing.T, cfg ui.Config) (*httptest.Server, *system.Outbox) {
 		t.Fatal(err)
 	}
 	cfg.App, cfg.AppShown = app, "app.db"
+	if cfg.LoginDelay == 0 {
+		cfg.LoginDelay = time.Millisecond // TestWrongTokenWaits shows the default
+	}
 	h, err := ui.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +125,7 @@ func loginWith(t *testing.T, c *http.Client, srv *httptest.Server, tok string) s
 }
 
 func TestReadOnly(t *testing.T) {
+	t.Parallel()
 	srv, app := server(t, ui.Config{})
 	c := client(t)
 	code, body := get(t, c, srv, "/")
@@ -141,6 +145,7 @@ func TestReadOnly(t *testing.T) {
 }
 
 func TestRepairs(t *testing.T) {
+	t.Parallel()
 	srv, app := server(t, ui.Config{Operators: shared(t)})
 	c := client(t)
 	key := system.KeyPrefix + "bulk-7" // blocked
@@ -218,6 +223,7 @@ func TestRepairs(t *testing.T) {
 }
 
 func TestLimitsAndHeaders(t *testing.T) {
+	t.Parallel()
 	srv, _ := server(t, ui.Config{Operators: shared(t), LoopbackOnly: true})
 	c := client(t)
 	big := url.Values{"token": {strings.Repeat("x", ui.MaxFormBytes)}}
@@ -250,6 +256,7 @@ func TestLimitsAndHeaders(t *testing.T) {
 }
 
 func TestPages(t *testing.T) {
+	t.Parallel()
 	srv, _ := server(t, ui.Config{PageRows: 100})
 	c := client(t)
 	seen := map[string]bool{}
@@ -294,6 +301,7 @@ func TestPages(t *testing.T) {
 // sets a Secure cookie, takes forms from https://NAME only, and is
 // refused without a token.
 func TestPublicHost(t *testing.T) {
+	t.Parallel()
 	const name = "ops.example.com"
 	if _, err := ui.New(ui.Config{App: &system.Outbox{}, PublicHost: name}); !errors.Is(err, ui.ErrPublicNeedsToken) {
 		t.Errorf("a public page without a token: %v, want %v", err, ui.ErrPublicNeedsToken)
@@ -379,6 +387,7 @@ func TestPublicHost(t *testing.T) {
 // command shows, and where that budget comes from: the contract's
 // default, then the one a worker with a larger budget recorded.
 func TestRowBudget(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "app.db")
 	worker, err := system.Open(t.Context(), path, system.Options{MaxAttempts: 5})
 	if err != nil {
@@ -416,12 +425,51 @@ func TestRowBudget(t *testing.T) {
 	}
 }
 
+// TestWrongTokenWaits: a login with a wrong token is answered only after
+// the login delay, DefaultLoginDelay unless the page is given another;
+// a negative delay is refused.
+func TestWrongTokenWaits(t *testing.T) {
+	t.Parallel()
+	if _, err := ui.New(ui.Config{App: &system.Outbox{}, LoginDelay: -time.Second}); err == nil || !strings.Contains(err.Error(), "login delay") {
+		t.Errorf("a negative login delay: %v, want it refused", err)
+	}
+	for _, tt := range []struct {
+		name  string
+		delay time.Duration
+		want  time.Duration
+	}{
+		{"the default", 0, ui.DefaultLoginDelay},
+		{"a longer delay", ui.DefaultLoginDelay + 200*time.Millisecond, ui.DefaultLoginDelay + 200*time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			app, err := system.Open(t.Context(), filepath.Join(t.TempDir(), "app.db"), system.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer app.Close()
+			h, err := ui.New(ui.Config{App: app, Operators: shared(t), LoginDelay: tt.delay})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			start := time.Now()
+			code, body := post(t, client(t), srv, "/login", url.Values{"token": {token + "x"}}, "")
+			if took := time.Since(start); code != http.StatusForbidden || !strings.Contains(body, "wrong token") || took < tt.want {
+				t.Errorf("a wrong token: %d after %v; want 403, wrong token, after %v at least", code, took, tt.want)
+			}
+		})
+	}
+}
+
 // TestLoginRefusesEveryWrongToken: every way of presenting no token or a
 // wrong one is refused (403) with no session: the field missing, empty,
 // a wrong token, the token cut short, lengthened, with a space, in
 // another case, or in the URL instead of the form; a refused login lets
 // nothing be repaired.
 func TestLoginRefusesEveryWrongToken(t *testing.T) {
+	t.Parallel()
 	srv, app := server(t, ui.Config{Operators: shared(t)})
 	key := system.KeyPrefix + "bulk-7" // blocked
 	before, _ := app.Row(t.Context(), key)
