@@ -43,13 +43,13 @@ func BenchmarkRestore(b *testing.B) {
 	for n := 1; n <= len(restorePath); n++ {
 		b.Run(fmt.Sprintf("replay-%d", n), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := s.restore(restorePath[:n]); err != nil {
+				if err := s.restore(restorePath[:n]); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
-	if _, err := s.restore(restorePath); err != nil {
+	if err := s.restore(restorePath); err != nil {
 		b.Fatal(err)
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "env-*", "*.db*"))

@@ -71,11 +71,18 @@ type searcher struct {
 	env  *sim.Env
 	done func()
 	// at is the sequence whose state the Env holds, held says whether it
-	// holds one, and run is the run that brought it there, the design
-	// line first.
-	at   []sim.Step
-	held bool
-	run  sim.Run
+	// holds one, run is the run that brought it there, the design line
+	// first, and lines are that state's lines (sim.Env.StateLines);
+	// skipped counts the steps the Env ran since its last restore that
+	// left the state as it was, which run leaves out.
+	at      []sim.Step
+	held    bool
+	run     sim.Run
+	lines   []string
+	skipped int
+	// alwaysRestore restores the state before every step, even after a
+	// step that left it as it was: what a test compares the shortcut with.
+	alwaysRestore bool
 }
 
 // Close closes the lane's databases and removes their folder.
@@ -85,11 +92,11 @@ func (s *searcher) Close() error {
 }
 
 // restore brings the Env to the state of the sequence steps, from empty
-// databases, and returns that state's fingerprint.
-func (s *searcher) restore(steps []sim.Step) (Fingerprint, error) {
+// databases.
+func (s *searcher) restore(steps []sim.Step) error {
 	s.held = false
 	if err := s.env.Renew(s.ctx); err != nil {
-		return Fingerprint{}, err
+		return err
 	}
 	run := sim.Run{Design: s.cfg.Design.Name}
 	all := steps
@@ -99,18 +106,18 @@ func (s *searcher) restore(steps []sim.Step) (Fingerprint, error) {
 	for i, step := range all {
 		out, err := s.env.Apply(s.ctx, step)
 		if err != nil {
-			return Fingerprint{}, fmt.Errorf("step %d %q: %w", i+1, step, err)
+			return fmt.Errorf("step %d %q: %w", i+1, step, err)
 		}
 		run.Steps, run.Outcomes = append(run.Steps, step), append(run.Outcomes, out)
 	}
-	s.at, s.held, s.run = steps, true, run
-	return s.key(), nil
+	s.at, s.held, s.run, s.lines, s.skipped = steps, true, run, s.env.StateLines(), 0
+	return nil
 }
 
-// key is the fingerprint of the Env's state under the search's
+// key is the fingerprint of a state's lines under the search's
 // reduction.
-func (s *searcher) key() Fingerprint {
-	return s.cfg.Reduction.fingerprint(s.env.StateLines(), s.cfg.Alphabet)
+func (s *searcher) key(lines []string) Fingerprint {
+	return s.cfg.Reduction.fingerprint(lines, s.cfg.Alphabet)
 }
 
 // holds reports whether the Env holds the state of the sequence path.
@@ -119,23 +126,26 @@ func (s *searcher) holds(path []sim.Step) bool {
 }
 
 // Expand runs every step the alphabet enables in the state path reaches,
-// each from that state (see Lane).
+// each from that state (see Lane). A step that leaves every line of the
+// state as it was leaves the Env in the state of path, as the search
+// counts states, so the next step runs from there without a restore;
+// any other step is followed by one.
 func (s *searcher) Expand(path []sim.Step, want Fingerprint) (Expansion, error) {
 	var e Expansion
 	var letters []sim.Step
 	for i := 0; i == 0 || i < len(letters); i++ {
-		if !s.holds(path) {
-			key, err := s.restore(path)
-			if err != nil {
+		restored := !s.holds(path)
+		if restored {
+			if err := s.restore(path); err != nil {
 				return e, err
 			}
 			e.Replayed += int64(len(s.run.Steps))
-			if e.Key = key; want != (Fingerprint{}) && key != want {
+		}
+		if restored || i == 0 {
+			if e.Key = s.key(s.lines); want != (Fingerprint{}) && e.Key != want {
 				s.held = false
 				return e, fmt.Errorf("%w: %s", ErrNondeterministic, strings.Join(stepTexts(path), "; "))
 			}
-		} else if i == 0 {
-			e.Key = s.key()
 		}
 		if i == 0 {
 			if letters = s.cfg.Alphabet.Steps(s.cfg.Design, s.env.Model(), len(path) == 0); len(letters) == 0 {
@@ -155,7 +165,7 @@ func (s *searcher) Expand(path []sim.Step, want Fingerprint) (Expansion, error) 
 		if out.Violation != nil {
 			d := s.env.Disagreement()
 			if d.Step > 0 {
-				d.Step -= run.DesignLines()
+				d.Step -= run.DesignLines() + s.skipped
 			}
 			e.Failure = &sim.Failure{Run: run, Violation: *out.Violation, Disagreement: d, Shortest: true}
 			return e, nil
@@ -163,9 +173,14 @@ func (s *searcher) Expand(path []sim.Step, want Fingerprint) (Expansion, error) 
 		if step.Directive == Converge {
 			continue
 		}
-		child := Child{Step: step, Key: s.key()}
-		e.Children = append(e.Children, child)
-		s.at, s.held, s.run = append(path[:len(path):len(path)], step), true, run
+		lines := s.env.StateLines()
+		e.Children = append(e.Children, Child{Step: step, Key: s.key(lines)})
+		if !s.alwaysRestore && slices.Equal(lines, s.lines) {
+			s.held = true // still path's state: the run that reached it stands
+			s.skipped++
+			continue
+		}
+		s.at, s.held, s.run, s.lines = append(path[:len(path):len(path)], step), true, run, lines
 	}
 	return e, nil
 }

@@ -65,6 +65,64 @@ func TestLanesFindWhatOneLaneFinds(t *testing.T) {
 	}
 }
 
+// TestRestoreOnlyAfterAChange: a lane that runs the next step of a state
+// without restoring it after a step that left every line of the state as
+// it was reaches the same states, level by level, runs the same
+// transitions and finds the same shortest counterexample, failing at the
+// same step, as a lane that restores the state before every step; and it
+// replays fewer steps.
+func TestRestoreOnlyAfterAChange(t *testing.T) {
+	for _, tt := range []struct {
+		design string
+		depth  int
+	}{{designs.Handoff.Name, 2}, {"no-lease", 3}, {"count-after-send", 3}} {
+		t.Run(tt.design, func(t *testing.T) {
+			d, err := designs.Lookup(tt.design)
+			if err != nil {
+				t.Fatal(err)
+			}
+			search := func(alwaysRestore bool) Result {
+				t.Helper()
+				cfg := Config{Design: d, Depth: tt.depth, Dir: t.TempDir(), Reduction: BothSymmetries}
+				l, err := NewLane(context.Background(), LaneConfig{Design: d, Alphabet: cfg.Alphabet, Reduction: cfg.Reduction, Dir: cfg.Dir})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
+				l.(*searcher).alwaysRestore = alwaysRestore
+				cfg.Lanes = []Lane{l}
+				r, err := Search(context.Background(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			shortcut, every := search(false), search(true)
+			levels := func(r Result) [][2]int64 {
+				var s [][2]int64
+				for _, l := range r.Levels {
+					s = append(s, [2]int64{l.States, l.Transitions})
+				}
+				return s
+			}
+			if !slices.Equal(levels(shortcut), levels(every)) {
+				t.Errorf("states and transitions by level: %v with the shortcut, %v restoring before every step", levels(shortcut), levels(every))
+			}
+			switch {
+			case (shortcut.Failure == nil) != (every.Failure == nil):
+				t.Errorf("found %v with the shortcut, %v restoring before every step", shortcut.Failure, every.Failure)
+			case shortcut.Failure != nil && (shortcut.Failure.Scenario() != every.Failure.Scenario() || shortcut.Failure.Disagreement != every.Failure.Disagreement):
+				t.Errorf("with the shortcut:\n%s(disagreeing at step %d)\nrestoring before every step:\n%s(disagreeing at step %d)",
+					shortcut.Failure.Scenario(), shortcut.Failure.Disagreement.Step, every.Failure.Scenario(), every.Failure.Disagreement.Step)
+			}
+			if shortcut.Replayed >= every.Replayed {
+				t.Errorf("replayed %d steps with the shortcut, %d restoring before every step: want fewer", shortcut.Replayed, every.Replayed)
+			}
+			t.Logf("replayed %d steps with the shortcut, %d without; failure: %v", shortcut.Replayed, every.Replayed, shortcut.Failure != nil)
+		})
+	}
+}
+
 // TestLaneRefusesAnotherState: a lane asked to expand a state under a
 // fingerprint its sequence does not reach says the replay is
 // nondeterministic, and expands nothing.

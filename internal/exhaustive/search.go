@@ -8,7 +8,9 @@
 // violation is found by the shortest sequence that makes it, and a search
 // that finds none proves that no sequence within the bound breaks an
 // invariant. A state is restored by replaying its sequence on emptied
-// databases.
+// databases, before each step taken from it that follows one that
+// changed it: a step that leaves every line of the state as it was
+// leaves the state in place for the next.
 package exhaustive
 
 import (
