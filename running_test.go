@@ -175,7 +175,7 @@ func TestVerifyRunningReportsWhatBroke(t *testing.T) {
 		return failingVerify(t, "running-new-key", corpus, work, "^TestVerifyRunningPool$", testing.Short(), SaveEnv+"="+save)
 	}
 	out := child("1")
-	for _, want := range []string{"--- FAIL: TestVerifyRunningPool", "broke H2 (every task is an approved action, with its payload)",
+	for _, want := range []string{"--- FAIL: TestVerifyRunningPool", "broke H2 (invariant 5: no CRM task without an approval of the same key and payload",
 		"the schedule (a .schedule file):", "what happened (virtual time):",
 		"saved the minimal schedule as " + corpus, "the failure as a page: " + corpus} {
 		if !strings.Contains(out, want) {

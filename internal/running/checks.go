@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/internal/violation"
+	"github.com/outboxlab/handoff/model"
 )
 
 // violated is the violation of check (H1 to H8, or run) at virtual time
@@ -17,19 +19,32 @@ func violated(check string, at time.Duration, detail string) *violation.Violatio
 	return &violation.Violation{Check: check, Name: CheckName(check), At: at, Detail: detail}
 }
 
-// CheckName says in a few words what a history check demands.
+// CheckName says in a few words what a history check demands: one that
+// restates an invariant says it in the invariant's words, and names it.
 func CheckName(check string) string {
+	if inv, ok := restated[check]; ok {
+		return fmt.Sprintf("invariant %d: %s", inv.Number, inv.Name)
+	}
 	return map[string]string{
-		"H1":  "at most one task per key",
-		"H2":  "every task is an approved action, with its payload",
 		"H3":  "an approval that committed is in the outbox at once",
-		"H4":  "attempts cover every request, and the budget bounds them",
-		"H5":  "a sent row names its key's task",
 		"H6":  "nothing approved disappears",
 		"H7":  "after the faults heal, every approval is delivered once or given up with a reason",
 		"H8":  "no request after a refusal for good, and no key held behind a stuck one",
 		"run": "the app boots, runs until it is stopped, and stops when told",
 	}[check]
+}
+
+// restated is the invariant that files show which each of H1, H2, H4 and
+// H5 restates for a running outbox. H1, H2 and H5 are their invariant's
+// own check on the history in its terms (history.observation); H4 is
+// invariant 4's second half, that attempts cover the sends, on an outbox
+// that counts before each send, and bounds the requests by the budget
+// as the design counts them (history.counted).
+var restated = map[string]filecheck.Invariant{
+	"H1": filecheck.Numbered(1),
+	"H2": filecheck.Numbered(5),
+	"H4": filecheck.Numbered(4),
+	"H5": filecheck.Numbered(3),
 }
 
 // approval is one approval the harness made, and what the app said.
@@ -65,71 +80,85 @@ type struck struct {
 // check runs H1, H2, H4, H5, H6 and H8's refusals on the outbox's rows,
 // read between the receiver's states before and after.
 func (h *history) check(at time.Duration, before seen, rows map[string]designs.RunningRow, after seen) *violation.Violation {
-	broke := func(check, format string, args ...any) *violation.Violation {
-		return violated(check, at, fmt.Sprintf(format, args...))
-	}
-	perKey := map[string][]int64{}
-	for _, t := range after.tasks {
-		perKey[t.Key] = append(perKey[t.Key], t.ID)
-	}
-	for _, key := range sortedKeys(perKey) {
-		if ids := perKey[key]; len(ids) > 1 {
-			return broke("H1", "the receiver holds %d tasks for %s: %v", len(ids), key, ids)
+	in := filecheck.Input{Observation: h.observation(rows, after.tasks)}
+	for _, c := range []struct{ check, detail string }{
+		{"H1", restated["H1"].Check(in)},
+		{"H2", restated["H2"].Check(in)},
+		{"H4", h.counted(in.Observation, rows, before, after)},
+		{"H5", restated["H5"].Check(in)},
+		{"H6", h.lost(rows, after)},
+		{"H8", h.afterRefusal(after.requests)},
+	} {
+		if c.detail != "" {
+			return violated(c.check, at, c.detail)
 		}
-	}
-	for _, t := range after.tasks {
-		if !slices.ContainsFunc(h.approvals, func(a approval) bool { return a.Key == t.Key && a.Payload == t.Payload }) {
-			what := "no approval holds its key"
-			if slices.ContainsFunc(h.approvals, func(a approval) bool { return a.Key == t.Key }) {
-				what = "its payload is not the one approved for its key"
-			}
-			return broke("H2", "task %d (key %s, payload %s): %s", t.ID, t.Key, t.Payload, what)
-		}
-	}
-	for _, key := range sortedKeys(rows) {
-		if v := h.counted(key, rows[key], before, after); v != "" {
-			return broke("H4", "%s", v)
-		}
-		if row := rows[key]; row.State == designs.RowSent {
-			t, ok := after.taskOf(key)
-			switch {
-			case !ok:
-				return broke("H5", "%s is shown sent with task %d, and the receiver holds no task for it", key, row.TaskID)
-			case t.ID != row.TaskID:
-				return broke("H5", "%s is shown sent with task %d, and the receiver's task for it is %d", key, row.TaskID, t.ID)
-			}
-		}
-	}
-	for _, key := range h.committedKeys() {
-		if _, shown := rows[key]; !shown {
-			if _, ok := after.taskOf(key); !ok {
-				return broke("H6", "%s was approved (committed), the outbox no longer shows it, and the receiver holds no task for it", key)
-			}
-		}
-	}
-	if v := h.afterRefusal(after.requests); v != "" {
-		return broke("H8", "%s", v)
 	}
 	return nil
 }
 
-// counted is H4 for one key as the design declares its count: "" when
-// it holds, else what broke.
-func (h *history) counted(key string, row designs.RunningRow, before, after seen) string {
+// observation is the history in the terms of the invariants that files
+// show: every approval made (committed, or its outcome unknown), the
+// rows the outbox shows, by key, and the receiver's tasks.
+func (h *history) observation(rows map[string]designs.RunningRow, tasks []Task) model.Observation {
+	var o model.Observation
+	for _, a := range h.approvals {
+		o.Approvals = append(o.Approvals, model.Approval{Key: a.Key, Payload: a.Payload})
+	}
+	for _, key := range sortedKeys(rows) {
+		r := rows[key]
+		o.Outbox = append(o.Outbox, model.Row{Key: key, State: string(r.State), Attempts: r.Attempts, RemoteID: r.TaskID})
+	}
+	for _, t := range tasks {
+		o.Tasks = append(o.Tasks, model.Task{ID: t.ID, Key: t.Key, Payload: t.Payload})
+	}
+	return o
+}
+
+// counted is H4 as the design declares its count: "" when it holds, else
+// what broke. Counted before each send, the attempts shown (where they
+// are) cover the requests that left before the read (invariant 4, the
+// requests as its sends), and no more requests than the budget leave;
+// counted after a failed send, no more failures than the budget come
+// back.
+func (h *history) counted(o model.Observation, rows map[string]designs.RunningRow, before, after seen) string {
 	switch h.counts {
 	case designs.CountsNothing:
 		return ""
 	case designs.CountsErrors:
-		if n := after.failed(key); h.budget > 0 && n > h.budget {
-			return fmt.Sprintf("the receiver answered %d failures for %s (an outage's included), over the budget of %d", n, key, h.budget)
+		for _, key := range sortedKeys(rows) {
+			if n := after.failed(key); h.budget > 0 && n > h.budget {
+				return fmt.Sprintf("the receiver answered %d failures for %s (an outage's included), over the budget of %d", n, key, h.budget)
+			}
 		}
 		return ""
 	}
-	if n := before.made(key); row.Attempts >= 0 && n > row.Attempts {
-		return fmt.Sprintf("%d requests for %s left the app (%d reached the receiver), the outbox counts %d attempts", n, key, before.reached(key), row.Attempts)
+	sends := map[string]int{}
+	for key, row := range rows {
+		if row.Attempts >= 0 {
+			sends[key] = before.made(key)
+		}
 	}
-	if n := after.made(key); h.budget > 0 && n > h.budget {
-		return fmt.Sprintf("%d requests for %s left the app (%d reached the receiver), over the budget of %d", n, key, after.reached(key), h.budget)
+	if v := filecheck.AttemptsCoverSends(filecheck.Input{Observation: o, Sends: sends}); v != "" {
+		return v
+	}
+	for _, key := range sortedKeys(rows) {
+		if n := after.made(key); h.budget > 0 && n > h.budget {
+			return fmt.Sprintf("%d requests for %s left the app (%d reached the receiver), over the budget of %d", n, key, after.reached(key), h.budget)
+		}
+	}
+	return ""
+}
+
+// lost is H6: "" when every key approved (committed) that the outbox no
+// longer shows has its task at the receiver, else the first that has
+// none.
+func (h *history) lost(rows map[string]designs.RunningRow, after seen) string {
+	for _, key := range h.committedKeys() {
+		if _, shown := rows[key]; !shown {
+			if _, ok := after.taskOf(key); !ok {
+				return fmt.Sprintf("%s was approved (committed), the outbox no longer shows it, and the receiver holds no task for it", key)
+			}
+		}
 	}
 	return ""
 }

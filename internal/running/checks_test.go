@@ -1,6 +1,7 @@
 package running
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,7 +9,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/outboxlab/handoff/designs"
+	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/internal/violation"
+	"github.com/outboxlab/handoff/model"
 )
 
 // Hand-made histories for the history checks: each case is one outbox
@@ -65,15 +68,15 @@ func TestHistoryCheck(t *testing.T) {
 		{"every check holds", approved(3, ""), rows(k1, sent1, k2, pending),
 			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-1", Answered, 1)}}, "", ""},
 		{"two tasks for one key", approved(3, ""), rows(k1, sent1),
-			seen{tasks: []Task{task1, {ID: 2, Key: k1, Payload: p1, Keyless: true}}}, "H1", "2 tasks for " + k1},
+			seen{tasks: []Task{task1, {ID: 2, Key: k1, Payload: p1, Keyless: true}}}, "H1", k1 + " has tasks [1 2]"},
 		{"a task no approval holds", approved(3, ""), rows(k1, pending),
-			seen{tasks: []Task{{ID: 1, Key: k1 + "/1", Payload: p1}}}, "H2", "no approval holds its key"},
+			seen{tasks: []Task{{ID: 1, Key: k1 + "/1", Payload: p1}}}, "H2", "which no approval has"},
 		{"a task with another payload", approved(3, ""), rows(k1, pending),
-			seen{tasks: []Task{{ID: 1, Key: k1, Payload: p2}}}, "H2", "its payload is not the one approved"},
+			seen{tasks: []Task{{ID: 1, Key: k1, Payload: p2}}}, "H2", "holds other content than the approval"},
 		{"more requests than attempts", approved(3, ""), rows(k1, pending),
-			seen{requests: []Request{req(1, "case-1", LostReply, 1), req(2, "case-1", LostReply, 2)}}, "H4", "the outbox counts 1 attempts"},
+			seen{requests: []Request{req(1, "case-1", LostReply, 1), req(2, "case-1", LostReply, 2)}}, "H4", "sent " + k1 + " 2 times, but its row counts 1 attempt"},
 		{"an outage's request is counted", approved(3, ""), rows(k1, pending),
-			seen{requests: []Request{req(1, "case-1", Down, 1), req(2, "case-1", Down, 2)}}, "H4", "2 requests for " + k1 + " left the app (0 reached"},
+			seen{requests: []Request{req(1, "case-1", Down, 1), req(2, "case-1", Down, 2)}}, "H4", "sent " + k1 + " 2 times"},
 		{"a crashed process's request never left", approved(3, ""), rows(k1, pending, k2, pending),
 			seen{requests: []Request{req(1, "case-1", Down, 1), {N: 2, Key: k1, Answer: Down, neverLeft: true}}}, "", ""},
 		{"over the budget", approved(1, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: -1}),
@@ -84,9 +87,9 @@ func TestHistoryCheck(t *testing.T) {
 			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-1", Failed, 1), req(2, "case-1", Answered, 2)}}, "", ""},
 		{"no count: nothing to judge", approved(1, designs.CountsNothing), rows(k1, designs.RunningRow{State: designs.RowPending}, k2, pending),
 			seen{requests: []Request{req(1, "case-1", Failed, 1), req(2, "case-1", Failed, 2)}}, "", ""},
-		{"sent with no task", approved(3, ""), rows(k1, sent1), seen{}, "H5", "the receiver holds no task for it"},
+		{"sent with no task", approved(3, ""), rows(k1, sent1), seen{}, "H5", "but the CRM has no task 1"},
 		{"sent with another task", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowSent, TaskID: 2, Attempts: 1}),
-			seen{tasks: []Task{task1}}, "H5", "the receiver's task for it is 1"},
+			seen{tasks: []Task{task1}}, "H5", "but the CRM has no task 2"},
 		{"gone with no task", approved(3, ""), rows(k2, pending), seen{}, "H6", k1 + " was approved"},
 		{"gone with its task", approved(3, ""), rows(k2, pending), seen{tasks: []Task{task1}}, "", ""},
 		{"a request after a refusal", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 2}, k2, pending),
@@ -107,6 +110,113 @@ func TestHistoryCheck(t *testing.T) {
 			judge(t, v, tc.check, tc.words)
 		})
 	}
+}
+
+// TestRestatedChecksAgreeWithTheirInvariants: on each handoff, given as
+// the invariants see it and again as a running history, the history
+// check that restates an invariant breaks where the invariant does, with
+// the invariant's name and words; H4's budget bound, on the requests
+// that left rather than the attempts shown, keeps its own words.
+func TestRestatedChecksAgreeWithTheirInvariants(t *testing.T) {
+	const budget = 3
+	sound := func() (model.Observation, map[string]int) {
+		return model.Observation{
+			Approvals: []model.Approval{{Key: k1, Payload: p1}, {Key: k2, Payload: p2}},
+			Outbox:    []model.Row{{Key: k1, State: model.Sent, Attempts: 2, RemoteID: 1}, {Key: k2, State: model.Pending, Attempts: 1}},
+			Tasks:     []model.Task{{ID: 1, Key: k1, Payload: p1}},
+		}, map[string]int{k1: 2, k2: 1}
+	}
+	for _, tc := range []struct {
+		name      string
+		breaks    func(o *model.Observation, sends map[string]int)
+		check     string // the history check that breaks, "" for none
+		invariant int    // the invariant it restates
+		words     string // "": the check says what the invariant says; else words of its own it says
+	}{
+		{"a sound handoff", func(*model.Observation, map[string]int) {}, "", 0, ""},
+		{"a key approved again with another payload", func(o *model.Observation, _ map[string]int) {
+			o.Approvals = append(o.Approvals, model.Approval{Key: k1, Payload: p2})
+		}, "", 0, ""},
+		{"a duplicate task", func(o *model.Observation, _ map[string]int) {
+			o.Tasks = append(o.Tasks, model.Task{ID: 2, Key: k1, Payload: p1})
+		}, "H1", 1, ""},
+		{"a task with no approval", func(o *model.Observation, _ map[string]int) {
+			o.Tasks = append(o.Tasks, model.Task{ID: 2, Key: k2 + "/2", Payload: p2})
+		}, "H2", 5, ""},
+		{"a task with another payload", func(o *model.Observation, _ map[string]int) { o.Tasks[0].Payload = p2 }, "H2", 5, ""},
+		{"attempts fewer than sends", func(_ *model.Observation, sends map[string]int) { sends[k2] = 2 }, "H4", 4, ""},
+		{"over the budget", func(o *model.Observation, sends map[string]int) { o.Outbox[1].Attempts, sends[k2] = 4, 4 }, "H4", 4, "4 requests for " + k2 + " left the app (4 reached the receiver), over the budget of 3"},
+		{"a sent row naming another task", func(o *model.Observation, _ map[string]int) {
+			o.Tasks = append(o.Tasks, model.Task{ID: 2, Key: k2, Payload: p2})
+			o.Outbox[0].RemoteID = 2
+		}, "H5", 3, ""},
+		{"a sent row naming no task", func(o *model.Observation, _ map[string]int) { o.Outbox[0].RemoteID = 3 }, "H5", 3, ""},
+		{"a pending row naming a task", func(o *model.Observation, _ map[string]int) { o.Outbox[1].RemoteID = 1 }, "H5", 3, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, sends := sound()
+			tc.breaks(&o, sends)
+			in := filecheck.Input{Observation: o, Budget: budget, Sends: sends}
+			v := asHistory(o, budget).check(time.Minute, asSeen(o, sends), asRows(o), asSeen(o, sends))
+			if tc.check == "" {
+				for _, n := range []int{1, 3, 4, 5} {
+					if detail := filecheck.Numbered(n).Check(in); detail != "" {
+						t.Errorf("invariant %d breaks: %s", n, detail)
+					}
+				}
+				judge(t, v, "", "")
+				return
+			}
+			inv := filecheck.Numbered(tc.invariant)
+			detail := inv.Check(in)
+			switch {
+			case detail == "":
+				t.Fatalf("invariant %d holds, want it broken", inv.Number)
+			case v == nil || v.Check != tc.check:
+				t.Fatalf("got %v, want %s", v, tc.check)
+			case v.Name != fmt.Sprintf("invariant %d: %s", inv.Number, inv.Name):
+				t.Errorf("%s is named %q, want invariant %d's name", v.Check, v.Name, inv.Number)
+			case tc.words == "" && v.Detail != detail:
+				t.Errorf("%s says %q, invariant %d says %q", v.Check, v.Detail, inv.Number, detail)
+			case tc.words != "" && v.Detail != tc.words:
+				t.Errorf("%s says %q, want %q", v.Check, v.Detail, tc.words)
+			}
+		})
+	}
+}
+
+// asHistory is a running history of o's approvals, each committed, with
+// budget.
+func asHistory(o model.Observation, budget int) *history {
+	h := &history{budget: budget}
+	for _, a := range o.Approvals {
+		h.approvals = append(h.approvals, approval{Key: a.Key, Payload: a.Payload, Committed: true})
+	}
+	return h
+}
+
+// asRows is o's outbox as a running design shows it.
+func asRows(o model.Observation) map[string]designs.RunningRow {
+	m := map[string]designs.RunningRow{}
+	for _, r := range o.Outbox {
+		m[r.Key] = designs.RunningRow{State: designs.RowState(r.State), TaskID: r.RemoteID, Attempts: r.Attempts}
+	}
+	return m
+}
+
+// asSeen is what the receiver saw: o's tasks, and sends[key] requests
+// for each key, their replies lost.
+func asSeen(o model.Observation, sends map[string]int) seen {
+	var s seen
+	for _, t := range o.Tasks {
+		s.tasks = append(s.tasks, Task{ID: t.ID, Key: t.Key, Payload: t.Payload})
+	}
+	for _, key := range sortedKeys(sends) {
+		for range sends[key] {
+			s.requests = append(s.requests, Request{N: len(s.requests) + 1, Key: key, Answer: LostReply, Reached: true})
+		}
+	}
+	return s
 }
 
 // TestRefusalThatMayNotHaveBeenHeard: a refusal answered to a paused

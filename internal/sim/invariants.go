@@ -74,11 +74,7 @@ var invariants = []invariant{
 // shows: the observation, the model's budget and the sends the worker
 // made. It panics, when the package loads, for a number the table lacks.
 func onFiles(n int) invariant {
-	i := slices.IndexFunc(filecheck.Invariants, func(inv filecheck.Invariant) bool { return inv.Number == n })
-	if i < 0 {
-		panic(fmt.Sprintf("sim: filecheck.Invariants has no invariant %d", n))
-	}
-	inv := filecheck.Invariants[i]
+	inv := filecheck.Numbered(n)
 	return invariant{inv.Number, inv.Name, func(in checkInput) string {
 		return inv.Check(filecheck.Input{Observation: in.obs, Budget: in.model.MaxAttempts, Sends: in.sends})
 	}}
