@@ -20,6 +20,7 @@ var harnessPackages = []struct{ path, why string }{
 	{"github.com/outboxlab/handoff/internal/exhaustive", "the small-scope proof"},
 	{"github.com/outboxlab/handoff/internal/running", "the running mode"},
 	{"github.com/outboxlab/handoff/internal/lanes", "explorations in processes of their own"},
+	{"github.com/outboxlab/handoff/internal/sqlwrap", "the harness's wrapper of SQLite connections, which cuts and keeps them"},
 	{"github.com/outboxlab/handoff/designs", "the designs the harness verifies, fragile ones included"},
 }
 

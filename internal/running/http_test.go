@@ -24,7 +24,7 @@ func TestHTTPReceiver(t *testing.T) {
 			{N: 9, Answer: Conflict}, {N: 10, Answer: Slow}}}
 		rec := newReceiver(s, time.Now())
 		rec.approved("case-1", k1, p1)
-		p := &process{watch: &watchdog{}, gen: 1, replica: 1, receiver: rec, conns: map[cuttable]struct{}{}, crashed: make(chan struct{}), stopping: make(chan struct{})}
+		p := newProcess(&watchdog{}, 1, 1, rec)
 		client := p.HTTPClient("w")
 		sender, err := crm.NewSender(ReceiverURL, client)
 		if err != nil {
@@ -127,7 +127,7 @@ func TestLastingFaultOfAKeylessRequest(t *testing.T) {
 		s := Schedule{Keys: []KeyRule{{Case: "case-1", Fault: RefuseKey400}, {Case: "case-2", Fault: DownKey}},
 			Answers: []AnswerRule{{N: 2, Answer: Hold, Wait: time.Minute}}}
 		rec := newReceiver(s, time.Now())
-		p := &process{watch: &watchdog{}, gen: 1, replica: 1, receiver: rec, conns: map[cuttable]struct{}{}, crashed: make(chan struct{}), stopping: make(chan struct{})}
+		p := newProcess(&watchdog{}, 1, 1, rec)
 		req, _ := http.NewRequest(http.MethodPost, ReceiverURL+"/tasks", strings.NewReader(p1))
 		resp, err := p.HTTPClient("").Do(req)
 		if err != nil || resp.StatusCode != http.StatusBadRequest || len(rec.snapshot().tasks) != 0 {

@@ -11,11 +11,6 @@ import (
 	"github.com/outboxlab/handoff/system"
 )
 
-// newProcess is a process of a run, with nothing to receive.
-func newProcess() *process {
-	return &process{watch: &watchdog{}, gen: 1, conns: map[cuttable]struct{}{}, crashed: make(chan struct{}), stopping: make(chan struct{})}
-}
-
 // TestCrashLosesTheOpenTransaction: a crash cuts every connection of
 // the process at once, so that its open transaction is lost and its
 // commit fails, on SQLite and PostgreSQL; then its new connections are
@@ -59,7 +54,7 @@ func TestCrashLosesTheOpenTransaction(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newProcess()
+			p := newProcess(&watchdog{}, 1, 1, nil)
 			db, reader := tt.open(t, p)
 			ctx := context.Background()
 			tx, err := db.BeginTx(ctx, nil)
@@ -87,7 +82,7 @@ func TestCrashLosesTheOpenTransaction(t *testing.T) {
 // TestResetCutsAndTheProcessGoesOn: a reset cuts the connections of a
 // process that lives on: its next statement connects again.
 func TestResetCutsAndTheProcessGoesOn(t *testing.T) {
-	p := newProcess()
+	p := newProcess(&watchdog{}, 1, 1, nil)
 	o, err := system.Open(t.Context(), filepath.Join(t.TempDir(), "app.db"), system.Options{Harness: system.Harness{WrapSQLite: p.WrapSQLite}})
 	if err != nil {
 		t.Fatal(err)

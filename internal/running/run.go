@@ -322,8 +322,8 @@ func (r *runner) read(ctx context.Context) (map[string]designs.RunningRow, *viol
 func (r *runner) boot(ctx context.Context, replicaN int) error {
 	r.boots++
 	ctx, cancel := context.WithCancel(ctx)
-	p := &process{watch: r.watch, gen: r.boots, replica: replicaN, backend: r.cfg.Backend, database: r.cfg.Database, receiver: r.rec,
-		conns: map[cuttable]struct{}{}, crashed: make(chan struct{}), stopping: make(chan struct{})}
+	p := newProcess(r.watch, r.boots, replicaN, r.rec)
+	p.backend, p.database = r.cfg.Backend, r.cfg.Database
 	r.lanes = append(r.lanes, r.lane(p))
 	b, err := r.cfg.Design.Boot(ctx, p)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/outboxlab/handoff/internal/backend"
 	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/internal/sessions"
+	"github.com/outboxlab/handoff/internal/sqlwrap"
 	"github.com/outboxlab/handoff/internal/textdiff"
 	"github.com/outboxlab/handoff/internal/violation"
 	"github.com/outboxlab/handoff/model"
@@ -134,9 +135,14 @@ type speed struct {
 	// closes (see sessions.Keeper).
 	keeper *sessions.Keeper
 	// kept, on SQLite, keeps the connections of the handles a step
-	// closes for the next handle that opens the same way (see
-	// sqliteKeeper).
-	kept sqliteKeeper
+	// closes for the next handle that opens the same way, with their
+	// prepared statements (see sqlwrap.Conns.Keep): a simulated crash
+	// closes every handle of a process and opens them again, and a new
+	// connection costs SQLite a parse of the whole schema. Nothing the
+	// system or the oracle sees depends on it: a connection keeps no
+	// state beyond its transaction, and one closed with a transaction
+	// open is closed for good (SQLite rolls it back).
+	kept sqlwrap.Conns
 }
 
 // worker is a named worker: its handle, the claim it holds, and what its
@@ -163,7 +169,7 @@ func (e *Env) systemOptions(worker string, hook system.Hook) system.Options {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	var wrap func(net.Conn) net.Conn
 	var dial func(context.Context, string, string) (net.Conn, error)
-	wrapSQLite := e.kept.wrap
+	wrapSQLite := e.kept.Wrap
 	if e.schema != nil {
 		wrap, dial, wrapSQLite = e.commitCut.Wrap(worker), e.keeper.Dial, nil
 	}
@@ -229,13 +235,13 @@ func NewEnv(ctx context.Context, cfg Config) (*Env, error) {
 	if err := cfg.Design.Check(); err != nil {
 		return nil, err
 	}
-	e := &Env{cfg: cfg}
+	e := &Env{cfg: cfg, speed: speed{kept: sqlwrap.Conns{Keep: true}}}
 	e.begin()
 	if err := e.makeAppDatabase(ctx); err != nil {
 		return nil, err
 	}
 	if err := e.open(ctx); err != nil {
-		return nil, errors.Join(err, e.kept.close(), e.closeKeeper(), e.schema.Close(ctx))
+		return nil, errors.Join(err, e.kept.Drop(), e.closeKeeper(), e.schema.Close(ctx))
 	}
 	return e, nil
 }
@@ -373,7 +379,7 @@ func (e *Env) recoverLeases(ctx context.Context, app designs.App) error {
 func (e *Env) openCRM(ctx context.Context) (designs.CRM, error) {
 	crm, err := e.cfg.Design.OpenCRM(ctx, filepath.Join(e.cfg.Dir, crmFile), system.CRMOptions{
 		Durability: e.cfg.Durability, Retention: time.Duration(e.model.Retention) * time.Millisecond, Now: e.clock, BusyTimeout: busyTimeout,
-		WrapSQLite: e.kept.wrap})
+		WrapSQLite: e.kept.Wrap})
 	if err != nil {
 		return nil, fmt.Errorf("handoff: opening the receiver database: %w", err)
 	}
@@ -436,7 +442,7 @@ func (e *Env) closeDatabases() error {
 		err = errors.Join(err, e.app.Close(), e.crm.Close())
 	}
 	e.app, e.crm, e.lane = nil, nil, nil
-	return errors.Join(err, e.kept.close(), e.schema.Drop(context.Background()))
+	return errors.Join(err, e.kept.Drop(), e.schema.Drop(context.Background()))
 }
 
 // worker returns the named worker's handle. On first use, and after its
