@@ -150,10 +150,9 @@ func (p *process) reset() int {
 	return len(conns) + p.sqlite.Cut(errReset)
 }
 
-// loseCommitReply has the next commit of the process carried out and
-// its reply lost, on whichever database it is.
+// loseCommitReply has the next commit of the process on PostgreSQL
+// carried out and its reply lost.
 func (p *process) loseCommitReply() {
-	p.sqlite.LoseCommitReply()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.loseOne = true

@@ -1,8 +1,7 @@
 // Package sqlwrap wraps the connections of SQLite connectors
 // (database/sql/driver) for the harness, in both of its modes. The
 // running mode cuts every connection of a process at once, when the
-// process crashes or its connections reset, and may lose the reply of
-// its next COMMIT. The step mode keeps the connections a simulated crash
+// process crashes or its connections reset. The step mode keeps the connections a simulated crash
 // closes for the next handle that opens the same file the same way, for
 // a new SQLite connection parses the whole schema.
 package sqlwrap
@@ -15,10 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 )
-
-// ErrCommitReplyLost is what a COMMIT whose reply was lost fails with
-// (Conns.LoseCommitReply): SQLite carried it out, the caller cannot tell.
-var ErrCommitReplyLost = errors.New("sqlwrap: the reply of the COMMIT was lost")
 
 // Conns are the connections of the connectors it wraps. The zero value
 // wraps them without keeping any.
@@ -35,11 +30,10 @@ type Conns struct {
 	// connection: the running mode's watchdog hears the process move.
 	Called func()
 
-	mu              sync.Mutex
-	open            map[*conn]struct{}
-	refused         error // every Connect fails with it, unless nil
-	loseCommitReply bool
-	idle            map[driver.Connector][]*conn
+	mu      sync.Mutex
+	open    map[*conn]struct{}
+	refused error // every Connect fails with it, unless nil
+	idle    map[driver.Connector][]*conn
 	// generation counts the Drops: a connection made before the last
 	// one, which a handle gives back late, is closed for good, for its
 	// file may be gone.
@@ -75,14 +69,6 @@ func (w *Conns) Refuse(err error) int {
 	w.refused = err
 	w.mu.Unlock()
 	return w.Cut(err)
-}
-
-// LoseCommitReply has the next COMMIT carried out and its reply lost:
-// it fails with ErrCommitReplyLost, and its connection is cut.
-func (w *Conns) LoseCommitReply() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.loseCommitReply = true
 }
 
 // Drop closes every kept connection, and every connection open now when
@@ -162,15 +148,6 @@ func (w *Conns) keep(c *conn) bool {
 	}
 	w.idle[c.by] = append(w.idle[c.by], c)
 	return true
-}
-
-// takeCommitReply reports whether this COMMIT's reply is to be lost.
-func (w *Conns) takeCommitReply() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	lose := w.loseCommitReply
-	w.loseCommitReply = false
-	return lose
 }
 
 type connector struct {
@@ -464,24 +441,15 @@ type tx struct {
 
 // Commit commits, unless the connection was cut; a COMMIT that failed
 // may leave SQLite's transaction open (SQLITE_BUSY does), so it stays
-// the connection's to roll back. A COMMIT whose reply is to be lost
-// (Conns.LoseCommitReply) commits, cuts the connection and fails.
+// the connection's to roll back.
 func (t *tx) Commit() error {
-	lost := false
-	err := t.c.do(func() error {
+	return t.c.do(func() error {
 		err := t.inner.Commit()
 		if err == nil {
 			t.c.tx = nil
 		}
-		lost = t.c.w.takeCommitReply()
 		return err
 	})
-	if lost {
-		t.c.w.untrack(t.c)
-		t.c.cut(ErrCommitReplyLost)
-		return t.c.failure()
-	}
-	return err
 }
 
 func (t *tx) Rollback() error {

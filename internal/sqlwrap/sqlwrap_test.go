@@ -111,8 +111,7 @@ func failedWith(err, want error) bool {
 // TestFaults: what each fault does to a transaction open when it
 // strikes: a cut loses it and every later call on its connection fails
 // with the cut's error; a refusal does so and fails every later
-// Connect; a lost COMMIT reply commits it and reports the error. After
-// each, the file's lock is free: another connection writes at once.
+// Connect. After each, the file's lock is free: another connection writes at once.
 func TestFaults(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
@@ -125,7 +124,6 @@ func TestFaults(t *testing.T) {
 		{"none", func(*Conns) {}, nil, 1, nil},
 		{"cut", func(w *Conns) { w.Cut(errCut) }, errCut, 0, nil},
 		{"refused", func(w *Conns) { w.Refuse(errCut) }, errCut, 0, errCut},
-		{"commit reply lost", (*Conns).LoseCommitReply, ErrCommitReplyLost, 1, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
