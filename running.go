@@ -26,9 +26,9 @@ import (
 const ScheduleExt = ".schedule"
 
 // KeyFault is a fault that lasts for one key: every request for it
-// refused for good (400 or 422), answered after the client gave up, or
-// failing with the receiver down for it (docs/spec.md, "Faults that
-// last, per key").
+// refused for good (refused, 400, or key-conflict, 422), answered after
+// the client gave up (late-reply), or failing with the receiver offline
+// for it (docs/spec.md, "Faults that last, per key").
 type KeyFault = running.KeyFault
 
 // The faults that last for a key.
@@ -176,11 +176,11 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 
 // leaveOut is s without what opts leaves out of a search: the faults
 // that last for a key in LeaveOut, and with LeaveOutPauses every paused
-// worker (Hold). It reuses s's slices.
+// worker (Paused). It reuses s's slices.
 func (opts RunningOptions) leaveOut(s running.Schedule) running.Schedule {
 	s.Keys = slices.DeleteFunc(s.Keys, func(k running.KeyRule) bool { return slices.Contains(opts.LeaveOut, k.Fault) })
 	if opts.LeaveOutPauses {
-		s.Answers = slices.DeleteFunc(s.Answers, func(a running.AnswerRule) bool { return a.Answer == running.Hold })
+		s.Answers = slices.DeleteFunc(s.Answers, func(a running.AnswerRule) bool { return a.Answer == running.Paused })
 	}
 	return s
 }

@@ -136,7 +136,7 @@ func TestRunningOptionsLeaveOut(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		drawn := running.Draw(rt, designs.Pool, "sqlite", 0)
 		for _, a := range drawn.Answers {
-			if a.Answer == running.Hold {
+			if a.Answer == running.Paused {
 				holds++
 			}
 		}
@@ -148,7 +148,7 @@ func TestRunningOptionsLeaveOut(t *testing.T) {
 			}
 		}
 		for _, a := range s.Answers {
-			if a.Answer == running.Hold {
+			if a.Answer == running.Paused {
 				rt.Fatalf("answer rule %+v left in", a)
 			}
 		}

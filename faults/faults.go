@@ -22,7 +22,10 @@ type Kind string
 const (
 	// CrashBetweenInserts crashes an approval between its two inserts.
 	CrashBetweenInserts Kind = "crash-between-inserts"
-	// Offline fails a request before the receiver acts.
+	// Offline fails a request before the receiver acts: the receiver
+	// is down (the connection refused). In a running schedule, for a
+	// span of time (offline at= for=) or for every request of one case
+	// (key fault=offline).
 	Offline Kind = "offline"
 	// LostReply lets the receiver act and loses its reply.
 	LostReply Kind = "lost-reply"
@@ -47,9 +50,11 @@ const (
 	ForeignTask Kind = "foreign-task"
 	// Throttled answers with a transient failure and a not-before hint
 	// (an HTTP 429 or 503 with Retry-After), before the receiver acts.
+	// A running schedule says which status (status=429 or status=503).
 	Throttled Kind = "throttled"
 	// Refused has the receiver refuse the request for good (validation,
-	// authorization), before it acts.
+	// authorization), before it acts: over HTTP a 403 in a scenario, a
+	// 400 in a running schedule.
 	Refused Kind = "refused"
 	// Restart closes every database handle and reopens it from its file
 	// (scenario directive restart).
@@ -82,13 +87,81 @@ const (
 	// loses the reply with the connection: the writer cannot know that
 	// the write committed (system.ErrCommitUnknown).
 	CommitReplyLost Kind = "commit-reply-lost"
+	// ProcessCrash stops one running process of the app at any instant,
+	// every goroutine of it and every connection it holds (open
+	// transactions lost), and boots it again.
+	ProcessCrash Kind = "process-crash"
+	// ConnectionReset cuts every database connection of one running
+	// process; the process lives on.
+	ConnectionReset Kind = "connection-reset"
+	// LateReply lets the receiver act and sends its reply after the
+	// sender gave up waiting (its timeout).
+	LateReply Kind = "late-reply"
+	// Paused holds the worker that sends for a while before its request
+	// leaves, longer than a lease or a visibility timeout.
+	Paused Kind = "paused"
+	// InFlight has the receiver answer that a request with the same key
+	// is still being processed (HTTP 409), before it acts.
+	InFlight Kind = "in-flight"
+	// KeyConflict has the receiver answer that it holds the key with
+	// another payload (HTTP 422), before it acts, though no task holds
+	// the key: the sender hears a conflict for good.
+	KeyConflict Kind = "key-conflict"
+	// FailedAfterActing lets the receiver act and answer a failure of
+	// its own (HTTP 500): the task exists, the sender hears a transient
+	// failure.
+	FailedAfterActing Kind = "failed-after-acting"
 )
 
 // All is every fault, in the order of their declaration: a new Kind
-// belongs here (TestAllKinds fails until it is), and then needs a row in
-// the harness's fault table (see docs/extending.md).
+// belongs here (TestAllKinds fails until it is), in injectedBy with the
+// modes that inject it, and then in each mode's own table (see
+// docs/extending.md).
 var All = []Kind{CrashBetweenInserts, Offline, LostReply, CrashBeforeSend, CrashAfterReply, CrashAfterRecord, CrashAfterClaimAhead, DuplicateRequest, ForeignTask,
-	Throttled, Refused, Restart, AppBusy, CRMBusy, AppFull, CRMFull, CommitLost, Answered, Mangled, CommitReplyLost}
+	Throttled, Refused, Restart, AppBusy, CRMBusy, AppFull, CRMFull, CommitLost, Answered, Mangled, CommitReplyLost,
+	ProcessCrash, ConnectionReset, LateReply, Paused, InFlight, KeyConflict, FailedAfterActing}
+
+// Mode is a mode of the harness that injects faults, or a set of them.
+type Mode uint8
+
+// The modes of the harness.
+const (
+	// StepMode runs a scenario's steps one at a time against the
+	// reference model (package internal/sim).
+	StepMode Mode = 1 << iota
+	// RunningMode runs a design's own goroutines under a schedule of
+	// timed events and answers (package internal/running).
+	RunningMode
+)
+
+// injectedBy is the fault table: each fault, meaning what its doc
+// comment says in every mode, with the modes that inject it. A fault
+// both modes inject is one fault, done alike by both.
+var injectedBy = map[Kind]Mode{
+	CrashBetweenInserts: StepMode, CrashBeforeSend: StepMode, CrashAfterReply: StepMode, CrashAfterRecord: StepMode, CrashAfterClaimAhead: StepMode,
+	DuplicateRequest: StepMode, ForeignTask: StepMode, Restart: StepMode, AppBusy: StepMode, CRMBusy: StepMode, AppFull: StepMode, CRMFull: StepMode,
+	CommitLost: StepMode, Answered: StepMode, Mangled: StepMode,
+
+	Offline: StepMode | RunningMode, LostReply: StepMode | RunningMode, Throttled: StepMode | RunningMode,
+	Refused: StepMode | RunningMode, CommitReplyLost: StepMode | RunningMode,
+
+	ProcessCrash: RunningMode, ConnectionReset: RunningMode, LateReply: RunningMode, Paused: RunningMode,
+	InFlight: RunningMode, KeyConflict: RunningMode, FailedAfterActing: RunningMode,
+}
+
+// Injects reports whether mode m injects fault k.
+func (m Mode) Injects(k Kind) bool { return injectedBy[k]&m != 0 }
+
+// Kinds is every fault m injects, in All's order.
+func (m Mode) Kinds() []Kind {
+	var ks []Kind
+	for _, k := range All {
+		if m.Injects(k) {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
 
 // DeliveryKinds are the faults a delivery step can carry.
 // Their order is the order in which a shrinking rapid run prefers them.

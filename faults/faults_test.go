@@ -143,3 +143,13 @@ func TestAllKinds(t *testing.T) {
 		t.Errorf("faults.All is %v, want every Kind declared in faults.go, in order: %v", faults.All, declared)
 	}
 }
+
+// TestEveryKindInjected: the fault table gives every fault the modes
+// that inject it.
+func TestEveryKindInjected(t *testing.T) {
+	for _, k := range faults.All {
+		if !(faults.StepMode | faults.RunningMode).Injects(k) {
+			t.Errorf("fault %s: no mode injects it (give it its modes in injectedBy)", k)
+		}
+	}
+}

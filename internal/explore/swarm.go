@@ -112,7 +112,7 @@ func drawMix(t *rapid.T, swarm bool, d designs.Design, b backend.Backend, tr sim
 		}
 		m.faults[k] = draw(k.String())
 	}
-	for _, k := range faults.All {
+	for _, k := range faults.StepMode.Kinds() {
 		if sim.HTTPOnly(k) {
 			// Answers over HTTP come up often there (a status or a
 			// spoiling is drawn with each), and never in process, where

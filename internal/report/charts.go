@@ -61,7 +61,7 @@ func (c *Coverage) charts() string {
 		c.Design, c.Seed, c.Transport, c.Backend, words.HowMany(st.Sequences.Load(), "sequence"), words.HowMany(st.ShrinkRuns.Load(), "shrink run"),
 		words.HowMany(st.Steps.Load(), "step")), "class", "hint")
 	m.open("div", "class", "charts")
-	fs := listed(faults.All, st.Faults)
+	fs := listed(faults.StepMode.Kinds(), st.Faults)
 	for i, b := range fs {
 		switch k := faults.Kind(b.label); {
 		case !sim.RunsOn(k, backend.Backend(c.Backend)):

@@ -11,7 +11,7 @@ import (
 // TestFaultsShown: the diagram knows how to show every fault where it
 // took effect.
 func TestFaultsShown(t *testing.T) {
-	for _, k := range faults.All {
+	for _, k := range faults.StepMode.Kinds() {
 		f, ok := faultShown[k]
 		if !ok || f.marked == (f.how != "") || f.marked && f.label == "" {
 			t.Errorf("fault %s: %+v, want a row of faultShown with a mark's lane and label, or how its events show it", k, f)

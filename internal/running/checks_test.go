@@ -82,11 +82,11 @@ func TestHistoryCheck(t *testing.T) {
 		{"over the budget", approved(1, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: -1}),
 			seen{requests: []Request{req(1, "case-1", LostReply, 1), req(2, "case-1", LostReply, 2)}}, "H4", "over the budget of 1"},
 		{"an error counter: failures bounded", approved(1, designs.CountsErrors), rows(k1, designs.RunningRow{State: designs.RowPending}),
-			seen{requests: []Request{req(1, "case-1", Failed, 1), req(2, "case-1", Down, 2)}}, "H4", "2 failures"},
+			seen{requests: []Request{req(1, "case-1", FailedAfterActing, 1), req(2, "case-1", Down, 2)}}, "H4", "2 failures"},
 		{"an error counter: an answered request is free", approved(1, designs.CountsErrors), rows(k1, designs.RunningRow{State: designs.RowSent, TaskID: 1}, k2, pending),
-			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-1", Failed, 1), req(2, "case-1", Answered, 2)}}, "", ""},
+			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-1", FailedAfterActing, 1), req(2, "case-1", Answered, 2)}}, "", ""},
 		{"no count: nothing to judge", approved(1, designs.CountsNothing), rows(k1, designs.RunningRow{State: designs.RowPending}, k2, pending),
-			seen{requests: []Request{req(1, "case-1", Failed, 1), req(2, "case-1", Failed, 2)}}, "", ""},
+			seen{requests: []Request{req(1, "case-1", FailedAfterActing, 1), req(2, "case-1", FailedAfterActing, 2)}}, "", ""},
 		{"sent with no task", approved(3, ""), rows(k1, sent1), seen{}, "H5", "but the CRM has no task 1"},
 		{"sent with another task", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowSent, TaskID: 2, Attempts: 1}),
 			seen{tasks: []Task{task1}}, "H5", "but the CRM has no task 2"},
@@ -95,15 +95,15 @@ func TestHistoryCheck(t *testing.T) {
 		{"a request after a refusal", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 2}, k2, pending),
 			seen{requests: []Request{req(1, "case-1", Refused, 1), req(2, "case-1", Refused, 5)}}, "H8", "request 2 for " + k1 + " at 5s came after the receiver refused it for good at 1s"},
 		{"a request after a 422", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 2}, k2, pending),
-			seen{requests: []Request{req(1, "case-1", Conflict, 1), req(2, "case-1", Answered, 5)}, tasks: []Task{task1}}, "H8", "request 2"},
+			seen{requests: []Request{req(1, "case-1", KeyConflict, 1), req(2, "case-1", Answered, 5)}, tasks: []Task{task1}}, "H8", "request 2"},
 		{"a request of a crashed process after a refusal", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 2}, k2, pending),
 			seen{requests: []Request{req(1, "case-1", Refused, 1), {N: 2, At: 5 * time.Second, Key: k1, Case: "case-1", Answer: Down, neverLeft: true}}}, "", ""},
 		{"a refusal, then the same case under another key", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 2}, k2, pending),
 			seen{requests: []Request{req(1, "case-1", Refused, 1), {N: 2, At: 5 * time.Second, Key: k1 + "/2", Payload: p1, Case: "case-1", Answer: Answered, Reached: true}}}, "H8", "request 2 for " + k1 + "/2"},
 		{"an error counter: a request a crash cut is free", approved(1, designs.CountsErrors), rows(k1, designs.RunningRow{State: designs.RowPending}, k2, pending),
-			seen{requests: []Request{req(1, "case-1", Failed, 1), {N: 2, Key: k1, Answer: Slow, Reached: true, unheard: true}, {N: 3, Key: k1, Answer: Down, neverLeft: true}}}, "", ""},
+			seen{requests: []Request{req(1, "case-1", FailedAfterActing, 1), {N: 2, Key: k1, Answer: LateReply, Reached: true, unheard: true}, {N: 3, Key: k1, Answer: Down, neverLeft: true}}}, "", ""},
 		{"a refusal of another key", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 1}, k2, pending),
-			seen{requests: []Request{req(1, "case-2", Refused, 1), req(2, "case-1", Failed, 5)}}, "", ""},
+			seen{requests: []Request{req(1, "case-2", Refused, 1), req(2, "case-1", FailedAfterActing, 5)}}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := tc.h.check(time.Minute, tc.after, tc.rows, tc.after)
@@ -266,7 +266,7 @@ func TestRefusalThatMayNotHaveBeenHeard(t *testing.T) {
 	if got := h.afterRefusal([]Request{late, req(2, "case-1", Answered, 3700)}); !strings.Contains(got, "request 2") {
 		t.Errorf("a refusal to a worker that holds a lock, an hour late: %q, want request 2 named", got)
 	}
-	busy, refusal, again := req(1, "case-1", Busy, 1), req(2, "case-1", Refused, 3), req(3, "case-1", Answered, 9)
+	busy, refusal, again := req(1, "case-1", Throttled503, 1), req(2, "case-1", Refused, 3), req(3, "case-1", Answered, 9)
 	if got := h.afterRefusal([]Request{busy, refusal, again}); !strings.Contains(got, "request 3") {
 		t.Errorf("a 503, a refusal, then a request: %q, want request 3 named", got)
 	}
@@ -320,7 +320,7 @@ func TestHistorySettled(t *testing.T) {
 		{"blocked: one outage request of two", approved(2, ""), rows(k1, sent1, k2, blocked(-1, "budget-exhausted")),
 			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", Down, 1)}}, "H7", "1 requests (an outage's included) of its budget of 2"},
 		{"an error counter: blocked after its failures", approved(2, designs.CountsErrors), rows(k1, sent1, k2, blocked(0, "budget-exhausted")),
-			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", Failed, 1), req(2, "case-2", Busy, 2)}}, "", ""},
+			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", FailedAfterActing, 1), req(2, "case-2", Throttled503, 2)}}, "", ""},
 		{"a state the spec does not know", approved(3, ""), rows(k1, sent1, k2, designs.RunningRow{State: "parked"}), seen{tasks: []Task{task1}}, "H7", `"parked"`},
 		{"held behind a stuck key", stuck(approved(3, ""), "case-1", DownKey), rows(k1, pending, k2, pending),
 			seen{requests: []Request{req(1, "case-1", Down, 30), req(2, "case-1", Down, 40)}}, "H8", k2 + " is still pending when the horizon passed, every fault healed, sent nothing since the schedule's last event, while " + k1 + ", stuck (the receiver down for it), was sent all along"},
@@ -331,7 +331,7 @@ func TestHistorySettled(t *testing.T) {
 		{"no count: the requests that left spend the budget", approved(2, designs.CountsNothing), rows(k1, sent1, k2, blocked(5, "budget-exhausted")),
 			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", Down, 1)}}, "H7", "1 requests (an outage's included) of its budget of 2"},
 		{"no count: two requests spend a budget of two", approved(2, designs.CountsNothing), rows(k1, sent1, k2, blocked(0, "budget-exhausted")),
-			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", Down, 1), req(2, "case-2", Failed, 2)}}, "", ""},
+			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", Down, 1), req(2, "case-2", FailedAfterActing, 2)}}, "", ""},
 		{"refused under a key of the design's own, for the same payload", approved(3, ""), rows(k1, sent1, k2, blocked(1, "rejected")),
 			seen{tasks: []Task{task1}, requests: []Request{{N: 1, Key: k2 + "/1", Payload: p2, Case: "case-2", Answer: Refused, Reached: true}}}, "", ""},
 		{"pending on its own, beside a stuck key approved after it", stuck(later(approved(3, ""), "case-1"), "case-1", DownKey), rows(k1, pending, k2, pending),
@@ -339,7 +339,7 @@ func TestHistorySettled(t *testing.T) {
 		{"pending on its own, beside a stuck key", stuck(approved(3, ""), "case-1", RefuseKey400), rows(k1, blocked(1, "rejected"), k2, pending),
 			seen{requests: []Request{req(1, "case-1", Refused, 1)}}, "H7", "still pending"},
 		{"the stuck key itself pending", stuck(approved(3, ""), "case-1", SlowKey), rows(k1, pending, k2, sent1),
-			seen{tasks: []Task{{ID: 1, Key: k2, Payload: p2}}, requests: []Request{req(1, "case-1", Slow, 30)}}, "H7", "still pending when the horizon passed, every fault healed: " + k1},
+			seen{tasks: []Task{{ID: 1, Key: k2, Payload: p2}}, requests: []Request{req(1, "case-1", LateReply, 30)}}, "H7", "still pending when the horizon passed, every fault healed: " + k1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			judge(t, tc.h.settled(time.Hour, 20*time.Second, tc.rows, tc.s), tc.check, tc.words)
@@ -370,10 +370,10 @@ func TestDrawHoldsPastTheLease(t *testing.T) {
 	lock := designs.Running{Name: "d", Lease: 40 * time.Second, Holds: designs.HeldByLock}
 	rapidCheck(t, func(s Schedule, d designs.Running) {
 		for _, r := range s.Answers {
-			if r.Answer == Hold && d.Holds != designs.HeldByLock && r.Wait <= d.Lease {
+			if r.Answer == Paused && d.Holds != designs.HeldByLock && r.Wait <= d.Lease {
 				t.Fatalf("a hold of %s, within the lease of %s", r.Wait, d.Lease)
 			}
-			if r.Answer == Hold && r.Wait <= 0 {
+			if r.Answer == Paused && r.Wait <= 0 {
 				t.Fatalf("a hold of %s", r.Wait)
 			}
 		}

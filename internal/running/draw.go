@@ -61,11 +61,11 @@ func Draw(t *rapid.T, d designs.Running, backend string, replicas int) Schedule 
 			s.Keys = append(s.Keys, KeyRule{Case: c, Fault: f})
 		}
 	}
-	faults := []EventKind{Crash}
+	faults := []EventKind{ProcessCrash}
 	if backend == "postgres" {
 		// A connection to SQLite is a file in the process: it is reset,
 		// or loses a COMMIT's reply, only as the process crashes.
-		faults = append(faults, Reset, CommitReplyLost)
+		faults = append(faults, ConnectionReset, CommitReplyLost)
 	}
 	for _, k := range faults {
 		for range rapid.IntRange(0, 2).Draw(t, string(k)+"s") {
@@ -89,9 +89,9 @@ func Draw(t *rapid.T, d designs.Running, backend string, replicas int) Schedule 
 		}
 		r := AnswerRule{N: n, Answer: a}
 		switch a {
-		case Hold:
+		case Paused:
 			r.Wait = holdPast(d, lease) + time.Duration(rapid.IntRange(1, 300).Draw(t, "hold seconds past the lease"))*time.Second
-		case Busy, Throttled:
+		case Throttled503, Throttled429:
 			r.Wait = time.Duration(rapid.IntRange(1, 60).Draw(t, "retry after seconds")) * time.Second
 		}
 		s.Answers = append(s.Answers, r)
@@ -114,4 +114,4 @@ var drawnKeyFaults = []KeyFault{"", "", "", "", "", RefuseKey400, RefuseKey422, 
 
 // drawnAnswers weighs the answers: most requests are answered.
 var drawnAnswers = []Answer{Answered, Answered, Answered, Answered, Answered, Answered,
-	LostReply, Slow, Hold, Busy, Throttled, InFlight, Failed, Refused, Conflict}
+	LostReply, LateReply, Paused, Throttled503, Throttled429, InFlight, FailedAfterActing, Refused, KeyConflict}

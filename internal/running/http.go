@@ -88,22 +88,21 @@ func (h httpReceiver) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("running: dial receiver: connection refused: %w", rep.err)
 	case LostReply:
 		return nil, errConnection
-	case Slow:
+	case LateReply:
 		if err := req.Context().Err(); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("running: the answer came after a minute: %w", errConnection)
-	case Busy, Throttled:
-		status := map[Answer]int{Busy: http.StatusServiceUnavailable, Throttled: http.StatusTooManyRequests}[rep.answer]
+	case Throttled503, Throttled429:
 		after := strconv.Itoa(int((rep.wait + time.Second - 1) / time.Second))
-		return h.problem(req, status, "retry later", "Retry-After", after)
+		return h.problem(req, rep.answer.Status, "retry later", "Retry-After", after)
 	case InFlight:
 		return h.problem(req, http.StatusConflict, "a request with this Idempotency-Key is still being processed; retry later")
-	case Failed:
+	case FailedAfterActing:
 		return h.problem(req, http.StatusInternalServerError, "the CRM failed")
 	case Refused:
 		return h.problem(req, http.StatusBadRequest, "refused: the CRM's validation rejects this task")
-	case Conflict:
+	case KeyConflict:
 		return h.problem(req, http.StatusUnprocessableEntity, "this Idempotency-Key was used with another payload; nothing changed")
 	}
 	header := []string{"Location", "/tasks/" + strconv.FormatInt(rep.task.ID, 10)}

@@ -19,9 +19,9 @@ import (
 // maps each to the outcome the spec's table says.
 func TestHTTPReceiver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := Schedule{Answers: []AnswerRule{{N: 2, Answer: LostReply}, {N: 4, Answer: Busy, Wait: 1500 * time.Millisecond},
-			{N: 5, Answer: Throttled, Wait: 3 * time.Second}, {N: 6, Answer: InFlight}, {N: 7, Answer: Failed}, {N: 8, Answer: Refused},
-			{N: 9, Answer: Conflict}, {N: 10, Answer: Slow}}}
+		s := Schedule{Answers: []AnswerRule{{N: 2, Answer: LostReply}, {N: 4, Answer: Throttled503, Wait: 1500 * time.Millisecond},
+			{N: 5, Answer: Throttled429, Wait: 3 * time.Second}, {N: 6, Answer: InFlight}, {N: 7, Answer: FailedAfterActing}, {N: 8, Answer: Refused},
+			{N: 9, Answer: KeyConflict}, {N: 10, Answer: LateReply}}}
 		rec := newReceiver(s, time.Now())
 		rec.approved("case-1", k1, p1)
 		p := newProcess(&watchdog{}, 1, 1, rec)
@@ -125,7 +125,7 @@ func TestHTTPReceiver(t *testing.T) {
 func TestLastingFaultOfAKeylessRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := Schedule{Keys: []KeyRule{{Case: "case-1", Fault: RefuseKey400}, {Case: "case-2", Fault: DownKey}},
-			Answers: []AnswerRule{{N: 2, Answer: Hold, Wait: time.Minute}}}
+			Answers: []AnswerRule{{N: 2, Answer: Paused, Wait: time.Minute}}}
 		rec := newReceiver(s, time.Now())
 		p := newProcess(&watchdog{}, 1, 1, rec)
 		req, _ := http.NewRequest(http.MethodPost, ReceiverURL+"/tasks", strings.NewReader(p1))

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/outboxlab/handoff/faults"
 	"github.com/outboxlab/handoff/system"
 )
 
@@ -54,7 +55,7 @@ type Request struct {
 	Keyless bool
 	// Answer is what the receiver did with it: Answered (a task created
 	// or replayed, and its answer sent), another answer the schedule's
-	// rule for its number or its key's lasting fault gave, Conflict when
+	// rule for its number or its key's lasting fault gave, KeyConflict when
 	// the key held another payload, or Down when it never reached the
 	// receiver. Until it ends, the rule's answer.
 	Answer Answer
@@ -68,16 +69,14 @@ type Request struct {
 	unheard   bool // the process crashed before the answer reached it
 }
 
-// Answers a request can get besides the drawn ones.
-const (
-	// Down: the request failed before it reached the receiver: an outage,
-	// a key the receiver is down for, or a process that had crashed.
-	Down Answer = "down"
-)
+// Down is the answer of a request that failed before it reached the
+// receiver: an outage, a key the receiver is offline for, or a process
+// that had crashed. No schedule draws it for a request.
+var Down = Answer{Fault: faults.Offline}
 
 // refusal reports whether the receiver refused the request for good.
 func (q Request) refusal() bool {
-	return q.Reached && (q.Answer == Refused || q.Answer == Conflict)
+	return q.Reached && (q.Answer == Refused || q.Answer == KeyConflict)
 }
 
 // made reports whether the request left its process: it reached the
@@ -188,7 +187,7 @@ func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload 
 		done(Down, false, "the receiver is down: failed before it acted")
 		return reply{answer: Down, err: fmt.Errorf("%w: connection refused (outage)", system.ErrTransient)}
 	}
-	if rule.Answer == Hold {
+	if rule.Answer == Paused {
 		// The worker is paused: it sends only after the hold, whatever
 		// its timeout says.
 		select {
@@ -206,20 +205,20 @@ func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload 
 	}
 	answer := rule.Answer
 	if lasting {
-		answer = map[KeyFault]Answer{RefuseKey400: Refused, RefuseKey422: Conflict, SlowKey: Slow}[fault]
+		answer = map[KeyFault]Answer{RefuseKey400: Refused, RefuseKey422: KeyConflict, SlowKey: LateReply}[fault]
 	}
 	forGood := ""
 	if lasting {
 		forGood = ", as every request for this key"
 	}
 	switch answer {
-	case Busy, Throttled:
-		done(answer, true, fmt.Sprintf("%s, retry after %s, before acting", answer, rule.Wait))
-		return reply{answer: answer, wait: rule.Wait, err: &system.RetryHint{After: rule.Wait, Err: fmt.Errorf("%w: %s", system.ErrTransient, answer)}}
+	case Throttled503, Throttled429:
+		done(answer, true, fmt.Sprintf("%d, retry after %s, before acting", answer.Status, rule.Wait))
+		return reply{answer: answer, wait: rule.Wait, err: &system.RetryHint{After: rule.Wait, Err: fmt.Errorf("%w: %d", system.ErrTransient, answer.Status)}}
 	case InFlight:
 		done(answer, true, "409: in flight elsewhere, before acting")
 		return reply{answer: answer, err: fmt.Errorf("%w: 409 in flight", system.ErrTransient)}
-	case Conflict:
+	case KeyConflict:
 		done(answer, true, "422: the key holds another payload, before acting"+forGood)
 		return reply{answer: answer, err: fmt.Errorf("%w: 422", system.ErrKeyConflict)}
 	case Refused:
@@ -228,8 +227,8 @@ func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload 
 	}
 	t, replayed, err := r.store(key, payload, keyless)
 	if err != nil {
-		done(Conflict, true, "422: the key holds another payload")
-		return reply{answer: Conflict, err: err}
+		done(KeyConflict, true, "422: the key holds another payload")
+		return reply{answer: KeyConflict, err: err}
 	}
 	acted := fmt.Sprintf("created task %d", t.ID)
 	switch {
@@ -243,10 +242,10 @@ func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload 
 	case LostReply:
 		done(answer, true, acted+"; the reply was lost")
 		return reply{answer: answer, task: t, err: fmt.Errorf("%w: reply lost", system.ErrTransient)}
-	case Failed:
+	case FailedAfterActing:
 		done(answer, true, acted+"; answered 500")
 		return reply{answer: answer, task: t, err: fmt.Errorf("%w: 500", system.ErrTransient)}
-	case Slow:
+	case LateReply:
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Minute): // a client with no timeout

@@ -192,7 +192,7 @@ func (r *runner) events(ctx context.Context) *violation.Violation {
 		// No other worker takes a job a paused worker holds: the pause
 		// delays it.
 		for _, a := range r.s.Answers {
-			if a.Answer == Hold {
+			if a.Answer == Paused {
 				horizon += a.Wait
 			}
 		}
@@ -229,7 +229,7 @@ func (r *runner) apply(ctx context.Context, e Event) *violation.Violation {
 	switch e.Kind {
 	case Approve:
 		return r.approve(ctx, rep, e)
-	case Crash:
+	case ProcessCrash:
 		r.logf(r.lane(rep.p), "crash: every goroutine stopped, every connection cut")
 		r.h.faults = append(r.h.faults, struck{At: r.now(), Replica: e.replica()})
 		rep.p.crash()
@@ -239,7 +239,7 @@ func (r *runner) apply(ctx context.Context, e Event) *violation.Violation {
 		if err := r.boot(ctx, e.replica()); err != nil {
 			return violated("run", r.now(), err.Error())
 		}
-	case Reset, CommitReplyLost:
+	case ConnectionReset, CommitReplyLost:
 		if r.cfg.Backend != "postgres" {
 			// A SQLite database is a file in the process: only a crash
 			// cuts it.
@@ -247,7 +247,7 @@ func (r *runner) apply(ctx context.Context, e Event) *violation.Violation {
 			return nil
 		}
 		r.h.faults = append(r.h.faults, struck{At: r.now(), Replica: e.replica()})
-		if e.Kind == Reset {
+		if e.Kind == ConnectionReset {
 			r.logf(r.lane(rep.p), "reset: %d database connections cut", rep.p.reset())
 			return nil
 		}

@@ -2,6 +2,7 @@ package running_test
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"time"
 
@@ -29,15 +30,15 @@ func parse(t *testing.T, text string) running.Schedule {
 // crash that strikes a paused worker's held request, and an outage, one
 // task per key, and the run's history says so.
 func TestPoolRunsASchedule(t *testing.T) {
-	s := parse(t, `design pool
-backend sqlite
-at 0s approve case-1 "Call about the approved repair plan"
-at 100ms approve case-2 "Second"
-at 2s crash
-at 3s approve case-3 "Third"
-at 4s outage 30s
-request 1 lost-reply
-request 2 hold 45s
+	s := parse(t, `design name=pool
+backend name=sqlite
+approve at=0s case=case-1 title="Call about the approved repair plan"
+approve at=100ms case=case-2 title=Second
+process-crash at=2s
+approve at=3s case=case-3 title=Third
+offline at=4s for=30s
+request n=1 fault=lost-reply
+request n=2 fault=paused for=45s
 `)
 	res := running.Run(t, running.Config{Design: designs.Pool, Database: filepath.Join(t.TempDir(), "app.db"), Backend: "sqlite"}, s)
 	if res.Violation != nil {
@@ -63,73 +64,37 @@ request 2 hold 45s
 	}
 }
 
-// TestScheduleFile: a schedule reads back as it was written, and a bad
-// line is refused with its line number and what it wants.
+// TestScheduleFile: a schedule reads back as it was written, in the
+// scenario language's syntax, a title that holds " replica=" among them.
 func TestScheduleFile(t *testing.T) {
-	text := `design pool
-backend postgres
-at 0s approve case-1 "Rappeler: plan de réparation"
-at 1.5s crash
-at 2s reset
-at 2s commit-reply-lost
-at 1m0s outage 40s
-request 1 lost-reply
-request 3 hold 45s
-request 4 503 2s
-request 7 400
-`
-	if got := parse(t, text).String(); got != text {
-		t.Errorf("written back:\n%s\nwant:\n%s", got, text)
-	}
-	for _, tt := range []struct{ text, want string }{
-		{"backend sqlite\nat 0s crash\n", "no design line"},
-		{"design pool\nat 0s crash\n", "no backend line"},
-		{"design pool\nbackend mysql\n", "inline:2: backend \"mysql\": want sqlite or postgres"},
-		{"design pool\nbackend sqlite\nat 2s crash\nat 1s crash\n", "inline:4: at 1s comes before"},
-		{"design pool\nbackend sqlite\nat soon crash\n", "inline:3: at \"soon\""},
-		{"design pool\nbackend sqlite\nat 1s explode\n", "inline:3: event \"explode\""},
-		{"design pool\nbackend sqlite\nat 1s approve case-1 untitled\n", "want approve CASE \"TITLE\""},
-		{"design pool\nbackend sqlite\nat 1s outage\n", "want outage DURATION"},
-		{"design pool\nbackend sqlite\nat 1s crash now\n", "crash takes nothing after it"},
-		{"design pool\nbackend sqlite\nat 1s commit-lost\n", "a COMMIT carried out whose reply is lost is commit-reply-lost"},
-		{"design pool\nbackend sqlite\nrequest 0 lost-reply\n", "N is the request's number, from 1"},
-		{"design pool\nbackend sqlite\nrequest 1 418\n", "answer \"418\": want one of"},
-		{"design pool\nbackend sqlite\nrequest 1 hold\n", "request 1 hold needs how long"},
-		{"design pool\nbackend sqlite\nrequest 1 400 2s\n", "request 1 400 takes no time after it"},
-		{"design pool\nbackend sqlite\nrequest 1 400\nrequest 1 500\n", "request 1 has a rule already"},
-		{"design pool\nbackend sqlite\nwhen 1s crash\n", "\"when\": want design, backend, replicas, at, request or key"},
-		{"design pool\nbackend sqlite\nreplicas 4\n", "replicas \"4\": want how many processes run side by side, 1 to 3"},
-		{"design pool\nbackend sqlite\nreplicas 2\nat 1s crash replica=3\n", "at 1s crash strikes replica 3, and the schedule runs 2"},
-		{"design pool\nbackend sqlite\nat 1s crash replica=0\n", "crash replica=0: want the process's number"},
-		{"design pool\nbackend sqlite\nkey case-1 404\n", "key fault \"404\": want one of 400, 422, slow, down"},
-		{"design pool\nbackend sqlite\nkey case-1 slow\nkey case-1 down\n", "key case-1 has a rule already"},
-		{"design pool\nbackend sqlite\nkey case-1\n", "want key CASE FAULT"},
-	} {
-		_, err := running.ParseSchedule("inline", strings.NewReader(tt.text))
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%q: got %v, want an error with %q", tt.text, err, tt.want)
-		}
-	}
-}
-
-// TestScheduleFileWithReplicasAndKeys: replicas, replica= and key lines
-// read back as they were written, a title that holds " replica=" among
-// them.
-func TestScheduleFileWithReplicasAndKeys(t *testing.T) {
-	for _, text := range []string{`design pool
-backend sqlite
-replicas 3
-at 0s approve case-1 "call replica=2 today" replica=2
-at 1s crash replica=3
-at 2s reset replica=1
-at 3s outage 10s
-key case-1 slow
-key case-2 422
-request 1 hold 40s
-`, `design pool
-backend postgres
-at 0s approve case-1 "call replica=2 today"
-key case-1 down
+	for _, text := range []string{`design name=pool
+backend name=postgres
+approve at=0s case=case-1 title="Rappeler: plan de réparation"
+process-crash at=1.5s
+connection-reset at=2s
+commit-reply-lost at=2s
+offline at=1m0s for=40s
+request n=1 fault=lost-reply
+request n=3 fault=paused for=45s
+request n=4 fault=throttled status=503 retry-after=2s
+request n=5 fault=throttled status=429 retry-after=1m0s
+request n=6 fault=in-flight
+request n=7 fault=refused
+request n=8 fault=key-conflict
+request n=9 fault=failed-after-acting
+request n=10 fault=late-reply
+`, `design name=pool
+backend name=sqlite
+replicas n=3
+approve at=0s case=case-1 title="call replica=2 today" replica=2
+process-crash at=1s replica=3
+connection-reset at=2s replica=1
+offline at=3s for=10s
+key case=case-1 fault=late-reply
+key case=case-2 fault=key-conflict
+key case=case-3 fault=refused
+key case=case-4 fault=offline
+request n=1 fault=paused for=40s
 `} {
 		if got := parse(t, text).String(); got != text {
 			t.Errorf("written back:\n%s\nwant:\n%s", got, text)
@@ -137,23 +102,68 @@ key case-1 down
 	}
 }
 
+// TestScheduleFileRefuses: a bad line is refused with the file's name,
+// its line number and what it wants.
+func TestScheduleFileRefuses(t *testing.T) {
+	const head = "design name=pool\nbackend name=sqlite\n"
+	for _, tt := range []struct{ text, want string }{
+		{"backend name=sqlite\nprocess-crash at=0s\n", "inline: no design line (design name=NAME)"},
+		{"design name=pool\nprocess-crash at=0s\n", "inline: no backend line"},
+		{"design pool\n", `inline:1: want key=value, got "pool"`},
+		{"design name=pool\nbackend name=mysql\n", "inline:2: backend name=mysql: want sqlite or postgres"},
+		{"design name=pool\nbackend\n", "inline:2: backend needs name="},
+		{head + "process-crash at=2s\nprocess-crash at=1s\n", "inline:4: process-crash at=1s comes before the event above (at=2s)"},
+		{head + "process-crash at=soon\n", "inline:3: process-crash at=soon: want a duration of at least 0s"},
+		{head + "process-crash\n", "inline:3: process-crash needs at="},
+		{head + "explode at=1s\n", "inline:3: explode: want design, backend, replicas, key, request, or an event: approve, commit-reply-lost, connection-reset, offline, process-crash"},
+		{head + "commit-lost at=1s\n", "inline:3: commit-lost: a fault the step mode alone injects"},
+		{head + "approve at=1s case=case-1\n", "approve needs title="},
+		{head + `approve at=1s case= title="t"` + "\n", "approve case=: want the case approved"},
+		{head + "offline at=1s\n", "offline needs for="},
+		{head + "offline at=1s for=0s\n", "offline for=0s: want a duration of at least 1ns"},
+		{head + "offline at=1s for=1s replica=1\n", `offline takes no argument "replica"`},
+		{head + "process-crash at=1s now=yes\n", `process-crash takes no argument "now" (it takes at, replica)`},
+		{head + "request n=0 fault=lost-reply\n", "request n=0: n is the request's number, from 1"},
+		{head + "request n=1 fault=teapot\n", "request fault=teapot: want one of [lost-reply late-reply paused throttled in-flight failed-after-acting refused key-conflict]"},
+		{head + "request n=1 fault=mangled\n", "request fault=mangled: a fault the step mode alone injects; want one of"},
+		{head + "request n=1 fault=paused\n", "request n=1 fault=paused needs for=, how long"},
+		{head + "request n=1 fault=throttled status=503\n", "request n=1 fault=throttled needs retry-after=, how long"},
+		{head + "request n=1 fault=throttled retry-after=1s\n", "request n=1 fault=throttled needs status=, one of 503, 429"},
+		{head + "request n=1 fault=throttled status=418 retry-after=1s\n", "needs status=, one of 503, 429"},
+		{head + "request n=1 fault=refused status=400\n", "request n=1 fault=refused takes no status="},
+		{head + "request n=1 fault=refused for=2s\n", "request n=1 fault=refused takes no for="},
+		{head + "request n=1 fault=refused\nrequest n=1 fault=failed-after-acting\n", "inline:4: request n=1 has a rule already"},
+		{head + "replicas n=4\n", "replicas n=4: want how many processes run side by side, 1 to 3"},
+		{head + "replicas n=2\nprocess-crash at=1s replica=3\n", "process-crash at=1s strikes replica 3, and the schedule runs 2"},
+		{head + "process-crash at=1s replica=0\n", "process-crash replica=0: want the process's number, from 1"},
+		{head + "key case=case-1 fault=throttled\n", "key fault=throttled: want one of [refused key-conflict late-reply offline]"},
+		{head + "key case=case-1 fault=late-reply\nkey case=case-1 fault=offline\n", "key case=case-1 has a rule already"},
+		{head + "key case=case-1\n", "key needs fault="},
+	} {
+		_, err := running.ParseSchedule("inline", strings.NewReader(tt.text))
+		if !errors.Is(err, running.ErrSchedule) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: got %v, want an error with %q", tt.text, err, tt.want)
+		}
+	}
+}
+
 // TestSmallerSchedules: each smaller schedule lacks exactly one line or
 // one replica, and Unused drops the answers of requests never made.
 func TestSmallerSchedules(t *testing.T) {
-	s := parse(t, `design pool
-backend sqlite
-replicas 2
-at 0s approve case-1 "t" replica=2
-at 1s crash replica=2
-key case-1 slow
-request 1 lost-reply
-request 5 500
+	s := parse(t, `design name=pool
+backend name=sqlite
+replicas n=2
+approve at=0s case=case-1 title=t replica=2
+process-crash at=1s replica=2
+key case=case-1 fault=late-reply
+request n=1 fault=lost-reply
+request n=5 fault=failed-after-acting
 `)
 	smaller := s.Smaller()
 	if len(smaller) != 1+2+2+1+1+1 {
 		t.Fatalf("%d smaller schedules, want 8 (a replica, two events, two answers, a key, request 1's answer gone and 5's for 4, 5's for 4)", len(smaller))
 	}
-	if c := smaller[6]; len(c.Answers) != 1 || c.Answers[0] != (running.AnswerRule{N: 4, Answer: running.Failed}) {
+	if c := smaller[6]; len(c.Answers) != 1 || c.Answers[0] != (running.AnswerRule{N: 4, Answer: running.FailedAfterActing}) {
 		t.Errorf("request 1's answer gone, the next one sooner: %+v", c.Answers)
 	}
 	if last := smaller[len(smaller)-1]; last.Size() != s.Size() || last.Answers[1].N != 4 || s.Answers[1].N != 5 {
@@ -215,7 +225,7 @@ func (l listener) Stop() error {
 // stops virtual time; the run fails after the stall with the option to
 // change, instead of hanging.
 func TestListenIsRefused(t *testing.T) {
-	s := parse(t, "design listening\nbackend postgres\nat 1s crash\n")
+	s := parse(t, "design name=listening\nbackend name=postgres\nprocess-crash at=1s\n")
 	res := running.Run(t, running.Config{Design: listening, Database: pgtest.URL(t), Backend: "postgres", Stall: time.Second}, s)
 	if res.Violation == nil || res.Violation.Check != "run" || !strings.Contains(res.Violation.Detail, "poll-only") {
 		t.Fatalf("got %v, want the run stopped with the option to change", res.Violation)

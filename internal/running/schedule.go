@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/outboxlab/handoff/faults"
+	"github.com/outboxlab/handoff/internal/line"
 )
 
 // A Schedule is one run of a running design, as the harness draws it and
@@ -19,6 +21,21 @@ import (
 // receiver is down, and what the receiver does with each request it
 // gets, by the request's number. Goroutine scheduling is not in it: a
 // replay of a schedule may interleave the workers otherwise.
+//
+// Its file is written in the scenario language's syntax (package line),
+// a line each, times as arguments:
+//
+//	design name=running-no-lock
+//	backend name=sqlite
+//	replicas n=2
+//	approve at=1.5s case=case-1 title="Call about the approved repair plan" replica=2
+//	process-crash at=40s replica=1
+//	offline at=1m for=40s
+//	key case=case-1 fault=offline
+//	request n=1 fault=throttled status=503 retry-after=45s
+//
+// Every fault it names is a fault of package faults that the running mode
+// injects, meaning what it means there.
 type Schedule struct {
 	Design  string
 	Backend string
@@ -52,23 +69,24 @@ type KeyRule struct {
 	Fault KeyFault
 }
 
-// KeyFault is what the receiver does with every request for one key.
-type KeyFault string
+// KeyFault is what the receiver does with every request for one key: a
+// fault of package faults, for every request of the key.
+type KeyFault faults.Kind
 
 // The faults that last, per key.
 const (
 	// RefuseKey400: every request for the key is refused for good, 400,
 	// before acting (the receiver's validation rejects it).
-	RefuseKey400 KeyFault = "400"
+	RefuseKey400 = KeyFault(faults.Refused)
 	// RefuseKey422: every request for the key is refused for good, 422
 	// (the receiver holds the key with another payload).
-	RefuseKey422 KeyFault = "422"
+	RefuseKey422 = KeyFault(faults.KeyConflict)
 	// SlowKey: every request for the key creates (or replays) its task
 	// and answers after the client gave up.
-	SlowKey KeyFault = "slow"
+	SlowKey = KeyFault(faults.LateReply)
 	// DownKey: the receiver is down for the key, past the design's
 	// settle time: every request for it fails before the receiver acts.
-	DownKey KeyFault = "down"
+	DownKey = KeyFault(faults.Offline)
 )
 
 // keyFaults are the KeyFaults a schedule file may name.
@@ -106,7 +124,8 @@ func (s Schedule) keyFault(caseID string) (KeyFault, bool) {
 // size is what the fragile catalog bounds.
 func (s Schedule) Size() int { return len(s.Events) + len(s.Answers) + len(s.Keys) }
 
-// EventKind names an Event.
+// EventKind names an Event: an approval, or the fault of package faults
+// that strikes at its time.
 type EventKind string
 
 // The events of a schedule.
@@ -114,19 +133,19 @@ const (
 	// Approve: the app approves Case with Title, through the running
 	// process.
 	Approve EventKind = "approve"
-	// Crash: every goroutine of the process stopped and every connection
+	// ProcessCrash: every goroutine of the process stopped and every connection
 	// of it cut at once (open transactions lost), then the app boots
 	// again.
-	Crash EventKind = "crash"
-	// Reset: every database connection of the process is cut; the
+	ProcessCrash = EventKind(faults.ProcessCrash)
+	// ConnectionReset: every database connection of the process is cut; the
 	// process lives on.
-	Reset EventKind = "reset"
+	ConnectionReset = EventKind(faults.ConnectionReset)
 	// CommitReplyLost: the next COMMIT of the process is carried out and
-	// its reply lost: the step mode's fault of the same name.
+	// its reply lost.
 	CommitReplyLost = EventKind(faults.CommitReplyLost)
-	// Outage: the receiver takes no request for For: each fails before
+	// Outage: the receiver is offline for For: each request fails before
 	// it acts.
-	Outage EventKind = "outage"
+	Outage = EventKind(faults.Offline)
 )
 
 // AnswerRule is what the receiver does with its Nth request (1 is the
@@ -134,48 +153,87 @@ const (
 type AnswerRule struct {
 	N      int
 	Answer Answer
-	// Wait: for Hold, how long the request is held before the receiver
-	// takes it; for Busy and Throttled, the Retry-After hint.
+	// Wait: for Paused, how long the request is held before the receiver
+	// takes it; for Throttled503 and Throttled429, the Retry-After hint.
 	Wait time.Duration
 }
 
-// Answer is what the receiver does with one request.
-type Answer string
+// Answer is what the receiver does with one request: a fault of package
+// faults, with the HTTP status it answers where the fault has more than
+// one; the zero Answer is none.
+type Answer struct {
+	Fault  faults.Kind
+	Status int
+}
 
 // The answers the harness draws: every class the sender maps.
-const (
+var (
 	// Answered: the task is created (or the key replayed) and the reply
 	// arrives.
-	Answered Answer = "answer"
-	// LostReply: the task is created (or replayed); the reply is lost:
-	// the step mode's fault of the same name.
-	LostReply = Answer(faults.LostReply)
-	// Slow: the task is created; the reply comes after the client gave
+	Answered = Answer{}
+	// LostReply: the task is created (or replayed); the reply is lost.
+	LostReply = Answer{Fault: faults.LostReply}
+	// LateReply: the task is created; the reply comes after the client gave
 	// up (its send timeout).
-	Slow Answer = "slow"
-	// Hold: the worker that sends is paused for Wait, longer than any
+	LateReply = Answer{Fault: faults.LateReply}
+	// Paused: the worker that sends is paused for Wait, longer than any
 	// lease or visibility timeout, then the request goes out.
-	Hold Answer = "hold"
-	// Busy: 503 with a retry hint, before acting.
-	Busy Answer = "503"
-	// Throttled: 429 with a retry hint, before acting.
-	Throttled Answer = "429"
+	Paused = Answer{Fault: faults.Paused}
+	// Throttled503: 503 with a retry hint, before acting.
+	Throttled503 = Answer{Fault: faults.Throttled, Status: 503}
+	// Throttled429: 429 with a retry hint, before acting.
+	Throttled429 = Answer{Fault: faults.Throttled, Status: 429}
 	// InFlight: 409, the key in flight elsewhere, before acting.
-	InFlight Answer = "409"
-	// Failed: 500 after acting: the task exists.
-	Failed Answer = "500"
+	InFlight = Answer{Fault: faults.InFlight}
+	// FailedAfterActing: 500 after acting: the task exists.
+	FailedAfterActing = Answer{Fault: faults.FailedAfterActing}
 	// Refused: 400, refused for good, before acting.
-	Refused Answer = "400"
-	// Conflict: 422, the receiver holds the key with another payload (put
+	Refused = Answer{Fault: faults.Refused}
+	// KeyConflict: 422, the receiver holds the key with another payload (put
 	// there by another system), before acting.
-	Conflict Answer = "422"
+	KeyConflict = Answer{Fault: faults.KeyConflict}
 )
+
+// String is a's fault and its status, as a schedule's request line
+// names them; "answered" for none.
+func (a Answer) String() string {
+	switch {
+	case a == Answered:
+		return "answered"
+	case a.Status != 0:
+		return fmt.Sprintf("%s status=%d", a.Fault, a.Status)
+	}
+	return string(a.Fault)
+}
 
 // MaxReplicas is the most processes a schedule runs side by side.
 const MaxReplicas = 3
 
 // answers are the Answers a schedule file may name.
-var answers = []Answer{Answered, LostReply, Slow, Hold, Busy, Throttled, InFlight, Failed, Refused, Conflict}
+var answers = []Answer{LostReply, LateReply, Paused, Throttled503, Throttled429, InFlight, FailedAfterActing, Refused, KeyConflict}
+
+// Faults are the faults a schedule file may name, each once: the
+// running mode's faults of package faults.
+func Faults() []faults.Kind {
+	var ks []faults.Kind
+	add := func(k faults.Kind) {
+		if !slices.Contains(ks, k) {
+			ks = append(ks, k)
+		}
+	}
+	for _, e := range slices.Sorted(maps.Keys(eventArgs)) {
+		if e != Approve {
+			add(faults.Kind(e))
+		}
+	}
+	for _, a := range answers {
+		add(a.Fault)
+	}
+	for _, f := range keyFaults {
+		add(faults.Kind(f))
+	}
+	return ks
+}
 
 // ErrSchedule is a schedule file that cannot be read: its message names
 // the line.
@@ -273,51 +331,71 @@ func (s Schedule) rule(n int) AnswerRule {
 	return AnswerRule{N: n, Answer: Answered}
 }
 
+// lines are the schedule as its file holds it, a line each.
+func (s Schedule) lines() []line.Line {
+	ls := []line.Line{line.New("design", "name", s.Design), line.New("backend", "name", s.Backend)}
+	if s.replicas() > 1 {
+		ls = append(ls, line.New("replicas", "n", strconv.Itoa(s.Replicas)))
+	}
+	for _, e := range s.Events {
+		l := line.New(string(e.Kind), "at", e.At.String())
+		switch e.Kind {
+		case Approve:
+			l = l.With("case", e.Case).With("title", e.Title)
+		case Outage:
+			l = l.With("for", e.For.String())
+		}
+		if e.Kind != Outage && s.replicas() > 1 {
+			l = l.With("replica", strconv.Itoa(e.replica()))
+		}
+		ls = append(ls, l)
+	}
+	for _, k := range s.Keys {
+		ls = append(ls, line.New("key", "case", k.Case, "fault", string(k.Fault)))
+	}
+	for _, r := range s.Answers {
+		l := line.New("request", "n", strconv.Itoa(r.N), "fault", string(r.Answer.Fault))
+		if r.Answer.Status != 0 {
+			l = l.With("status", strconv.Itoa(r.Answer.Status))
+		}
+		if key := waitArg[r.Answer.Fault]; key != "" {
+			l = l.With(key, r.Wait.String())
+		}
+		ls = append(ls, l)
+	}
+	return ls
+}
+
 // String is the schedule as its file holds it.
 func (s Schedule) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "design %s\nbackend %s\n", s.Design, s.Backend)
-	if s.replicas() > 1 {
-		fmt.Fprintf(&b, "replicas %d\n", s.Replicas)
-	}
-	for _, e := range s.Events {
-		fmt.Fprintf(&b, "at %s %s", e.At, e.Kind)
-		switch e.Kind {
-		case Approve:
-			fmt.Fprintf(&b, " %s %s", e.Case, strconv.Quote(e.Title))
-		case Outage:
-			fmt.Fprintf(&b, " %s", e.For)
-		}
-		if e.Kind != Outage && s.replicas() > 1 {
-			fmt.Fprintf(&b, " replica=%d", e.replica())
-		}
-		b.WriteByte('\n')
-	}
-	for _, k := range s.Keys {
-		fmt.Fprintf(&b, "key %s %s\n", k.Case, k.Fault)
-	}
-	for _, r := range s.Answers {
-		fmt.Fprintf(&b, "request %d %s", r.N, r.Answer)
-		if r.Wait > 0 {
-			fmt.Fprintf(&b, " %s", r.Wait)
-		}
+	for _, l := range s.lines() {
+		b.WriteString(l.String())
 		b.WriteByte('\n')
 	}
 	return b.String()
 }
+
+// waitArg is the argument that says an answer's Wait: how long a paused
+// worker waits, and a throttled answer's Retry-After hint.
+var waitArg = map[faults.Kind]string{faults.Paused: "for", faults.Throttled: "retry-after"}
 
 // ParseSchedule reads a schedule file; name is how errors call it.
 // Lines starting with # are comments.
 func ParseSchedule(name string, r io.Reader) (Schedule, error) {
 	var s Schedule
 	sc := bufio.NewScanner(r)
-	for line := 1; sc.Scan(); line++ {
+	for n := 1; sc.Scan(); n++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
-		if err := s.parseLine(text); err != nil {
-			return Schedule{}, fmt.Errorf("%w: %s:%d: %v", ErrSchedule, name, line, err)
+		l, err := line.Parse(text)
+		if err == nil {
+			err = s.parseLine(l)
+		}
+		if err != nil {
+			return Schedule{}, fmt.Errorf("%w: %s:%d: %v", ErrSchedule, name, n, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -325,162 +403,224 @@ func ParseSchedule(name string, r io.Reader) (Schedule, error) {
 	}
 	switch {
 	case s.Design == "":
-		return Schedule{}, fmt.Errorf("%w: %s: no design line (design NAME)", ErrSchedule, name)
+		return Schedule{}, fmt.Errorf("%w: %s: no design line (design name=NAME)", ErrSchedule, name)
 	case s.Backend == "":
-		return Schedule{}, fmt.Errorf("%w: %s: no backend line (backend sqlite or backend postgres)", ErrSchedule, name)
+		return Schedule{}, fmt.Errorf("%w: %s: no backend line (backend name=sqlite or backend name=postgres)", ErrSchedule, name)
 	}
 	for _, e := range s.Events {
 		if e.replica() > s.replicas() {
-			return Schedule{}, fmt.Errorf("%w: %s: at %s %s strikes replica %d, and the schedule runs %d (a replicas N line)", ErrSchedule, name, e.At, e.Kind, e.replica(), s.replicas())
+			return Schedule{}, fmt.Errorf("%w: %s: %s at=%s strikes replica %d, and the schedule runs %d (a replicas n=N line)", ErrSchedule, name, e.Kind, e.At, e.replica(), s.replicas())
 		}
 	}
 	return s, nil
 }
 
-func (s *Schedule) parseLine(text string) error {
-	word, rest, _ := strings.Cut(text, " ")
-	switch word {
+// args returns the values of l's arguments keys, each of which it needs,
+// after checking that l takes nothing besides them and optional.
+func args(l line.Line, keys []string, optional ...string) ([]string, error) {
+	if err := l.Only(append(slices.Clone(keys), optional...)...); err != nil {
+		return nil, err
+	}
+	values := make([]string, len(keys))
+	for i, k := range keys {
+		v, ok := l.Arg(k)
+		if !ok {
+			return nil, fmt.Errorf("%s needs %s=", l.Directive, k)
+		}
+		values[i] = v
+	}
+	return values, nil
+}
+
+func (s *Schedule) parseLine(l line.Line) error {
+	switch l.Directive {
 	case "design":
-		s.Design = strings.TrimSpace(rest)
+		v, err := args(l, []string{"name"})
+		if err != nil {
+			return err
+		}
+		s.Design = v[0]
 	case "backend":
-		s.Backend = strings.TrimSpace(rest)
-		if s.Backend != "sqlite" && s.Backend != "postgres" {
-			return fmt.Errorf("backend %q: want sqlite or postgres", s.Backend)
+		v, err := args(l, []string{"name"})
+		if err != nil {
+			return err
+		}
+		if s.Backend = v[0]; s.Backend != "sqlite" && s.Backend != "postgres" {
+			return fmt.Errorf("backend name=%s: want sqlite or postgres", s.Backend)
 		}
 	case "replicas":
-		n, err := strconv.Atoi(strings.TrimSpace(rest))
+		v, err := args(l, []string{"n"})
+		if err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(v[0])
 		if err != nil || n < 1 || n > MaxReplicas {
-			return fmt.Errorf("replicas %q: want how many processes run side by side, 1 to %d", rest, MaxReplicas)
+			return fmt.Errorf("replicas n=%s: want how many processes run side by side, 1 to %d", v[0], MaxReplicas)
 		}
 		s.Replicas = n
 	case "key":
-		k, err := parseKeyRule(rest)
+		k, err := parseKeyRule(l)
 		if err != nil {
 			return err
 		}
 		if _, ok := s.keyFault(k.Case); ok {
-			return fmt.Errorf("key %s has a rule already", k.Case)
+			return fmt.Errorf("key case=%s has a rule already", k.Case)
 		}
 		s.Keys = append(s.Keys, k)
-	case "at":
-		e, err := parseEvent(rest)
-		if err != nil {
-			return err
-		}
-		if n := len(s.Events); n > 0 && e.At < s.Events[n-1].At {
-			return fmt.Errorf("at %s comes before the line above (%s): events are in time order", e.At, s.Events[n-1].At)
-		}
-		s.Events = append(s.Events, e)
 	case "request":
-		r, err := parseRule(rest)
+		r, err := parseRule(l)
 		if err != nil {
 			return err
 		}
 		if slices.ContainsFunc(s.Answers, func(o AnswerRule) bool { return o.N == r.N }) {
-			return fmt.Errorf("request %d has a rule already", r.N)
+			return fmt.Errorf("request n=%d has a rule already", r.N)
 		}
 		s.Answers = append(s.Answers, r)
 	default:
-		return fmt.Errorf("%q: want design, backend, replicas, at, request or key", word)
+		e, err := parseEvent(l)
+		if err != nil {
+			return err
+		}
+		if n := len(s.Events); n > 0 && e.At < s.Events[n-1].At {
+			return fmt.Errorf("%s at=%s comes before the event above (at=%s): events are in time order", e.Kind, e.At, s.Events[n-1].At)
+		}
+		s.Events = append(s.Events, e)
 	}
 	return nil
 }
 
-func parseEvent(text string) (Event, error) {
-	at, rest, _ := strings.Cut(text, " ")
-	d, err := time.ParseDuration(at)
-	if err != nil || d < 0 {
-		return Event{}, fmt.Errorf("at %q: want a time since the start, such as 1m30s", at)
-	}
-	kind, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
-	e := Event{At: d, Kind: EventKind(kind)}
-	if e.Kind != Outage {
-		// replica=R ends the line; an approval's comes after its quoted
-		// title, which may hold the same words.
-		from := 0
-		if e.Kind == Approve {
-			from = strings.LastIndex(args, `"`) + 1
-		}
-		if i := strings.LastIndex(" "+args[from:], " replica="); i >= 0 {
-			i += from
-			r := args[i+len("replica="):]
-			if e.Replica, err = strconv.Atoi(strings.TrimSpace(r)); err != nil || e.Replica < 1 {
-				return Event{}, fmt.Errorf("%s replica=%s: want the process's number, from 1", kind, r)
-			}
-			args = strings.TrimSpace(args[:i])
-		}
-	}
+// eventArgs are the arguments each event needs besides at=.
+var eventArgs = map[EventKind][]string{Approve: {"case", "title"}, ProcessCrash: nil, ConnectionReset: nil, CommitReplyLost: nil, Outage: {"for"}}
 
+func parseEvent(l line.Line) (Event, error) {
+	e := Event{Kind: EventKind(l.Directive)}
+	keys, ok := eventArgs[e.Kind]
+	if !ok {
+		var events []string
+		for _, k := range slices.Sorted(maps.Keys(eventArgs)) {
+			events = append(events, string(k))
+		}
+		return Event{}, fmt.Errorf("%s: %swant design, backend, replicas, key, request, or an event: %s", l.Directive, stepOnly(faults.Kind(l.Directive)), strings.Join(events, ", "))
+	}
+	var optional []string
+	if e.Kind != Outage {
+		optional = []string{"replica"}
+	}
+	v, err := args(l, append([]string{"at"}, keys...), optional...)
+	if err != nil {
+		return Event{}, err
+	}
+	if e.At, err = duration(l, "at", v[0], 0); err != nil {
+		return Event{}, err
+	}
 	switch e.Kind {
 	case Approve:
-		c, title, _ := strings.Cut(strings.TrimSpace(args), " ")
-		if e.Title, err = strconv.Unquote(strings.TrimSpace(title)); err != nil || c == "" {
-			return Event{}, fmt.Errorf("approve %q: want approve CASE \"TITLE\"", args)
+		if e.Case, e.Title = v[1], v[2]; e.Case == "" {
+			return Event{}, errors.New("approve case=: want the case approved, such as case=case-1")
 		}
-		e.Case = c
 	case Outage:
-		if e.For, err = time.ParseDuration(strings.TrimSpace(args)); err != nil || e.For <= 0 {
-			return Event{}, fmt.Errorf("outage %q: want outage DURATION, such as outage 40s", args)
+		if e.For, err = duration(l, "for", v[1], time.Nanosecond); err != nil {
+			return Event{}, err
 		}
-	case Crash, Reset, CommitReplyLost:
-		if strings.TrimSpace(args) != "" {
-			return Event{}, fmt.Errorf("%s takes nothing after it, got %q", kind, args)
+	}
+	if r, ok := l.Arg("replica"); ok {
+		if e.Replica, err = strconv.Atoi(r); err != nil || e.Replica < 1 {
+			return Event{}, fmt.Errorf("%s replica=%s: want the process's number, from 1", e.Kind, r)
 		}
-	case EventKind(faults.CommitLost):
-		return Event{}, fmt.Errorf("event %q: a COMMIT that never reaches the server is the step mode's; a COMMIT carried out whose reply is lost is commit-reply-lost", kind)
-	default:
-		return Event{}, fmt.Errorf("event %q: want approve, crash, reset, commit-reply-lost or outage", kind)
 	}
 	return e, nil
 }
 
-func parseRule(text string) (AnswerRule, error) {
-	fields := strings.Fields(text)
-	if len(fields) < 2 || len(fields) > 3 {
-		return AnswerRule{}, fmt.Errorf("request %q: want request N ANSWER [WAIT]", text)
+// duration reads value, the argument key of l: a duration of at least
+// least, such as 1m30s.
+func duration(l line.Line, key, value string, least time.Duration) (time.Duration, error) {
+	d, err := time.ParseDuration(value)
+	if err != nil || d < least {
+		return 0, fmt.Errorf("%s %s=%s: want a duration of at least %s, such as 1m30s", l.Directive, key, value, least)
 	}
-	n, err := strconv.Atoi(fields[0])
+	return d, nil
+}
+
+// stepOnly says of a fault the step mode alone injects that it is so,
+// and is "" for any other word.
+func stepOnly(k faults.Kind) string {
+	if slices.Contains(faults.All, k) && !faults.RunningMode.Injects(k) {
+		return "a fault the step mode alone injects; "
+	}
+	return ""
+}
+
+// faultArg reads the fault= argument of l, one of allowed.
+func faultArg(l line.Line, value string, allowed []faults.Kind) (faults.Kind, error) {
+	if k, err := faults.ParseKind(value, allowed...); err == nil {
+		return k, nil
+	}
+	return "", fmt.Errorf("%s fault=%s: %swant one of %v", l.Directive, value, stepOnly(faults.Kind(value)), allowed)
+}
+
+func parseRule(l line.Line) (AnswerRule, error) {
+	v, err := args(l, []string{"n", "fault"}, "status", "retry-after", "for")
+	if err != nil {
+		return AnswerRule{}, err
+	}
+	n, err := strconv.Atoi(v[0])
 	if err != nil || n < 1 {
-		return AnswerRule{}, fmt.Errorf("request %q: N is the request's number, from 1", fields[0])
+		return AnswerRule{}, fmt.Errorf("request n=%s: n is the request's number, from 1", v[0])
 	}
-	r := AnswerRule{N: n, Answer: Answer(fields[1])}
-	if !slices.Contains(answers, r.Answer) {
-		return AnswerRule{}, fmt.Errorf("answer %q: want one of %s", fields[1], answerList())
+	var kinds []faults.Kind
+	for _, a := range answers {
+		if !slices.Contains(kinds, a.Fault) {
+			kinds = append(kinds, a.Fault)
+		}
 	}
-	waits := r.Answer == Hold || r.Answer == Busy || r.Answer == Throttled
+	k, err := faultArg(l, v[1], kinds)
+	if err != nil {
+		return AnswerRule{}, err
+	}
+	r := AnswerRule{N: n, Answer: Answer{Fault: k}}
+	var statuses []string
+	for _, a := range answers {
+		if a.Fault == k && a.Status != 0 {
+			statuses = append(statuses, strconv.Itoa(a.Status))
+		}
+	}
+	status, hasStatus := l.Arg("status")
 	switch {
-	case waits && len(fields) != 3:
-		return AnswerRule{}, fmt.Errorf("request %d %s needs how long, such as %s 45s", n, r.Answer, r.Answer)
-	case !waits && len(fields) == 3:
-		return AnswerRule{}, fmt.Errorf("request %d %s takes no time after it", n, r.Answer)
-	case waits:
-		if r.Wait, err = time.ParseDuration(fields[2]); err != nil || r.Wait <= 0 {
-			return AnswerRule{}, fmt.Errorf("request %d %s %q: want a duration, such as 45s", n, r.Answer, fields[2])
+	case len(statuses) == 0 && hasStatus:
+		return AnswerRule{}, fmt.Errorf("request n=%d fault=%s takes no status=", n, k)
+	case len(statuses) > 0 && !slices.Contains(statuses, status):
+		return AnswerRule{}, fmt.Errorf("request n=%d fault=%s needs status=, one of %s", n, k, strings.Join(statuses, ", "))
+	case hasStatus:
+		r.Answer.Status, _ = strconv.Atoi(status)
+	}
+	for _, key := range []string{"retry-after", "for"} {
+		value, has := l.Arg(key)
+		switch wanted := waitArg[k] == key; {
+		case wanted && !has:
+			return AnswerRule{}, fmt.Errorf("request n=%d fault=%s needs %s=, how long, such as %s=45s", n, k, key, key)
+		case has && !wanted:
+			return AnswerRule{}, fmt.Errorf("request n=%d fault=%s takes no %s=", n, k, key)
+		case has:
+			if r.Wait, err = duration(l, key, value, time.Nanosecond); err != nil {
+				return AnswerRule{}, err
+			}
 		}
 	}
 	return r, nil
 }
 
-func parseKeyRule(text string) (KeyRule, error) {
-	fields := strings.Fields(text)
-	if len(fields) != 2 {
-		return KeyRule{}, fmt.Errorf("key %q: want key CASE FAULT, such as key case-2 400", text)
+func parseKeyRule(l line.Line) (KeyRule, error) {
+	v, err := args(l, []string{"case", "fault"})
+	if err != nil {
+		return KeyRule{}, err
 	}
-	k := KeyRule{Case: fields[0], Fault: KeyFault(fields[1])}
-	if !slices.Contains(keyFaults, k.Fault) {
-		names := make([]string, len(keyFaults))
-		for i, f := range keyFaults {
-			names[i] = string(f)
-		}
-		return KeyRule{}, fmt.Errorf("key fault %q: want one of %s", fields[1], strings.Join(names, ", "))
+	kinds := make([]faults.Kind, len(keyFaults))
+	for i, f := range keyFaults {
+		kinds[i] = faults.Kind(f)
 	}
-	return k, nil
-}
-
-func answerList() string {
-	names := make([]string, len(answers))
-	for i, a := range answers {
-		names[i] = string(a)
+	k, err := faultArg(l, v[1], kinds)
+	if err != nil {
+		return KeyRule{}, err
 	}
-	return strings.Join(names, ", ")
+	return KeyRule{Case: v[0], Fault: KeyFault(k)}, nil
 }

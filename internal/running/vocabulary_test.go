@@ -2,49 +2,55 @@ package running
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/outboxlab/handoff/faults"
 )
 
-// sameAsStepMode lists the schedule words that name a fault of the step
-// mode (package faults), each meaning what the step mode means by it.
-// Every other word of a schedule is the running mode's own.
-var sameAsStepMode = map[string]faults.Kind{
-	string(CommitReplyLost): faults.CommitReplyLost,
-	string(LostReply):       faults.LostReply,
+// namings are the lines that name fault k in a schedule: as an event, a
+// request's fault or a key's, with the arguments each needs.
+func namings(k faults.Kind) []string {
+	w := string(k)
+	return []string{
+		w + " at=1s", w + " at=1s for=1s",
+		"request n=1 fault=" + w, "request n=1 fault=" + w + " for=1s",
+		"request n=1 fault=" + w + " status=503 retry-after=1s",
+		"key case=case-1 fault=" + w,
+	}
 }
 
-// TestOneFaultVocabulary: a word of a schedule that is also the name of a
-// fault in package faults must be that fault, declared in
-// sameAsStepMode; a word that means something else must have a name of
-// its own. (The running mode once called a lost COMMIT reply
-// commit-lost, the step mode's name for a COMMIT that never arrives.)
+// accepts reports whether a schedule file takes one of k's namings.
+func accepts(k faults.Kind) bool {
+	return slices.ContainsFunc(namings(k), func(l string) bool {
+		_, err := ParseSchedule("inline", strings.NewReader("design name=pool\nbackend name=sqlite\n"+l+"\n"))
+		return err == nil
+	})
+}
+
+// TestOneFaultVocabulary: every fault a schedule names is a fault of
+// package faults that the running mode injects, one row of its table
+// with one meaning in both modes; every fault of the running mode can be
+// named; and a fault of the step mode alone is refused.
 func TestOneFaultVocabulary(t *testing.T) {
-	var words []string
-	for _, k := range []EventKind{Approve, Crash, Reset, CommitReplyLost, Outage} {
-		words = append(words, string(k))
-	}
-	for _, a := range answers {
-		words = append(words, string(a))
-	}
-	for _, f := range keyFaults {
-		words = append(words, string(f))
-	}
-	for _, w := range words {
-		step, shared := sameAsStepMode[w]
-		switch named := slices.Contains(faults.All, faults.Kind(w)); {
-		case named && !shared:
-			t.Errorf("schedule word %q is the step mode's fault %q, with another meaning: name it otherwise, or declare it in sameAsStepMode", w, w)
-		case shared && step != faults.Kind(w):
-			t.Errorf("schedule word %q is declared the step mode's %q", w, step)
-		case shared && !named:
-			t.Errorf("schedule word %q is declared the step mode's, but package faults has no such fault", w)
+	for _, k := range Faults() {
+		switch {
+		case !slices.Contains(faults.All, k):
+			t.Errorf("schedule fault %q is not a fault of package faults: declare it there", k)
+		case !faults.RunningMode.Injects(k):
+			t.Errorf("schedule fault %q is not marked as the running mode's in package faults", k)
+		case !accepts(k):
+			t.Errorf("Faults lists %q, which no schedule line takes", k)
 		}
 	}
-	for w := range sameAsStepMode {
-		if !slices.Contains(words, w) {
-			t.Errorf("sameAsStepMode names %q, which no schedule takes", w)
+	for _, k := range faults.All {
+		if in := faults.RunningMode.Injects(k); in != slices.Contains(Faults(), k) || in != accepts(k) {
+			t.Errorf("fault %s: the running mode injects it: %v; a schedule names it: %v", k, in, accepts(k))
+		}
+	}
+	for _, w := range []string{"crash", "reset", "outage", "slow", "hold", "down", "429", "400"} {
+		if accepts(faults.Kind(w)) {
+			t.Errorf("a schedule takes %q, which is no fault of package faults", w)
 		}
 	}
 }

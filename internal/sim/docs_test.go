@@ -143,7 +143,7 @@ func faultsOfLine(t *testing.T, where, line string) []string {
 	valueOf := ""
 	for _, alt := range strings.Split(m[1], "|") {
 		word := strings.Fields(alt)[0]
-		if _, err := faults.ParseKind(word, faults.All...); err == nil {
+		if _, err := faults.ParseKind(word, faults.StepMode.Kinds()...); err == nil {
 			listed = append(listed, word)
 			valueOf = ""
 			if strings.Contains(alt, "=") {

@@ -608,8 +608,8 @@ func (e *Env) Apply(ctx context.Context, s Step) (Outcome, error) {
 	if !ok {
 		return Outcome{}, fmt.Errorf("%w: unknown directive %q (want one of %s)", ErrScenario, s.Directive, strings.Join(slices.Sorted(maps.Keys(directives)), ", "))
 	}
-	if err := s.only(d.args...); err != nil {
-		return Outcome{}, err
+	if err := s.Only(d.args...); err != nil {
+		return Outcome{}, fmt.Errorf("%w: %w", ErrScenario, err)
 	}
 	if err := Supported(e.cfg.Design, s); err != nil {
 		return Outcome{}, err

@@ -8,14 +8,15 @@ import (
 	"github.com/outboxlab/handoff/model"
 )
 
-// TestFaultTable checks that every fault of package faults has its row
-// and a directive that takes it (restart is a directive of its own), and
-// that every crash has a point and tells the model where it struck.
+// TestFaultTable checks that every fault of the step mode has its row
+// and a directive that takes it (restart is a directive of its own), that
+// every crash has a point and tells the model where it struck, and that
+// a directive takes no fault the step mode does not inject.
 func TestFaultTable(t *testing.T) {
-	if got := Faults(); len(got) != len(faults.All) {
-		t.Errorf("the fault table has rows for %v, want one for each of %v", got, faults.All)
+	if got := Faults(); len(got) != len(faults.StepMode.Kinds()) {
+		t.Errorf("the fault table has rows for %v, want one for each of %v", got, faults.StepMode.Kinds())
 	}
-	for _, k := range faults.All {
+	for _, k := range faults.StepMode.Kinds() {
 		f, ok := faultTable[k]
 		if !ok {
 			t.Errorf("fault %s has no row in faultTable", k)
@@ -34,6 +35,13 @@ func TestFaultTable(t *testing.T) {
 		}
 		if database := slices.Contains(faults.DatabaseKinds, k); database != (f.database != "") || database != (f.refusal != model.Accepted) {
 			t.Errorf("fault %s: database %q, refusal %v: want both exactly for a fault of a database", k, f.database, f.refusal)
+		}
+	}
+	for name, d := range directives {
+		for _, k := range d.faults {
+			if !faults.StepMode.Injects(k) {
+				t.Errorf("directive %s takes fault=%s, which package faults does not mark as the step mode's", name, k)
+			}
 		}
 	}
 }
