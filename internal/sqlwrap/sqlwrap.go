@@ -1,9 +1,9 @@
 // Package sqlwrap wraps the connections of SQLite connectors
 // (database/sql/driver) for the harness, in both of its modes. The
-// running mode cuts every connection of a process at once, when the
-// process crashes or its connections reset. The step mode keeps the connections a simulated crash
-// closes for the next handle that opens the same file the same way, for
-// a new SQLite connection parses the whole schema.
+// running mode cuts every connection of a process at once when the
+// process crashes. The step mode keeps the connections a simulated
+// crash closes for the next handle that opens the same file the same
+// way, for a new SQLite connection parses the whole schema.
 package sqlwrap
 
 import (
