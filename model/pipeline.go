@@ -17,6 +17,14 @@ package model
 // line before the send, so that the order, and the time each reads, is
 // this.) A worker that dies in a call keeps its leases until it starts
 // again (see Restart).
+//
+// After a claim that found nothing due, the worker's next claim is first
+// a read of when the next row is due, and a claim only once one is: an
+// idle worker polls with a read. A call under a busy app database
+// (PipeStep.App) makes its reads but none of its writes: the idle read
+// goes through, while a claim, the recording of an answer and a claim
+// ahead are each refused, writing nothing, and the call goes on as the
+// Pipeline does after each.
 
 // pipeNext is the suffix of the slot of Claims that holds a pipelined
 // worker's claim not yet sent.
@@ -35,6 +43,9 @@ type Pipe struct {
 	// and before its claim's window ran out: the next call claims ahead
 	// while it sends.
 	Fast bool
+	// Idle says the worker's last claim found nothing due: its next claim
+	// first reads when the next row is due, and claims only once one is.
+	Idle bool
 }
 
 // PipeResult is what a call of a pipelined worker returns: a delivery,
@@ -50,13 +61,15 @@ type PipeResult struct {
 
 // PipeStep is what happens in one call: the request every send of the
 // call meets, how long each send takes in milliseconds, the backoff
-// jitter of a transient failure the call records, and where, if
-// anywhere, the worker dies.
+// jitter of a transient failure the call records, where, if anywhere,
+// the worker dies, and whether the app database refuses the call's
+// writes (Accepted, or RefusedBusy: busy for the whole call).
 type PipeStep struct {
 	Request Request
 	Slow    int64
 	Jitter  int64
 	Crash   PipeCrash
+	App     Refusal
 }
 
 // PipeCrash is where, if anywhere, a pipelined worker dies in a call.
@@ -87,23 +100,23 @@ func (s State) PipeNext(worker string, step PipeStep) (State, PipeResult) {
 			s.Pipes[worker] = p
 			return s, *r
 		}
-		next, pending := s.nextClaim(worker, &p)
+		next, pending := s.nextClaim(worker, &p, step.App)
 		_, sent := s.Claims[worker]
 		switch {
 		case !sent && !pending:
 			s.Pipes[worker] = p
 			return s, PipeResult{Result: next.Result, Key: next.Key, Wake: next.Wake}
 		case next.Result == Idle:
-			return s.pipeRecord(start, worker, p, step.Jitter)
+			return s.pipeRecord(start, worker, p, step)
 		case !pending:
 			p.Ready = &PipeResult{Result: next.Result, Key: next.Key}
-			return s.pipeRecord(start, worker, p, step.Jitter)
+			return s.pipeRecord(start, worker, p, step)
 		}
 		var recorded *PipeResult
 		if sent {
 			var r Result
 			var key string
-			if s, r, key = s.Settle(worker, step.Jitter); r == ResultInvalidJitter {
+			if s, r, key = s.pipeSettle(worker, step); r == ResultInvalidJitter {
 				return start, PipeResult{Result: r, Key: key}
 			}
 			recorded = &PipeResult{Result: r, Key: key}
@@ -116,7 +129,7 @@ func (s State) PipeNext(worker string, step PipeStep) (State, PipeResult) {
 		s.Claims[worker] = c
 		if p.Fast {
 			var ahead ClaimResult
-			if s, ahead = s.claimInto(worker+pipeNext, worker); ahead.Result != ResultClaimed {
+			if s, ahead = s.pipeClaim(worker, &p, step.App); ahead.Result != ResultClaimed {
 				p.Ahead = &ahead
 			}
 			if step.Crash == PipeClaimedAhead {
@@ -168,15 +181,15 @@ func (s State) PipeFlush(worker string, step PipeStep) (State, PipeResult) {
 	default:
 		return start, PipeResult{}
 	}
-	next, r := s.pipeRecord(start, worker, p, step.Jitter)
+	next, r := s.pipeRecord(start, worker, p, step)
 	r.Flushed = r.Result != ResultInvalidJitter
 	return next, r
 }
 
 // nextClaim is the claim a call of worker sends next: the one made
-// ahead, or a new one (into Claims[worker+pipeNext]); pending says it
-// took a row to send.
-func (s *State) nextClaim(worker string, p *Pipe) (ClaimResult, bool) {
+// ahead, or a new one (into Claims[worker+pipeNext]) under app; pending
+// says it took a row to send.
+func (s *State) nextClaim(worker string, p *Pipe, app Refusal) (ClaimResult, bool) {
 	if c, ok := s.Claims[worker+pipeNext]; ok {
 		return ClaimResult{Result: ResultClaimed, Key: c.Key}, true
 	}
@@ -187,20 +200,52 @@ func (s *State) nextClaim(worker string, p *Pipe) (ClaimResult, bool) {
 		}
 	}
 	var c ClaimResult
-	*s, c = s.claimInto(worker+pipeNext, worker)
+	*s, c = s.pipeClaim(worker, p, app)
 	return c, c.Result == ResultClaimed
 }
 
-// pipeRecord records the answer of worker's last send, with jitter, and
+// pipeClaim is a claim of worker into Claims[worker+pipeNext] while the
+// app database refuses writes with app. After a claim that found nothing
+// due (p.Idle) it is first a read of when the next row is due, which app
+// does not refuse: while nothing is due it answers Idle, claiming
+// nothing. A refused claim takes nothing and names no row.
+func (s State) pipeClaim(worker string, p *Pipe, app Refusal) (State, ClaimResult) {
+	next, c := s.claimInto(worker+pipeNext, worker)
+	switch {
+	case p.Idle && c.Result == Idle: // the read found nothing due
+		return s, c
+	case app != Accepted:
+		p.Idle = false
+		return s, ClaimResult{Result: refusedResults[app]}
+	}
+	p.Idle = c.Result == Idle
+	return next, c
+}
+
+// pipeRecord records the answer of worker's last send under step and
 // returns what its delivery came to; start is the state before the call,
 // returned with ResultInvalidJitter.
-func (s State) pipeRecord(start State, worker string, p Pipe, jitter int64) (State, PipeResult) {
-	next, r, key := s.Settle(worker, jitter)
+func (s State) pipeRecord(start State, worker string, p Pipe, step PipeStep) (State, PipeResult) {
+	next, r, key := s.pipeSettle(worker, step)
 	if r == ResultInvalidJitter {
 		return start, PipeResult{Result: r, Key: key}
 	}
 	next.Pipes[worker] = p
 	return next, PipeResult{Result: r, Key: key}
+}
+
+// pipeSettle records the answer of worker's last send with step's
+// jitter. A write the app database refuses (step.App) records nothing,
+// not even the cause of a failed send: the answer is dropped and the row
+// keeps its lease until it runs out.
+func (s State) pipeSettle(worker string, step PipeStep) (State, Result, string) {
+	next, r, key := s.Settle(worker, step.Jitter)
+	if r == ResultInvalidJitter || step.App == Accepted {
+		return next, r, key
+	}
+	s = s.clone()
+	delete(s.Claims, worker)
+	return s, refusedResults[step.App], key
 }
 
 // pipeSend sends worker's claim in Claims[worker] meeting step's request,

@@ -3,6 +3,7 @@ package model_test
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/outboxlab/handoff/model"
 )
 
@@ -86,6 +87,73 @@ func TestPipeCrash(t *testing.T) {
 			if len(s.Tasks) != 1 {
 				t.Errorf("crash %v: the receiver holds %d tasks, want case-1's alone: the next send never left", tt.crash, len(s.Tasks))
 			}
+		}
+	}
+}
+
+// TestPipeBusy: under a busy app database a pipelined worker's call
+// makes its reads and none of its writes. A worker whose last claim found
+// nothing due reads when the next row is due and answers Idle while
+// nothing is, refused nothing; once a row is due, or for a worker that
+// was not idle, the claim is refused: nothing changes but that the worker
+// is no longer idle.
+func TestPipeBusy(t *testing.T) {
+	busy := model.PipeStep{App: model.RefusedBusy}
+	idle := func(t *testing.T, cases ...string) model.State { // case-1 sent by P, whose last claim found nothing
+		s, r := opened(t, same).PipeNext("P", model.PipeStep{})
+		if r.Result != model.ResultSent || !s.Pipes["P"].Idle {
+			t.Fatalf("first call: %+v, %+v; want %s sent and P idle", r, s.Pipes["P"], key)
+		}
+		for _, id := range cases {
+			s, _, _ = s.Approve(id, "t", false)
+		}
+		return s
+	}
+	for _, tt := range []struct {
+		name     string
+		before   model.State
+		want     model.PipeResult
+		idleNext bool // the worker is idle after the call
+	}{
+		{"idle, nothing pending", idle(t), model.PipeResult{Result: model.Idle}, true},
+		{"idle, a row due", idle(t, "case-2"), model.PipeResult{Result: model.ResultBusy}, false},
+		{"never idle, a row due", opened(t, same), model.PipeResult{Result: model.ResultBusy}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, r := tt.before.PipeNext("P", busy)
+			if r != tt.want {
+				t.Errorf("call: %+v, want %+v", r, tt.want)
+			}
+			if diff := cmp.Diff(tt.before.Outbox, s.Outbox); diff != "" {
+				t.Errorf("the call wrote (-before +after):\n%s", diff)
+			}
+			if got := s.Pipes["P"].Idle; got != tt.idleNext {
+				t.Errorf("idle after the call: %t, want %t", got, tt.idleNext)
+			}
+		})
+	}
+}
+
+// TestPipeBusyRecording: under a busy app database a worker that holds an
+// unrecorded answer (case-2's) and a row claimed ahead (case-3) sends
+// case-3, but the recording of case-2's answer is refused (case-2 keeps
+// its lease, its answer dropped) and so is the claim ahead, which the
+// call after returns once it recorded case-3's answer.
+func TestPipeBusyRecording(t *testing.T) {
+	s, _ := opened(t, same, "case-2", "case-3").PipeNext("P", model.PipeStep{})
+	s, r := s.PipeNext("P", model.PipeStep{App: model.RefusedBusy})
+	if want := (model.PipeResult{Result: model.ResultBusy, Key: key2}); r != want {
+		t.Fatalf("busy call: %+v, want %+v", r, want)
+	}
+	if row := s.Outbox[1]; row.State != model.Pending || row.LeaseOwner != "P" {
+		t.Errorf("case-2 after its refused recording: %+v, want pending and leased to P", row)
+	}
+	if len(s.Tasks) != 3 {
+		t.Errorf("the receiver holds %d tasks, want 3: case-3 was sent", len(s.Tasks))
+	}
+	for _, want := range []model.PipeResult{{Result: model.ResultSent, Key: model.KeyPrefix + "case-3"}, {Result: model.ResultBusy}} {
+		if s, r = s.PipeNext("P", model.PipeStep{}); r != want {
+			t.Errorf("call after: %+v, want %+v", r, want)
 		}
 	}
 }

@@ -116,7 +116,8 @@ func (m mix) drawPhase(t *rapid.T, e *sim.Env) sim.Step {
 // drawPipe draws a call of the pipelined worker: Next, or Flush (as often
 // as Next when the worker holds something to flush, one time in four
 // otherwise); by default one time in sixteen with a fault (one of the
-// network's, or a crash in its background), each as m's level says; its
+// network's, a crash in its background or, for Next and a design that
+// takes it, a busy app database), each as m's level says; its
 // sends answered at once most of the time, else at exactly half the send
 // timeout (the slowest answer still fast, which two in a row make end
 // with the window of the row claimed ahead), past half of it (a slow
@@ -147,8 +148,12 @@ func (m mix) drawPipe(t *rapid.T, e *sim.Env) sim.Step {
 		}
 	}
 	weights := []int{15}
-	kinds := sim.FaultsOf(directive)
-	for _, k := range kinds {
+	var kinds []faults.Kind
+	for _, k := range sim.FaultsOf(directive) {
+		if sim.Supported(e.Design(), s.With("fault", k.String())) != nil || !sim.RunsOn(k, e.Backend()) {
+			continue
+		}
+		kinds = append(kinds, k)
 		weights = append(weights, faultWeight[m.faults[k]])
 	}
 	if i := choose(t, "pipe fault", pipeBits, weights...); i > 0 {

@@ -64,7 +64,7 @@ func TestReach(t *testing.T) {
 	for _, p := range []string{"claim claimed", "claim idle", "claim blocked", "send task", "send transient", "send conflict",
 		"send rejected", "settle sent", "settle pending", "settle blocked", "settle stale", "crash crashed", "tick ticked",
 		"requeue done", "reconcile done", "config configured", "stale listed", "send database-busy", "settle database-busy",
-		"pipe sent", "pipe pending", "pipe idle", "pipe crashed", "flush sent", "flush idle"} {
+		"pipe sent", "pipe pending", "pipe idle", "pipe crashed", "pipe database-busy", "flush sent", "flush idle"} {
 		if r.Stats.Phases[p] == 0 {
 			t.Errorf("step and answer %q never happened", p)
 		}

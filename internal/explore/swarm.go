@@ -51,7 +51,7 @@ const (
 	crashBits   = 4 // 7 + 4 = 11 < 16: an approval's crash alone, for a design without faults of the databases
 	sendBits    = 6 // 6 + 10·4 = 46 < 64: a named worker's send
 	phaseBits   = 5 // 15 + 3·4 = 27 < 32: a named worker's claim or settle
-	pipeBits    = 6 // 15 + 7·4 = 43 < 64: a pipelined worker's call
+	pipeBits    = 6 // 15 + 8·4 = 47 < 64: a pipelined worker's call
 )
 
 // mix is the mix one sequence draws its steps from (swarm testing, as

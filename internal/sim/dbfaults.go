@@ -133,18 +133,29 @@ func (e *Env) server() (*sql.DB, error) {
 	return db, nil
 }
 
-// appTables are the tables of the real design's app database that a
-// write of the system takes a lock on.
-var appTables = []string{"approvals", "outbox", "meta", "audit"}
+// appTableLocks are the tables of the real design's app database that a
+// write of the system takes a lock on, in the mode app-busy locks each
+// (see lockTables).
+var appTableLocks = []struct {
+	mode   string
+	tables []string
+}{
+	{"ACCESS EXCLUSIVE", []string{"approvals"}},
+	{"EXCLUSIVE", []string{"outbox", "meta", "audit"}},
+}
 
 // lockTables locks the tables of the app database in the Env's schema on
 // the harness's connection to the server until the returned func rolls
 // back: PostgreSQL's app-busy. The system's Outboxes wait for a lock
 // BusyTimeout at most (their lock_timeout), so every write the step makes
 // fails with ErrBusy at its first statement that touches a table, as
-// SQLite's BEGIN IMMEDIATE fails before the write reads. The lock is
-// ACCESS EXCLUSIVE: an EXCLUSIVE one would let a write's plain SELECT
-// through, and a repeated approval, which only reads, commit.
+// SQLite's BEGIN IMMEDIATE fails before the write reads, while a plain
+// read of the outbox outside any transaction (a pipelined worker's read
+// of when the next row is due) goes through, as a read goes past SQLite's
+// write lock. So the approvals are locked ACCESS EXCLUSIVE, which holds
+// a repeated approval's plain read (an approval that only reads would
+// otherwise commit), and the other tables EXCLUSIVE, which every write
+// and every claim (FOR UPDATE) waits for but a plain SELECT does not.
 func (e *Env) lockTables(ctx context.Context) (func() error, error) {
 	db, err := e.server()
 	if err != nil {
@@ -154,13 +165,15 @@ func (e *Env) lockTables(ctx context.Context) (func() error, error) {
 	if err != nil {
 		return nil, fmt.Errorf("handoff: locking the tables of schema %s: %w", e.schema.Name(), err)
 	}
-	tables := make([]string, len(appTables))
-	for i, t := range appTables {
-		tables[i] = e.schema.Name() + "." + t
-	}
-	if _, err := tx.ExecContext(ctx, "LOCK TABLE "+strings.Join(tables, ", ")+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-		tx.Rollback()
-		return nil, fmt.Errorf("handoff: locking the tables of schema %s: %w", e.schema.Name(), err)
+	for _, l := range appTableLocks {
+		tables := make([]string, len(l.tables))
+		for i, t := range l.tables {
+			tables[i] = e.schema.Name() + "." + t
+		}
+		if _, err := tx.ExecContext(ctx, "LOCK TABLE "+strings.Join(tables, ", ")+" IN "+l.mode+" MODE"); err != nil {
+			tx.Rollback()
+			return nil, fmt.Errorf("handoff: locking the tables of schema %s: %w", e.schema.Name(), err)
+		}
 	}
 	return func() error {
 		if err := tx.Rollback(); err != nil {

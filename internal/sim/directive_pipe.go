@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -21,9 +22,12 @@ import (
 // the fault and takes slow milliseconds of the clock; a slow answer (more
 // than half the send timeout) stops the claiming ahead. A crash strikes
 // in the background, after the recording or after the claim ahead; the
-// worker starts again at its next step.
+// worker starts again at its next step. A busy app database refuses the
+// call's writes (its claim, the recording of an answer, its claim ahead)
+// but not its read of when the next row is due: a worker whose last claim
+// found nothing due answers Idle while nothing is.
 //
-//	pipe worker=P [slow=MS] [jitter=MS] [fault=offline|lost-reply|duplicate-request|foreign-task|refused|crash-after-record|crash-after-claim-ahead]
+//	pipe worker=P [slow=MS] [jitter=MS] [fault=offline|lost-reply|duplicate-request|foreign-task|refused|crash-after-record|crash-after-claim-ahead|app-busy]
 func (e *Env) pipe(ctx context.Context, s Step) (stepResult, error) {
 	return e.pipeCall(ctx, s, model.State.PipeNext, func(ctx context.Context, p designs.Pipe) (system.Delivery, bool, error) {
 		d, err := p.Next(ctx)
@@ -56,6 +60,9 @@ func (e *Env) pipeCall(ctx context.Context, s Step,
 	}
 	effect := faultTable[fault]
 	step := model.PipeStep{Request: e.request(fault, 0), Slow: slow, Jitter: jitter, Crash: effect.pipeCrash}
+	if effect.database == appFile {
+		step.App = effect.refusal
+	}
 	before := e.model
 	next, res := predict(before, name, step)
 	if res.Result == model.ResultInvalidJitter {
@@ -73,11 +80,24 @@ func (e *Env) pipeCall(ctx context.Context, s Step,
 	sent := e.sendCount()
 	e.injector.Arm(faults.Point(fault))
 	e.jitter = time.Duration(jitter) * time.Millisecond
-	d, flushed, err := call(ctx, w.pipe)
+	var d system.Delivery
+	var flushed bool
+	if ferr := e.withDatabaseFault(ctx, fault, w.app, func() { d, flushed, err = call(ctx, w.pipe) }); ferr != nil {
+		return stepResult{}, ferr
+	}
 	e.injector.Arm("")
 	e.jitter = 0
 	var r stepResult
-	if fault != "" && (effect.pipeCrash != model.NoPipeCrash || e.sendCount() > sent) {
+	switch {
+	case step.App != model.Accepted:
+		// The fault took effect when it refused a write: the call came to
+		// something else than it would with the database free.
+		free := step
+		free.App = model.Accepted
+		if freeNext, freeRes := predict(before, name, free); freeRes != res || !reflect.DeepEqual(freeNext, next) {
+			r.fired = fault
+		}
+	case fault != "" && (effect.pipeCrash != model.NoPipeCrash || e.sendCount() > sent):
 		r.fired = fault
 	}
 	if crashed := e.injector.Crashed(); crashed != "" {

@@ -46,7 +46,7 @@ func init() {
 		"settle": {run: (*Env).settle, args: []string{"worker", "jitter", "fault"}, needs: needWorkers, faults: []faults.Kind{faults.AppBusy, faults.CommitLost, faults.CommitReplyLost}},
 		"crash":  {run: (*Env).crash, args: []string{"worker"}, needs: needWorkers},
 		"pipe": {run: (*Env).pipe, args: []string{"worker", "fault", "slow", "jitter"}, needs: needPipeline, faults: []faults.Kind{faults.Offline, faults.LostReply, faults.DuplicateRequest,
-			faults.ForeignTask, faults.Refused, faults.CrashAfterRecord, faults.CrashAfterClaimAhead}},
+			faults.ForeignTask, faults.Refused, faults.CrashAfterRecord, faults.CrashAfterClaimAhead, faults.AppBusy}},
 		"flush": {run: (*Env).flush, args: []string{"worker", "fault", "slow", "jitter"}, needs: needPipeline, faults: []faults.Kind{faults.Offline, faults.LostReply, faults.DuplicateRequest,
 			faults.ForeignTask, faults.Refused}},
 		"requeue":   {run: (*Env).requeue, args: []string{"case"}, needs: needOperator},

@@ -42,7 +42,7 @@ func (e *Env) StateLines() []string {
 		lines = append(lines, fmt.Sprintf("model claim %q %#v", name, c))
 	}
 	for name, p := range m.Pipes {
-		lines = append(lines, fmt.Sprintf("model pipe %q fast %t ahead %s ready %s", name, p.Fast, pointed(p.Ahead), pointed(p.Ready)))
+		lines = append(lines, fmt.Sprintf("model pipe %q fast %t idle %t ahead %s ready %s", name, p.Fast, p.Idle, pointed(p.Ahead), pointed(p.Ready)))
 	}
 	for key, mem := range m.Memory {
 		lines = append(lines, fmt.Sprintf("model memory %q %#v", key, mem))
