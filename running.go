@@ -84,7 +84,7 @@ type RunningOptions struct {
 // with its own workers, inside a testing/synctest bubble whose clock is
 // virtual, under schedules of approvals, crashes, lost connections and
 // COMMIT replies, an outage, faults that last for some keys (refused for
-// good, always slow, the receiver down for them), and each request's
+// good, every reply late, the receiver offline for them), and each request's
 // answer, drawn by rapid (opts.Schedules of them, or -rapid.checks),
 // judged by the history checks H1–H8. It replays the saved schedules of
 // opts.Corpus first; once one fails, the rest and the search are

@@ -82,10 +82,11 @@ const (
 	// (a body cut short, a gateway's 502, a 201 that is not the task):
 	// the sender must not take it for a task. Over HTTP only.
 	Mangled Kind = "mangled"
-	// CommitReplyLost lets the COMMIT of the step's write to an app
-	// database in PostgreSQL reach the server, which commits it, and
-	// loses the reply with the connection: the writer cannot know that
-	// the write committed (system.ErrCommitUnknown).
+	// CommitReplyLost lets a COMMIT to an app database in PostgreSQL
+	// reach the server, which commits it, and loses the reply with the
+	// connection: the writer cannot know that the write committed
+	// (system.ErrCommitUnknown). The step mode strikes the step's write;
+	// the running mode, the next COMMIT of the process it strikes.
 	CommitReplyLost Kind = "commit-reply-lost"
 	// ProcessCrash stops one running process of the app at any instant,
 	// every goroutine of it and every connection it holds (open

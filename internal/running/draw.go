@@ -30,7 +30,7 @@ const defaultLease = 30 * time.Second
 // outage at drawn times within the first two minutes; an answer for
 // each of the first requests, a paused worker held past d's lease (or,
 // for a job held by a lock, any pause); and for some cases a fault that
-// lasts: refused for good, always slow, or the receiver down for it.
+// lasts: refused for good, every reply late, or the receiver offline for it.
 // Shrinking makes a failure's schedule small.
 //
 // replicas, when not 0, is the count of replicas every schedule runs,

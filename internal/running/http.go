@@ -23,7 +23,7 @@ const ReceiverURL = "http://receiver.handoff.invalid"
 // spec's HTTP receiver (POST /tasks with Idempotency-Key, its status
 // classes and Retry-After, GET /contract), served in memory, with the
 // schedule's faults acting on the exchange: a reply lost after the
-// receiver acted is a connection reset, a slow answer comes after the
+// receiver acted is a connection reset, a late reply comes after the
 // client's deadline, an outage refuses the connection.
 //
 // One difference from crm.Server, on purpose: a POST without

@@ -137,8 +137,9 @@ func (p *process) crash() {
 	p.sqlite.Refuse(ErrCrashed)
 }
 
-// reset cuts every connection of the process, which lives on: its next
-// statements need new ones. It returns how many it cut.
+// reset cuts every connection of the process to PostgreSQL, which
+// lives on: its next statements need new ones. It returns how many it
+// cut. (A SQLite file has no connection to lose but in a crash.)
 func (p *process) reset() int {
 	p.mu.Lock()
 	conns := p.conns
@@ -147,7 +148,7 @@ func (p *process) reset() int {
 	for c := range conns {
 		c.cut(errReset)
 	}
-	return len(conns) + p.sqlite.Cut(errReset)
+	return len(conns)
 }
 
 // loseCommitReply has the next commit of the process on PostgreSQL
@@ -260,7 +261,7 @@ func (c *netConn) Close() error {
 }
 
 // WrapSQLite wraps the connector of a database/sql handle on SQLite: its
-// connections are the process's, cut at a crash or a reset.
+// connections are the process's, cut at a crash.
 func (p *process) WrapSQLite(c driver.Connector) driver.Connector {
 	return sqlConnector{Connector: p.sqlite.Wrap(c), p: p}
 }

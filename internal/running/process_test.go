@@ -83,7 +83,7 @@ func TestCrashLosesTheOpenTransaction(t *testing.T) {
 // process that lives on: its next statement connects again.
 func TestResetCutsAndTheProcessGoesOn(t *testing.T) {
 	p := newProcess(&watchdog{}, 1, 1, nil)
-	o, err := system.Open(t.Context(), filepath.Join(t.TempDir(), "app.db"), system.Options{Harness: system.Harness{WrapSQLite: p.WrapSQLite}})
+	o, err := system.Open(t.Context(), pgtest.URL(t), system.Options{Dial: p.Dial, MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -188,8 +188,8 @@ func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload 
 		return reply{answer: Down, err: fmt.Errorf("%w: connection refused (outage)", system.ErrTransient)}
 	}
 	if rule.Answer == Paused {
-		// The worker is paused: it sends only after the hold, whatever
-		// its timeout says.
+		// The worker is paused: it sends only once the pause is over,
+		// whatever its timeout says.
 		select {
 		case <-time.After(rule.Wait):
 		case <-p.crashed:

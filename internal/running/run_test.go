@@ -84,7 +84,7 @@ request n=8 fault=key-conflict
 request n=9 fault=failed-after-acting
 request n=10 fault=late-reply
 `, `design name=pool
-backend name=sqlite
+backend name=postgres
 replicas n=3
 approve at=0s case=case-1 title="call replica=2 today" replica=2
 process-crash at=1s replica=3
@@ -124,7 +124,7 @@ func TestScheduleFileRefuses(t *testing.T) {
 		{head + "offline at=1s for=1s replica=1\n", `offline takes no argument "replica"`},
 		{head + "process-crash at=1s now=yes\n", `process-crash takes no argument "now" (it takes at, replica)`},
 		{head + "request n=0 fault=lost-reply\n", "request n=0: n is the request's number, from 1"},
-		{head + "request n=1 fault=teapot\n", "request fault=teapot: want one of [lost-reply late-reply paused throttled in-flight failed-after-acting refused key-conflict]"},
+		{head + "request n=1 fault=teapot\n", "request fault=teapot: want one of lost-reply, late-reply, paused, throttled, in-flight, failed-after-acting, refused, key-conflict"},
 		{head + "request n=1 fault=mangled\n", "request fault=mangled: a fault the step mode alone injects; want one of"},
 		{head + "request n=1 fault=paused\n", "request n=1 fault=paused needs for=, how long"},
 		{head + "request n=1 fault=throttled status=503\n", "request n=1 fault=throttled needs retry-after=, how long"},
@@ -136,7 +136,10 @@ func TestScheduleFileRefuses(t *testing.T) {
 		{head + "replicas n=4\n", "replicas n=4: want how many processes run side by side, 1 to 3"},
 		{head + "replicas n=2\nprocess-crash at=1s replica=3\n", "process-crash at=1s strikes replica 3, and the schedule runs 2"},
 		{head + "process-crash at=1s replica=0\n", "process-crash replica=0: want the process's number, from 1"},
-		{head + "key case=case-1 fault=throttled\n", "key fault=throttled: want one of [refused key-conflict late-reply offline]"},
+		{head + "key case=case-1 fault=throttled\n", "key fault=throttled: want one of refused, key-conflict, late-reply, offline"},
+		{head + "key case= fault=offline\n", "key case=: want the case"},
+		{head + "connection-reset at=1s\n", "connection-reset at=1s on backend sqlite: a SQLite file has no connection to lose but in a process-crash"},
+		{head + "commit-reply-lost at=1s\n", "commit-reply-lost at=1s on backend sqlite"},
 		{head + "key case=case-1 fault=late-reply\nkey case=case-1 fault=offline\n", "key case=case-1 has a rule already"},
 		{head + "key case=case-1\n", "key needs fault="},
 	} {

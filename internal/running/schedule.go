@@ -411,6 +411,9 @@ func ParseSchedule(name string, r io.Reader) (Schedule, error) {
 		if e.replica() > s.replicas() {
 			return Schedule{}, fmt.Errorf("%w: %s: %s at=%s strikes replica %d, and the schedule runs %d (a replicas n=N line)", ErrSchedule, name, e.Kind, e.At, e.replica(), s.replicas())
 		}
+		if (e.Kind == ConnectionReset || e.Kind == CommitReplyLost) && s.Backend != "postgres" {
+			return Schedule{}, fmt.Errorf("%w: %s: %s at=%s on backend %s: a SQLite file has no connection to lose but in a process-crash", ErrSchedule, name, e.Kind, e.At, s.Backend)
+		}
 	}
 	return s, nil
 }
@@ -555,7 +558,11 @@ func faultArg(l line.Line, value string, allowed []faults.Kind) (faults.Kind, er
 	if k, err := faults.ParseKind(value, allowed...); err == nil {
 		return k, nil
 	}
-	return "", fmt.Errorf("%s fault=%s: %swant one of %v", l.Directive, value, stepOnly(faults.Kind(value)), allowed)
+	names := make([]string, len(allowed))
+	for i, k := range allowed {
+		names[i] = string(k)
+	}
+	return "", fmt.Errorf("%s fault=%s: %swant one of %s", l.Directive, value, stepOnly(faults.Kind(value)), strings.Join(names, ", "))
 }
 
 func parseRule(l line.Line) (AnswerRule, error) {
@@ -613,6 +620,9 @@ func parseKeyRule(l line.Line) (KeyRule, error) {
 	v, err := args(l, []string{"case", "fault"})
 	if err != nil {
 		return KeyRule{}, err
+	}
+	if v[0] == "" {
+		return KeyRule{}, errors.New("key case=: want the case whose every request the fault strikes, such as case=case-1")
 	}
 	kinds := make([]faults.Kind, len(keyFaults))
 	for i, f := range keyFaults {

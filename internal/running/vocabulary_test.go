@@ -20,11 +20,14 @@ func namings(k faults.Kind) []string {
 	}
 }
 
-// accepts reports whether a schedule file takes one of k's namings.
+// accepts reports whether a schedule file, on either backend, takes one
+// of k's namings.
 func accepts(k faults.Kind) bool {
 	return slices.ContainsFunc(namings(k), func(l string) bool {
-		_, err := ParseSchedule("inline", strings.NewReader("design name=pool\nbackend name=sqlite\n"+l+"\n"))
-		return err == nil
+		return slices.ContainsFunc([]string{"sqlite", "postgres"}, func(b string) bool {
+			_, err := ParseSchedule("inline", strings.NewReader("design name=pool\nbackend name="+b+"\n"+l+"\n"))
+			return err == nil
+		})
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/handoff/system"
 	"modernc.org/sqlite"
@@ -204,6 +205,18 @@ func TestCutWaitsForTheCallUnderWay(t *testing.T) {
 	}
 	if n := count(t, file, 1); n != 1 {
 		t.Fatalf("the call under way at the cut wrote %d rows, want 1", n)
+	}
+	c := waiter.(*conn)
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the connection cut during a call is still open 10 s after the call returned")
+		}
 	}
 	if err := exec(waiter, `SELECT 1`); !failedWith(err, errCut) {
 		t.Fatalf("a call after the cut: got %v, want %v", err, errCut)
