@@ -149,7 +149,7 @@ func AttemptsCoverSends(in Input) string {
 	}
 	for _, k := range slices.Sorted(maps.Keys(in.Sends)) {
 		if in.Sends[k] > attempts[k] {
-			return fmt.Sprintf("the worker sent %s %s, but its row counts %s", k, words.HowMany(in.Sends[k], "time"), words.HowMany(attempts[k], "attempt"))
+			return fmt.Sprintf("%s was sent %s, but its row counts %s", k, words.HowMany(in.Sends[k], "time"), words.HowMany(attempts[k], "attempt"))
 		}
 	}
 	return ""

@@ -33,7 +33,7 @@ func TestInvariants(t *testing.T) {
 		}, nil, 2, "approval j has 0 outbox rows"},
 		{"a sent row naming no task", func(o *model.Observation) { o.Outbox[0].RemoteID = 3 }, nil, 3, "the CRM has no task 3"},
 		{"attempts past the budget", func(o *model.Observation) { o.Outbox[0].Attempts = 4 }, nil, 4, "the budget is 3"},
-		{"more sends than attempts", func(*model.Observation) {}, map[string]int{key: 3}, 4, "sent k 3 times"},
+		{"more sends than attempts", func(*model.Observation) {}, map[string]int{key: 3}, 4, "k was sent 3 times"},
 		{"a task without its approval", func(o *model.Observation) { o.Tasks[1].Payload = payload }, nil, 5, "which no approval has"},
 		{"a sent row still leased", func(o *model.Observation) { o.Outbox[0].LeaseOwner = "A" }, nil, 9, `still leased to "A"`},
 	}
