@@ -61,15 +61,16 @@ func NewLane(ctx context.Context, cfg LaneConfig) (Lane, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &searcher{ctx: context.WithoutCancel(ctx), cfg: cfg, env: env, done: done}, nil
+	return &searcher{ctx: context.WithoutCancel(ctx), cfg: cfg, renamings: cfg.Reduction.renamings(cfg.Alphabet), env: env, done: done}, nil
 }
 
 // searcher is NewLane's Lane.
 type searcher struct {
-	ctx  context.Context
-	cfg  LaneConfig
-	env  *sim.Env
-	done func()
+	ctx       context.Context
+	cfg       LaneConfig
+	renamings []renaming // the reduction's, on the alphabet
+	env       *sim.Env
+	done      func()
 	// at is the sequence whose state the Env holds, held says whether it
 	// holds one, run is the run that brought it there, the design line
 	// first, and lines are that state's lines (sim.Env.StateLines);
@@ -117,7 +118,7 @@ func (s *searcher) restore(steps []sim.Step) error {
 // key is the fingerprint of a state's lines under the search's
 // reduction.
 func (s *searcher) key(lines []string) Fingerprint {
-	return s.cfg.Reduction.fingerprint(lines, s.cfg.Alphabet)
+	return fingerprint(lines, s.renamings)
 }
 
 // holds reports whether the Env holds the state of the sequence path.

@@ -44,15 +44,15 @@ func (r Reduction) String() string {
 	return fmt.Sprintf("Reduction(%d)", int(r))
 }
 
-// fingerprint is the digest of a state's lines under r: of the least, as
-// text, of the lines renamed by each renaming r allows (the identity
-// included), each sorted again.
-func (r Reduction) fingerprint(lines []string, a Alphabet) [sha256.Size]byte {
+// fingerprint is the digest of a state's lines under renamings: of the
+// least, as text, of the lines as they are and as each renaming renames
+// them, each sorted again.
+func fingerprint(lines []string, renamings []renaming) [sha256.Size]byte {
 	text := strings.Join(lines, "\n")
-	for _, rename := range r.renamings(a) {
+	for _, rn := range renamings {
 		renamed := make([]string, len(lines))
 		for i, l := range lines {
-			renamed[i] = rename.Replace(l)
+			renamed[i] = rn.rename(l)
 		}
 		slices.Sort(renamed)
 		text = min(text, strings.Join(renamed, "\n"))
@@ -60,10 +60,28 @@ func (r Reduction) fingerprint(lines []string, a Alphabet) [sha256.Size]byte {
 	return sha256.Sum256([]byte(text))
 }
 
+// renaming is one of a reduction's renamings: the names it swaps, in
+// pairs, and a replacer that swaps them at once.
+type renaming struct {
+	names []string
+	swap  *strings.Replacer
+}
+
+// rename is line renamed. Most lines name no case and no worker: those
+// are returned as they are, without the replacer's scan.
+func (rn renaming) rename(line string) string {
+	for _, n := range rn.names {
+		if strings.Contains(line, n) {
+			return rn.swap.Replace(line)
+		}
+	}
+	return line
+}
+
 // renamings are the renamings of r besides the identity, on alphabet a:
 // the cases swapped, the workers swapped (as quoted names, which is how
 // the state's lines print them), and both.
-func (r Reduction) renamings(a Alphabet) []*strings.Replacer {
+func (r Reduction) renamings(a Alphabet) []renaming {
 	var keys, workers []string
 	if r&KeySymmetry != 0 && len(a.Cases) == 2 {
 		keys = []string{a.Cases[0], a.Cases[1], a.Cases[1], a.Cases[0]}
@@ -72,15 +90,19 @@ func (r Reduction) renamings(a Alphabet) []*strings.Replacer {
 		x, y := fmt.Sprintf("%q", phased[0]), fmt.Sprintf("%q", phased[1])
 		workers = []string{x, y, y, x}
 	}
-	var rs []*strings.Replacer
+	var pairs [][]string
 	if len(keys) > 0 {
-		rs = append(rs, strings.NewReplacer(keys...))
+		pairs = append(pairs, keys)
 	}
 	if len(workers) > 0 {
-		rs = append(rs, strings.NewReplacer(workers...))
+		pairs = append(pairs, workers)
 	}
 	if len(keys) > 0 && len(workers) > 0 {
-		rs = append(rs, strings.NewReplacer(append(keys, workers...)...))
+		pairs = append(pairs, append(keys[:len(keys):len(keys)], workers...))
+	}
+	var rs []renaming
+	for _, p := range pairs {
+		rs = append(rs, renaming{names: p, swap: strings.NewReplacer(p...)})
 	}
 	return rs
 }
