@@ -138,7 +138,7 @@ func TestPipelineInterrupted(t *testing.T) { eachBackend(t, pipelineInterrupted)
 func pipelineInterrupted(t *testing.T, b backend) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	commits := -3 // the approvals'
+	commits := -5 // the approvals'
 	app, crm, _ := openPair(t, b, system.Options{Durability: system.ProcessSafe, Harness: system.Harness{Hook: func(p system.FaultPoint) error {
 		if p == system.PointBeforeCommit {
 			if commits++; commits == 2 { // the second row's claim
@@ -147,7 +147,9 @@ func pipelineInterrupted(t *testing.T, b backend) {
 		}
 		return nil
 	}}})
-	mustApprove(t, app, "case-1", "case-2", "case-3")
+	// More rows than a Pipeline holds at once: one that went on claiming
+	// after the interrupt would find some.
+	mustApprove(t, app, "case-1", "case-2", "case-3", "case-4", "case-5")
 	p, err := app.Pipeline(crm)
 	if err != nil {
 		t.Fatal(err)
@@ -366,10 +368,11 @@ func pipelineClaimsAhead(t *testing.T, b backend) {
 
 // TestPipelineStopsClaimingAheadAfterAHalfTimeout: an answer that takes
 // more than half the send timeout stops the claims ahead even when it came
-// within its row's window: the next send is made with nothing claimed
-// behind it. An answer within half the send timeout, to the millisecond,
-// has the next row claimed while the one after it is sent. Every row is
-// sent once either way.
+// within its row's window, and even after fast answers that had them
+// made: the next send is made with nothing claimed behind it. An answer
+// within half the send timeout, to the millisecond, has the next row
+// claimed while the one after it is sent. Every row is sent once either
+// way.
 func TestPipelineStopsClaimingAheadAfterAHalfTimeout(t *testing.T) {
 	eachBackend(t, pipelineHalfTimeout)
 }
@@ -377,8 +380,8 @@ func TestPipelineStopsClaimingAheadAfterAHalfTimeout(t *testing.T) {
 func pipelineHalfTimeout(t *testing.T, b backend) {
 	for _, tt := range []struct {
 		name  string
-		first time.Duration // how long case-1's answer takes
-		ahead bool          // case-3 is claimed while case-2 is sent
+		slow  time.Duration // how long case-2's answer takes; case-1's comes at once
+		ahead bool          // case-4 is claimed while case-3 is sent
 	}{
 		{"0.6 of the send timeout", system.DefaultSendTimeout * 6 / 10, false},
 		{"a millisecond over half", system.DefaultSendTimeout/2 + time.Millisecond, false},
@@ -388,16 +391,16 @@ func pipelineHalfTimeout(t *testing.T, b backend) {
 			ctx := t.Context()
 			clk := &sharedClock{now: approvedAt}
 			app, crm := onSharedClock(t, b, clk)
-			mustApprove(t, app, "case-1", "case-2", "case-3")
+			mustApprove(t, app, "case-1", "case-2", "case-3", "case-4")
 			var problems []string
 			sends := 0
 			r := receiverFunc(func(ctx context.Context, key, payload string) (int64, error) {
 				sends++
 				switch sends {
-				case 1:
-					clk.tick(tt.first)
 				case 2:
-					if problem := claimedAhead(ctx, app, mustKey(t, "case-3"), tt.ahead); problem != "" {
+					clk.tick(tt.slow)
+				case 3:
+					if problem := claimedAhead(ctx, app, mustKey(t, "case-4"), tt.ahead); problem != "" {
 						problems = append(problems, problem)
 					}
 				}

@@ -2,6 +2,7 @@ package system
 
 import (
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -42,6 +43,41 @@ func TestPostgresQueriesDiffer(t *testing.T) {
 			t.Errorf("the PostgreSQL text %q keeps a SQLite parameter", postgres)
 		}
 	}
+}
+
+// TestPostgresQueriesCompareAlike: every comparison of a column with a
+// parameter, a literal or another column that a query's SQLite text makes, its
+// PostgreSQL text makes with the same operator, and no other: a boundary
+// moved in one dialect only (a lease that runs out at < in one and <= in
+// the other) is caught without a PostgreSQL server.
+func TestPostgresQueriesCompareAlike(t *testing.T) {
+	t.Parallel()
+	for sqlite, postgres := range postgresQueries {
+		if got, want := comparisons(postgres), comparisons(sqlite); !slices.Equal(got, want) {
+			t.Errorf("the PostgreSQL text compares %q where its SQLite text compares %q:\n%s\n%s", got, want, postgres, sqlite)
+		}
+	}
+}
+
+// comparison is a column compared with a parameter, a literal or a
+// column: the column's name, without its table's, the operator, and the
+// other side, "param" for any parameter.
+var comparison = regexp.MustCompile(`(?:\b[a-z]+\.)?\b([a-z_]+)\s*(<=|>=|<>|!=|<|>|=)\s*(\?\d*|\$\d+|'[^']*'|\d+\b|(?:[a-z]+\.)?[a-z_]+\b)`)
+
+// comparisons are the comparisons query makes, sorted.
+func comparisons(query string) []string {
+	var out []string
+	for _, m := range comparison.FindAllStringSubmatch(query, -1) {
+		other := m[3]
+		if strings.HasPrefix(other, "?") || strings.HasPrefix(other, "$") {
+			other = "param"
+		} else if _, col, ok := strings.Cut(other, "."); ok {
+			other = col
+		}
+		out = append(out, m[1]+" "+m[2]+" "+other)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // TestApplicationName: a worker's connections are named "handoff " and

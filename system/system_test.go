@@ -109,8 +109,12 @@ func testRecordApproval(t *testing.T, b backend) {
 	if got, err := app.RecordApproval(ctx, caseID, title); err != nil || got != key {
 		t.Errorf("repeat: got %q, %v; want %q, nil", got, err, key)
 	}
-	if _, err := app.RecordApproval(ctx, caseID, "Another title"); !errors.Is(err, system.ErrKeyConflict) {
-		t.Errorf("changed title: got %v, want ErrKeyConflict", err)
+	// A title is compared as the person approved it, trimmed: one that
+	// differs in anything else is another action under the same key.
+	for _, changed := range []string{"Another title", strings.ToUpper(title), strings.ToLower(title), title + "."} {
+		if _, err := app.RecordApproval(ctx, caseID, changed); !errors.Is(err, system.ErrKeyConflict) {
+			t.Errorf("changed title %q: got %v, want ErrKeyConflict", changed, err)
+		}
 	}
 	if _, err := app.RecordApproval(ctx, "case/104", title); !errors.Is(err, system.ErrInvalidInput) {
 		t.Errorf("bad case: got %v, want ErrInvalidInput", err)
@@ -383,6 +387,8 @@ func TestCRM(t *testing.T) {
 		{"another new key", 0, "k2", "p2", 2, false, nil},
 		{"the first again", 0, "k1", "p1", 1, true, nil},
 		{"the first with another payload", 0, "k1", "other", 0, false, system.ErrKeyConflict},
+		{"the first with its payload in capitals", 0, "k1", "P1", 0, false, system.ErrKeyConflict},
+		{"the first with a byte more", 0, "k1", "p1 ", 0, false, system.ErrKeyConflict},
 		{"a third key", 0, "k3", "p3", 3, false, nil},
 		{"an empty key", 0, "", "p", 0, false, system.ErrInvalidInput},
 		{"an empty payload", 0, "k4", "", 0, false, system.ErrInvalidInput},

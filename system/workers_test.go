@@ -637,6 +637,82 @@ func TestBudgetIsRecorded(t *testing.T) {
 	}
 }
 
+// TestRetentionClockStartsAtTheFirstClaim: a row's first claim starts
+// the clock of the receiver's retention, and nothing after it restarts
+// it: not a later claim of the same row, not a requeue (the receiver
+// may forget the key from the first send on, whatever came after).
+func TestRetentionClockStartsAtTheFirstClaim(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clk := newClock()
+	app, err := system.Open(ctx, filepath.Join(t.TempDir(), "app.db"), system.Options{MaxAttempts: 2, Durability: system.ProcessSafe, Harness: system.Harness{Now: clk.Now}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	mustApprove(t, app, "case-1")
+	key := mustKey(t, "case-1")
+	clk.tick(time.Second)
+	first := clk.Now()
+	lost := fmt.Errorf("%w: the reply was lost", system.ErrTransient)
+	for attempt := 1; attempt <= 2; attempt++ {
+		c, d, err := app.ClaimNext(ctx, 0)
+		if err != nil || d.Result != system.ResultPending || c.Key != key {
+			t.Fatalf("claim %d: %+v, %v; want %s claimed", attempt, d, err, key)
+		}
+		if got := row(t, app, key).FirstClaimedAt; !got.Equal(first) {
+			t.Errorf("after claim %d, first claimed at %v; want %v", attempt, got, first)
+		}
+		if _, err := app.Settle(ctx, c, 0, lost); err != nil {
+			t.Fatal(err)
+		}
+		clk.tick(10 * time.Minute)
+	}
+	if r := row(t, app, key); r.State != system.Blocked {
+		t.Fatalf("after two lost replies with a budget of two: %s, want blocked", r.State)
+	}
+	if err := app.Requeue(ctx, key, 0, "ana", "CRM checked"); err != nil {
+		t.Fatal(err)
+	}
+	if got := row(t, app, key).FirstClaimedAt; !got.Equal(first) {
+		t.Errorf("after a requeue, first claimed at %v; want %v", got, first)
+	}
+}
+
+// TestBudgetIsRecordedAfterABlockedClaim: a worker whose first claim
+// blocks a row (its deadline passed) wrote no budget in that claim's
+// transaction, so it records its budget at its next claim that counts an
+// attempt: otherwise a reader takes the default budget for the
+// attempts its rows go on to count.
+func TestBudgetIsRecordedAfterABlockedClaim(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "app.db")
+	clk := newClock()
+	app, err := system.Open(ctx, path, system.Options{MaxAttempts: 5, MaxAge: time.Minute, Durability: system.ProcessSafe, Harness: system.Harness{Now: clk.Now}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApprove(t, app, "case-old")
+	clk.tick(time.Hour)
+	if _, d, err := app.ClaimNext(ctx, 0); err != nil || d.Result != system.ResultBlocked {
+		t.Fatalf("first claim: %v, %v; want blocked, its deadline passed", d.Result, err)
+	}
+	mustApprove(t, app, "case-new")
+	if _, d, err := app.ClaimNext(ctx, 0); err != nil || d.Result != system.ResultPending {
+		t.Fatalf("second claim: %v, %v; want pending", d.Result, err)
+	}
+	app.Close()
+	ro, err := system.OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if got, err := ro.Budget(ctx); err != nil || got != 5 {
+		t.Errorf("Budget() = %d, %v; want 5", got, err)
+	}
+}
+
 // TestSendEndsByTheClaimsDeadline: a send that starts late in its claim's
 // window gets only what is left of it, so that every send is over by the
 // claim's time plus the send timeout, on which the retention rule rests.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -62,13 +63,27 @@ func newRunID(now time.Time) string {
 // key is the run's key for clause cl.
 func (c *checker) key(cl Clause) string { return c.prefix + cl.String() }
 
-// payload is a payload of the spec's shape for clause cl; other makes it
-// another payload for the same key.
-func (c *checker) payload(cl Clause, other bool) string {
-	title := "handoff check-receiver run " + c.runID + ": " + cl.String()
-	if other {
-		title += " (another payload)"
+// payload is a payload of the spec's shape for clause cl.
+func (c *checker) payload(cl Clause) string { return c.payloadTitled(cl, c.title(cl)) }
+
+// otherPayloads are payloads for cl's key other than payload(cl), each
+// one a receiver must refuse: another title, and the same title in other
+// letter case (a receiver compares the bytes it stored, not what a
+// person would read as the same).
+func (c *checker) otherPayloads(cl Clause) []string {
+	return []string{
+		c.payloadTitled(cl, c.title(cl)+" (another payload)"),
+		c.payloadTitled(cl, strings.ToUpper(c.title(cl))),
 	}
+}
+
+// title is the title of cl's payload.
+func (c *checker) title(cl Clause) string {
+	return "handoff check-receiver run " + c.runID + ": " + cl.String()
+}
+
+// payloadTitled is cl's payload with title.
+func (c *checker) payloadTitled(cl Clause, title string) string {
 	b, _ := json.Marshal(struct { // a struct of strings always marshals
 		CaseID string `json:"case_id"`
 		Title  string `json:"title"`
@@ -90,7 +105,7 @@ type created struct {
 // create makes the task a clause starts from: a new key, a 201 with a
 // task. It returns a Skip result, saying why, when it could not.
 func (c *checker) create(ctx context.Context, cl Clause) (created, *Result) {
-	key, payload := c.key(cl), c.payload(cl, false)
+	key, payload := c.key(cl), c.payload(cl)
 	r, err := c.post(ctx, c.client, quoted(key), payload)
 	if err == nil {
 		var id int64

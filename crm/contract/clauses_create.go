@@ -14,7 +14,7 @@ import (
 // firstCreate checks ClauseFirstCreate.
 func (c *checker) firstCreate(ctx context.Context) Result {
 	cl := ClauseFirstCreate
-	key, payload := c.key(cl), c.payload(cl, false)
+	key, payload := c.key(cl), c.payload(cl)
 	r, err := c.post(ctx, c.client, quoted(key), payload)
 	if err != nil {
 		return fail(cl, "POST: %v", err)
@@ -41,7 +41,7 @@ func names(location string, id int64) bool {
 // concurrent checks ClauseConcurrent.
 func (c *checker) concurrent(ctx context.Context) Result {
 	cl := ClauseConcurrent
-	key, payload := c.key(cl), c.payload(cl, false)
+	key, payload := c.key(cl), c.payload(cl)
 	client := c.newClient(false)
 	answers := make([]reply, concurrentRequests)
 	errs := make([]error, concurrentRequests)

@@ -13,7 +13,7 @@ import (
 // refusedThenCreates checks that each bad request is a 400 problem+json,
 // and that the key, quoted, then creates a new task: nothing was stored.
 func (c *checker) refusedThenCreates(ctx context.Context, cl Clause, bad map[string]string, what string) Result {
-	key, payload := c.key(cl), c.payload(cl, false)
+	key, payload := c.key(cl), c.payload(cl)
 	labels := make([]string, 0, len(bad))
 	for label := range bad {
 		labels = append(labels, label)

@@ -34,9 +34,10 @@ const (
 	ClauseReplay
 	// ClauseReplayNewConnection: the same, the replay on a new connection.
 	ClauseReplayNewConnection
-	// ClauseOtherPayload: the key with another payload answers 422
-	// problem+json, and changes nothing: the original payload still gets
-	// its stored response.
+	// ClauseOtherPayload: the key with another payload (another title;
+	// the same title in other letter case) answers 422 problem+json, and
+	// changes nothing: the original payload still gets its stored
+	// response.
 	ClauseOtherPayload
 	// ClauseMissingKey: a POST without Idempotency-Key answers 400
 	// problem+json and stores nothing: the same payload with a key then

@@ -154,6 +154,7 @@ func TestCheckReceiverCatchesFlaws(t *testing.T) {
 		{"keeps the contract", keepsContract, nil},
 		{"a task per request", taskPerRequest, []contract.Clause{contract.ClauseReplay, contract.ClauseReplayNewConnection, contract.ClauseOtherPayload, contract.ClauseConcurrent, contract.ClauseReplayAfterCut}},
 		{"ignores the payload on replay", ignoresPayload, []contract.Clause{contract.ClauseOtherPayload}},
+		{"compares payloads without regard to case", foldsPayload, []contract.Clause{contract.ClauseOtherPayload}},
 		{"answers 201 before it commits", answersBeforeCommit, []contract.Clause{contract.ClauseReplayAfterCut}},
 		{"omits the retention header", omitsRetention, []contract.Clause{contract.ClauseRetention}},
 		{"GET /contract disagrees with the header", contractDisagrees, []contract.Clause{contract.ClauseRetention}},

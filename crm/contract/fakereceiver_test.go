@@ -23,6 +23,9 @@ const (
 	// ignoresPayload answers a known key with its task whatever payload
 	// the request carries.
 	ignoresPayload
+	// foldsPayload compares a known key's payload with the request's
+	// without regard to letter case.
+	foldsPayload
 	// answersBeforeCommit creates the task, answers 201, and only then
 	// stores the key, under the request's context: when the client hangs
 	// up first the key is lost, and a replay makes a second task.
@@ -153,7 +156,8 @@ func (f *fakeReceiver) create(w http.ResponseWriter, r *http.Request) {
 	if i, ok := f.keys[key]; ok && key != "" && f.flaw != taskPerRequest {
 		t := f.tasks[i]
 		f.mu.Unlock()
-		if t.payload != string(body) && f.flaw != ignoresPayload {
+		same := t.payload == string(body) || f.flaw == foldsPayload && strings.EqualFold(t.payload, string(body))
+		if !same && f.flaw != ignoresPayload {
 			fakeProblem(w, http.StatusUnprocessableEntity)
 			return
 		}
