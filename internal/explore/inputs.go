@@ -43,11 +43,12 @@ var (
 )
 
 // The bodies of the titles the generators draw: plain ones (the first
-// shrinks to "Call back"), ones a careless JSON encoder escapes (quotes,
+// shrinks to "Call back"; the second is it in other letter case, another
+// action under the same key), ones a careless JSON encoder escapes (quotes,
 // backslash, HTML, U+2028 and U+2029), and invalid UTF-8 (a stray byte, a
 // truncated sequence, an encoded surrogate, an overlong encoding).
 var (
-	plainBodies = []string{"Call back", "Rappeler le client — réparation", "修理の件で電話する", "Call\u00a0back\u3000now"}
+	plainBodies = []string{"Call back", "call back", "Rappeler le client — réparation", "修理の件で電話する", "Call\u00a0back\u3000now"}
 	jsonBodies  = []string{`Quote "plan" \ <b>&`, "Line\u2028separated", "</script>\u2029", `C:\temp "x"`}
 	badBodies   = []string{"bad \xff byte", "truncated \xc3", "\xed\xa0\x80 surrogate", "\xc0\xaf overlong"}
 	// wideRunes are the multi-byte characters a 160 or 161 code point

@@ -24,7 +24,7 @@ var notDrawn = map[string]string{
 // -short.
 func TestReach(t *testing.T) {
 	t.Parallel()
-	const reachChecks = 300
+	const reachChecks = 600
 	r, err := Run(t.Context(), Config{Checks: reachChecks, Steps: DefaultSteps, Seed: 3, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

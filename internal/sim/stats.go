@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/gob"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,11 +54,15 @@ const (
 	// FaultBurst: one fault taking effect in a third step in a row, or
 	// more: a step that fires none, or another, ends the run.
 	FaultBurst Shape = "one fault three times running"
+	// OtherLetterCase: a case approved again with a payload that differs
+	// from its first only in letter case: another action under the same
+	// key, which a comparison without regard to case takes for a repeat.
+	OtherLetterCase Shape = "a case approved again in other letter case"
 )
 
 // Shapes are every shape a default exploration must reach (TestReach
 // checks it does).
-var Shapes = []Shape{AttemptSpread, FaultBurst}
+var Shapes = []Shape{AttemptSpread, FaultBurst, OtherLetterCase}
 
 // Stats counts what an exploration did. Sequences the property ran (not
 // counting the runs of rapid's shrinking, ShrinkRuns), and steps of both.
@@ -96,6 +101,23 @@ func NewStats() *Stats {
 	}
 }
 
+// otherLetterCase reports whether approve step s approves a case of
+// approvals again with a payload that differs only in letter case.
+func otherLetterCase(s Step, approvals []model.Approval) bool {
+	caseID, _ := s.Arg("case")
+	title, _ := s.Arg("title")
+	a, ok := model.Action(caseID, title)
+	if !ok {
+		return false
+	}
+	for _, held := range approvals {
+		if held.Key == a.Key && held.Payload != a.Payload && strings.EqualFold(held.Payload, a.Payload) {
+			return true
+		}
+	}
+	return false
+}
+
 // count records one step; burst is how many steps in a row, this one
 // included, the fault it fired took effect (0 when it fired none), and
 // ceilings the backoff ceilings the system drew within. A nil *Stats
@@ -110,6 +132,9 @@ func (st *Stats) count(s Step, r stepResult, before, after model.Observation, bu
 	if s.Directive == "approve" {
 		for _, c := range classifyApproval(s) {
 			st.InputClasses[c]++
+		}
+		if otherLetterCase(s, before.Approvals) {
+			st.Shapes[OtherLetterCase]++
 		}
 	}
 	if r.fired != "" {
