@@ -213,3 +213,27 @@ func TestDeliveryOverHTTP(t *testing.T) {
 		t.Fatalf("after: %+v, %v", d, err)
 	}
 }
+
+// TestRetryAfter: Retry-After in delay seconds, 0 included (retry at
+// once), or as an HTTP date (a past one is 0); anything else is no value.
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		value string
+		want  time.Duration
+		ok    bool
+	}{
+		{"0", 0, true},
+		{"7", 7 * time.Second, true},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
+		{"-1", 0, false},
+		{"1.5", 0, false},
+		{"soon", 0, false},
+		{"", 0, false},
+	} {
+		if got, ok := crm.RetryAfter(tt.value, now); got != tt.want || ok != tt.ok {
+			t.Errorf("RetryAfter(%q) = %v, %t; want %v, %t", tt.value, got, ok, tt.want, tt.ok)
+		}
+	}
+}

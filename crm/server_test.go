@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -381,5 +382,51 @@ func TestSenderSaysAReplay(t *testing.T) {
 	}
 	if last := events[len(events)-1]; last.Action != system.EventSent || !strings.Contains(last.Reason, "a replay") {
 		t.Errorf("the last event: %+v, want the send recorded as a replay", last)
+	}
+}
+
+// TestParseIdempotencyKeySpaces: only spaces may stand around the
+// quoted string (RFC 8941 §4.2 discards leading and trailing SP, and
+// nothing else): a tab or another white space character makes the key
+// malformed.
+func TestParseIdempotencyKeySpaces(t *testing.T) {
+	for _, tt := range []struct {
+		value, want string
+	}{
+		{`"x"`, "x"},
+		{`  "x"  `, "x"},
+		{"\t\"x\"", ""},
+		{"\"x\"\t", ""},
+		{"\u00a0\"x\"", ""},
+		{"\"x\"\n", ""},
+	} {
+		got, err := crm.ParseIdempotencyKey(tt.value)
+		if tt.want == "" && !errors.Is(err, crm.ErrBadKey) || tt.want != "" && (err != nil || got != tt.want) {
+			t.Errorf("ParseIdempotencyKey(%q) = %q, %v; want %q", tt.value, got, err, tt.want)
+		}
+	}
+}
+
+// TestServerStatesWholeSeconds: a retention that is not whole seconds is
+// stated rounded down, never longer than the server keeps keys.
+func TestServerStatesWholeSeconds(t *testing.T) {
+	c, _ := openCRM(t, system.CRMOptions{Retention: time.Hour})
+	ts := serve(t, c, 1999*time.Millisecond)
+	if got := do(t, "GET", ts.URL+"/contract", "").header.Get("Idempotency-Retention"); got != "1" {
+		t.Errorf("Idempotency-Retention %q for 1.999 s, want 1", got)
+	}
+}
+
+// TestServerTakesTheLargestBody: a body of exactly MaxBodyBytes is taken;
+// one byte more is 413.
+func TestServerTakesTheLargestBody(t *testing.T) {
+	c, _ := openCRM(t, system.CRMOptions{})
+	ts := serve(t, c, 0)
+	largest := `"` + strings.Repeat("x", crm.MaxBodyBytes-2) + `"`
+	if got := post(t, ts.URL, `"largest"`, largest); got.status != http.StatusCreated {
+		t.Errorf("a body of %d bytes: %d %s; want 201", len(largest), got.status, got.body)
+	}
+	if got := post(t, ts.URL, `"over"`, largest+" "); got.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body of %d bytes: %d; want 413", len(largest)+1, got.status)
 	}
 }
