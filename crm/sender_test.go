@@ -216,6 +216,8 @@ func TestDeliveryOverHTTP(t *testing.T) {
 
 // TestRetryAfter: Retry-After in delay seconds, 0 included (retry at
 // once), or as an HTTP date (a past one is 0); anything else is no value.
+// Seconds past what a Duration holds wait the longest it can, never a
+// negative time.
 func TestRetryAfter(t *testing.T) {
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
@@ -225,6 +227,7 @@ func TestRetryAfter(t *testing.T) {
 	}{
 		{"0", 0, true},
 		{"7", 7 * time.Second, true},
+		{"9223372036854775807", time.Duration(1<<62) / time.Second * time.Second, true},
 		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
 		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
 		{"-1", 0, false},
