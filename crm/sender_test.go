@@ -154,6 +154,27 @@ func TestSenderRetention(t *testing.T) {
 	down.Close()
 }
 
+// TestSenderRefusesABadContract: a contract whose retention is missing,
+// negative, past what a Duration holds or not a number is no contract:
+// Contract says so, and Retention is 0 (forever, to the outbox) until a
+// good one is read.
+func TestSenderRefusesABadContract(t *testing.T) {
+	for _, body := range []string{`{}`, `{"idempotency_retention_seconds":-1}`, `{"idempotency_retention_seconds":9223372036854775807}`, `{"idempotency_retention_seconds":"60"}`, `not json`} {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(body))
+		}))
+		s := sender(t, ts.URL)
+		if got, err := s.Contract(t.Context()); err == nil {
+			t.Errorf("contract %s: read as %v, want an error", body, got)
+		}
+		if got := s.Retention(); got != 0 {
+			t.Errorf("contract %s: Retention %v, want 0", body, got)
+		}
+		ts.Close()
+	}
+}
+
 // loseFirstReply lets h act on the first request, then closes the
 // connection before any answer is written.
 func loseFirstReply(h http.Handler) http.Handler {

@@ -407,6 +407,28 @@ func TestParseIdempotencyKeySpaces(t *testing.T) {
 	}
 }
 
+// TestFormatIdempotencyKey: a key of printable ASCII is quoted, with
+// " and \ escaped; a key with any other byte (a control character, DEL,
+// non-ASCII) cannot be sent and is refused, as is an empty one.
+func TestFormatIdempotencyKey(t *testing.T) {
+	for _, tt := range []struct {
+		key, want string
+	}{
+		{"k", `"k"`},
+		{` ~`, `" ~"`},
+		{`a"b\c`, `"a\"b\\c"`},
+		{"", ""},
+		{"ab", ""},
+		{"ab", ""},
+		{"café", ""},
+	} {
+		got, err := crm.FormatIdempotencyKey(tt.key)
+		if tt.want == "" && !errors.Is(err, crm.ErrBadKey) || tt.want != "" && (err != nil || got != tt.want) {
+			t.Errorf("FormatIdempotencyKey(%q) = %q, %v; want %q", tt.key, got, err, tt.want)
+		}
+	}
+}
+
 // TestServerStatesWholeSeconds: a retention that is not whole seconds is
 // stated rounded down, never longer than the server keeps keys.
 func TestServerStatesWholeSeconds(t *testing.T) {

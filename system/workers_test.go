@@ -375,6 +375,8 @@ func TestOptionsRefused(t *testing.T) {
 		{Retention: -1},
 		{MaxAttempts: -1},
 		{BusyTimeout: -time.Millisecond},
+		{ConnectWait: -time.Second},
+		{MaxConns: -1},
 		{SendTimeout: 30 * time.Second},
 		{Lease: time.Second, SendTimeout: time.Second},
 	} {

@@ -56,6 +56,32 @@ func TestInspectFiltersAndTimes(t *testing.T) {
 	}
 }
 
+// TestInspectShowsTheLastOfTheAuditLog: past auditInText entries, the
+// text shows the newest ones, and says how many it leaves to --json.
+func TestInspectShowsTheLastOfTheAuditLog(t *testing.T) {
+	dir := t.TempDir()
+	app, err := system.Open(t.Context(), filepath.Join(dir, "app.db"), system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := auditInText + 1
+	for i := range entries {
+		key, err := app.RecordApproval(t.Context(), fmt.Sprint("case-", i), "Call back")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Reconcile(t.Context(), key, int64(i+1), "ann", fmt.Sprintf("found as task %d", i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app.Close()
+	out := mustRun(t, "inspect", "--app", filepath.Join(dir, "app.db"))
+	want := fmt.Sprintf("audit log: %d entries, the last %d (--json has all)", entries, auditInText)
+	if !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("found as task %d\n", entries)) || strings.Contains(out, "found as task 1\n") {
+		t.Errorf("inspect: want %q, the newest entry and not the oldest, in:\n%s", want, out)
+	}
+}
+
 // TestInspectPrintsDataOnOneLine: what inspect reads from the databases
 // (a CRM task's payload and key, the audit log's actor and reason) prints
 // with its characters that are not printable escaped, as %q escapes them,

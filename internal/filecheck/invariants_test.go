@@ -36,6 +36,9 @@ func TestInvariants(t *testing.T) {
 		{"more sends than attempts", func(*model.Observation) {}, map[string]int{key: 3}, 4, "k was sent 3 times"},
 		{"a task without its approval", func(o *model.Observation) { o.Tasks[1].Payload = payload }, nil, 5, "which no approval has"},
 		{"a sent row still leased", func(o *model.Observation) { o.Outbox[0].LeaseOwner = "A" }, nil, 9, `still leased to "A"`},
+		{"a blocked row still leased", func(o *model.Observation) {
+			o.Outbox[0].State, o.Outbox[0].RemoteID, o.Outbox[0].LastError, o.Outbox[0].LeaseUntil = model.Blocked, 0, "rejected", 5
+		}, nil, 9, "is blocked and still leased"},
 	}
 	for _, inv := range Invariants {
 		if detail := inv.Check(Input{Observation: sound(), Budget: 3, Sends: map[string]int{key: 2}}); detail != "" {
