@@ -641,8 +641,9 @@ func TestBudgetIsRecorded(t *testing.T) {
 
 // TestRetentionClockStartsAtTheFirstClaim: a row's first claim starts
 // the clock of the receiver's retention, and nothing after it restarts
-// it: not a later claim of the same row, not a requeue (the receiver
-// may forget the key from the first send on, whatever came after).
+// it: not a later claim of the same row, not a requeue, not a reconcile
+// (the receiver may forget the key from the first send on, whatever came
+// after).
 func TestRetentionClockStartsAtTheFirstClaim(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -678,6 +679,12 @@ func TestRetentionClockStartsAtTheFirstClaim(t *testing.T) {
 	}
 	if got := row(t, app, key).FirstClaimedAt; !got.Equal(first) {
 		t.Errorf("after a requeue, first claimed at %v; want %v", got, first)
+	}
+	if err := app.Reconcile(ctx, key, 1, "ana", "found as task 1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := row(t, app, key).FirstClaimedAt; !got.Equal(first) {
+		t.Errorf("after a reconcile, first claimed at %v; want %v", got, first)
 	}
 }
 
