@@ -121,12 +121,14 @@ func (p *process) untrack(c *netConn) {
 }
 
 // crash cuts every connection of the process, refuses its new ones, and
-// drops its requests from now on.
+// drops its requests from now on. It wakes what waits for the crash (a
+// request held by the receiver) only once nothing of the process can
+// reach a database any more: a process killed at once writes nothing
+// after, and a worker woken first could record the answer of a send
+// that the crash cut short.
 func (p *process) crash() {
 	p.mu.Lock()
-	if !p.dead {
-		close(p.crashed)
-	}
+	first := !p.dead
 	p.dead = true
 	conns := p.conns
 	p.conns = map[*netConn]struct{}{}
@@ -135,6 +137,9 @@ func (p *process) crash() {
 		c.cut(ErrCrashed)
 	}
 	p.sqlite.Refuse(ErrCrashed)
+	if first {
+		close(p.crashed)
+	}
 }
 
 // reset cuts every connection of the process to PostgreSQL, which
