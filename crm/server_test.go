@@ -385,46 +385,34 @@ func TestSenderSaysAReplay(t *testing.T) {
 	}
 }
 
-// TestParseIdempotencyKeySpaces: only spaces may stand around the
-// quoted string (RFC 8941 §4.2 discards leading and trailing SP, and
-// nothing else): a tab or another white space character makes the key
-// malformed.
-func TestParseIdempotencyKeySpaces(t *testing.T) {
+// TestIdempotencyKeyEdges: only spaces may stand around the quoted
+// string (RFC 8941 §4.2 discards leading and trailing SP, and nothing
+// else); a key of printable ASCII is quoted with " and \ escaped, and a
+// key with any other byte (a control character, DEL, non-ASCII), or an
+// empty one, cannot be sent. want "" is ErrBadKey.
+func TestIdempotencyKeyEdges(t *testing.T) {
 	for _, tt := range []struct {
-		value, want string
+		name     string
+		code     func(string) (string, error)
+		in, want string
 	}{
-		{`"x"`, "x"},
-		{`  "x"  `, "x"},
-		{"\t\"x\"", ""},
-		{"\"x\"\t", ""},
-		{"\u00a0\"x\"", ""},
-		{"\"x\"\n", ""},
+		{"parse", crm.ParseIdempotencyKey, `"x"`, "x"},
+		{"parse", crm.ParseIdempotencyKey, `  "x"  `, "x"},
+		{"parse", crm.ParseIdempotencyKey, "\t\"x\"", ""},
+		{"parse", crm.ParseIdempotencyKey, "\"x\"\t", ""},
+		{"parse", crm.ParseIdempotencyKey, "\u00a0\"x\"", ""},
+		{"parse", crm.ParseIdempotencyKey, "\"x\"\n", ""},
+		{"format", crm.FormatIdempotencyKey, "k", `"k"`},
+		{"format", crm.FormatIdempotencyKey, ` ~`, `" ~"`},
+		{"format", crm.FormatIdempotencyKey, `a"b\c`, `"a\"b\\c"`},
+		{"format", crm.FormatIdempotencyKey, "", ""},
+		{"format", crm.FormatIdempotencyKey, "a\x7fb", ""},
+		{"format", crm.FormatIdempotencyKey, "a\x1fb", ""},
+		{"format", crm.FormatIdempotencyKey, "caf\u00e9", ""},
 	} {
-		got, err := crm.ParseIdempotencyKey(tt.value)
+		got, err := tt.code(tt.in)
 		if tt.want == "" && !errors.Is(err, crm.ErrBadKey) || tt.want != "" && (err != nil || got != tt.want) {
-			t.Errorf("ParseIdempotencyKey(%q) = %q, %v; want %q", tt.value, got, err, tt.want)
-		}
-	}
-}
-
-// TestFormatIdempotencyKey: a key of printable ASCII is quoted, with
-// " and \ escaped; a key with any other byte (a control character, DEL,
-// non-ASCII) cannot be sent and is refused, as is an empty one.
-func TestFormatIdempotencyKey(t *testing.T) {
-	for _, tt := range []struct {
-		key, want string
-	}{
-		{"k", `"k"`},
-		{` ~`, `" ~"`},
-		{`a"b\c`, `"a\"b\\c"`},
-		{"", ""},
-		{"ab", ""},
-		{"ab", ""},
-		{"café", ""},
-	} {
-		got, err := crm.FormatIdempotencyKey(tt.key)
-		if tt.want == "" && !errors.Is(err, crm.ErrBadKey) || tt.want != "" && (err != nil || got != tt.want) {
-			t.Errorf("FormatIdempotencyKey(%q) = %q, %v; want %q", tt.key, got, err, tt.want)
+			t.Errorf("%s %q = %q, %v; want %q", tt.name, tt.in, got, err, tt.want)
 		}
 	}
 }

@@ -66,14 +66,20 @@ func (c *checker) key(cl Clause) string { return c.prefix + cl.String() }
 // payload is a payload of the spec's shape for clause cl.
 func (c *checker) payload(cl Clause) string { return c.payloadTitled(cl, c.title(cl)) }
 
+// otherPayload is a payload for a clause's key other than its own, and
+// the words for how it differs.
+type otherPayload struct {
+	words, payload string
+}
+
 // otherPayloads are payloads for cl's key other than payload(cl), each
 // one a receiver must refuse: another title, and the same title in other
 // letter case (a receiver compares the bytes it stored, not what a
 // person would read as the same).
-func (c *checker) otherPayloads(cl Clause) []string {
-	return []string{
-		c.payloadTitled(cl, c.title(cl)+" (another payload)"),
-		c.payloadTitled(cl, strings.ToUpper(c.title(cl))),
+func (c *checker) otherPayloads(cl Clause) []otherPayload {
+	return []otherPayload{
+		{"another title", c.payloadTitled(cl, c.title(cl)+" (another payload)")},
+		{"the title in capitals", c.payloadTitled(cl, strings.ToUpper(c.title(cl)))},
 	}
 }
 

@@ -60,11 +60,20 @@ func fingerprint(lines []string, renamings []renaming) [sha256.Size]byte {
 	return sha256.Sum256([]byte(text))
 }
 
-// renaming is one of a reduction's renamings: the names it swaps, in
-// pairs, and a replacer that swaps them at once.
+// renaming is one of a reduction's renamings: the names it renames, and
+// a replacer that swaps them at once.
 type renaming struct {
 	names []string
 	swap  *strings.Replacer
+}
+
+// newRenaming is the renaming of the old, new pairs given.
+func newRenaming(pairs []string) renaming {
+	rn := renaming{swap: strings.NewReplacer(pairs...)}
+	for i := 0; i < len(pairs); i += 2 {
+		rn.names = append(rn.names, pairs[i])
+	}
+	return rn
 }
 
 // rename is line renamed. Most lines name no case and no worker: those
@@ -102,7 +111,7 @@ func (r Reduction) renamings(a Alphabet) []renaming {
 	}
 	var rs []renaming
 	for _, p := range pairs {
-		rs = append(rs, renaming{names: p, swap: strings.NewReplacer(p...)})
+		rs = append(rs, newRenaming(p))
 	}
 	return rs
 }
