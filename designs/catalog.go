@@ -254,6 +254,19 @@ var Fragile = []Design{
 		OpenCRM: openCRM,
 	},
 	{
+		Name:    "watermark-settle",
+		Summary: "a settle marks sent every older row still in flight, as a stream commits its offset",
+		Doc: "The workers settle as a stream consumer commits its offset: an answer that brought a task marks " +
+			"sent, in the same write, every older row a worker still holds a live lease on, to save them a " +
+			"commit each when their answers come. A row whose send has not answered, or never will, is marked " +
+			"sent all the same: when that send fails, or its worker dies, nothing retries it (lost work). " +
+			"Invariant 3 catches it in four steps: a worker claims the older of two rows, and a delivery of " +
+			"the newer marks it sent while the receiver has no task for it.",
+		Failure: LostWork, Invariant: 3, MinimalSteps: 4, Supports: phased,
+		OpenApp: wrapApp(func(o *system.Outbox, _ system.Options) App { return watermarkSettle{outbox{o}} }),
+		OpenCRM: openCRM,
+	},
+	{
 		Name:    "eager-pipeline",
 		Summary: "a pipelined worker claims ahead on every send, whatever the receiver's speed",
 		Doc: "A worker pipelines its deliveries, as handoff work does, but claims the next row while it sends " +

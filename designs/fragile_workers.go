@@ -56,6 +56,28 @@ func (n noFencing) DeliverOne(ctx context.Context, r system.Receiver) (system.De
 	return deliverIn(ctx, n, n.Options(), r)
 }
 
+// watermarkSettle settles as a stream consumer commits its offset: a
+// settle that heard a task also marks sent every older row that a worker
+// still leases, whether or not its send has answered.
+type watermarkSettle struct{ outbox }
+
+func (w watermarkSettle) Settle(ctx context.Context, c system.Claim, taskID int64, sendErr error) (system.Delivery, error) {
+	d, err := w.Outbox.Settle(ctx, c, taskID, sendErr)
+	if err != nil || d.Result != system.ResultSent {
+		return d, err
+	}
+	// The shortcut: the rows before this one are surely answered by now,
+	// so one write records them all.
+	now := w.Options().Harness.Now().UnixMilli()
+	_, err = w.DB().ExecContext(ctx, w.Query(`UPDATE outbox SET state = 'sent', remote_id = 0, last_error = NULL, lease_owner = NULL, lease_until = 0
+		WHERE seq < ? AND state = 'pending' AND lease_owner IS NOT NULL AND lease_until > ?`), c.Seq, now)
+	return d, err
+}
+
+func (w watermarkSettle) DeliverOne(ctx context.Context, r system.Receiver) (system.Delivery, error) {
+	return deliverIn(ctx, w, w.Options(), r)
+}
+
 // leaseRule is which leases a sqlClaim honours: a SQL condition on the
 // outbox row o, with ?1 the time now.
 type leaseRule string

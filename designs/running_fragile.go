@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/outboxlab/handoff/crm"
@@ -129,6 +130,16 @@ var RunningFragile = []Running{
 		Budget:      plainBudget, Lease: plainLease, Settle: plainSettle,
 		Boot: bootPlain(mistakeRetry4xx),
 	},
+	{
+		Name:        "running-watermark",
+		Summary:     "polling workers that mark sent, with each task, every older job still in flight",
+		Doc:         "The process's workers settle as a stream consumer commits its offset: an answer that brought a task marks its job sent and, in the same write, every older job another worker of the process still has in flight (\"their answers are surely in by now; one commit for all\"). A job is then shown sent while its send is still under way: when that send fails, or its worker dies, the receiver never gets it, and nothing sends it again. Caught by H5: a row shown sent names no task of the receiver.",
+		Failure:     LostWork,
+		CaughtBy:    "H5",
+		MinimalSize: 3,
+		Budget:      plainBudget, Lease: plainLease, Settle: plainSettle,
+		Boot: bootPlain(mistakeWatermark),
+	},
 }
 
 // Plain is the plain polling worker without a mistake: the fragile
@@ -154,6 +165,7 @@ const (
 	mistakeRetryRefused mistake = "retry every failure in order, without a budget"
 	mistakeDropKey      mistake = "no Idempotency-Key on a retry over HTTP"
 	mistakeRetry4xx     mistake = "retry every answer that is not 2xx over HTTP"
+	mistakeWatermark    mistake = "a task marks every older job in flight sent"
 )
 
 // The plain worker's settings: a budget of five tries, a poll every
@@ -184,6 +196,7 @@ func bootPlain(m mistake) func(ctx context.Context, p Process) (Booted, error) {
 			n = 1 // one worker a process: it cannot race itself; an order kept
 		}
 		var workers []*plainWorker
+		flight := &inFlight{jobs: map[int64]job{}}
 		for i := range n {
 			opts.Worker = workerName(p, "plain", i+1)
 			o, err := system.Open(ctx, p.Database(), opts)
@@ -193,7 +206,7 @@ func bootPlain(m mistake) func(ctx context.Context, p Process) (Booted, error) {
 				return nil, err
 			}
 			b.closers = append(b.closers, o)
-			w := &plainWorker{o: o, r: p.ReceiverFor(opts.Worker), mistake: m}
+			w := &plainWorker{o: o, r: p.ReceiverFor(opts.Worker), mistake: m, flight: flight}
 			if m == mistakeDropKey || m == mistakeRetry4xx {
 				w.client, w.url = p.HTTPClient(opts.Worker), p.ReceiverURL()
 				if w.r, err = crm.NewSender(w.url, w.client); err != nil {
@@ -225,10 +238,42 @@ type plainWorker struct {
 	o       *system.Outbox
 	r       system.Receiver
 	mistake mistake
-	sends   int // requests this worker made, for mistakeNewKey
+	sends   int       // requests this worker made, for mistakeNewKey
+	flight  *inFlight // the jobs the process's workers are sending, for mistakeWatermark
 
 	client *http.Client // over HTTP, the worker's own client
 	url    string       // and the receiver's base URL
+}
+
+// inFlight is the jobs a process's workers have claimed and not yet
+// settled, by seq.
+type inFlight struct {
+	mu   sync.Mutex
+	jobs map[int64]job
+}
+
+// set notes j in flight under seq, or, with j nil, no longer.
+func (f *inFlight) set(seq int64, j *job) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if j == nil {
+		delete(f.jobs, seq)
+	} else {
+		f.jobs[seq] = *j
+	}
+}
+
+// older is j and every job in flight older than j.
+func (f *inFlight) older(j job) []job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	jobs := []job{j}
+	for _, o := range f.jobs {
+		if o.seq < j.seq {
+			jobs = append(jobs, o)
+		}
+	}
+	return jobs
 }
 
 // job is a row the worker leased.
@@ -327,9 +372,17 @@ func (w *plainWorker) deliver(ctx context.Context, j job) {
 		w.sends++
 		key = fmt.Sprintf("%s/%d", j.key, w.sends)
 	}
+	if w.mistake == mistakeWatermark {
+		w.flight.set(j.seq, &j)
+		defer w.flight.set(j.seq, nil)
+	}
 	send, cancel := context.WithTimeout(ctx, plainTimeout)
 	id, err := w.send(send, j, key)
 	cancel()
+	if err == nil && w.mistake == mistakeWatermark {
+		w.settleOlder(ctx, j, id)
+		return
+	}
 	if w.mistake == mistakeAckFirst {
 		if err == nil {
 			w.o.DB().ExecContext(ctx, w.o.Query(`UPDATE outbox SET remote_id = ? WHERE seq = ?`), id, j.seq)
@@ -362,6 +415,27 @@ func (w *plainWorker) deliver(ctx context.Context, j job) {
 		}
 		w.settle(ctx, j, fmt.Sprintf(`state = 'blocked', last_error = '%s', lease_owner = NULL, lease_until = 0`, reason))
 	}
+}
+
+// settleOlder is mistakeWatermark's settle of j, sent as task id: one
+// transaction marks j sent, and every older job in flight too.
+func (w *plainWorker) settleOlder(ctx context.Context, j job, id int64) {
+	tx, err := w.o.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return
+	}
+	defer tx.Rollback()
+	for _, o := range w.flight.older(j) {
+		remote := int64(0) // the older job's task is not known yet: the row must only show it sent
+		if o.seq == j.seq {
+			remote = id
+		}
+		if _, err := tx.ExecContext(ctx, w.o.Query(`UPDATE outbox SET state = 'sent', remote_id = ?, last_error = NULL, lease_owner = NULL, lease_until = 0
+			WHERE seq = ? AND fence = ?`), remote, o.seq, o.fence); err != nil {
+			return
+		}
+	}
+	tx.Commit()
 }
 
 // settle sets what set says on j's row, if the row still carries j's
