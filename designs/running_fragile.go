@@ -137,6 +137,7 @@ var RunningFragile = []Running{
 		Failure:     LostWork,
 		CaughtBy:    "H5",
 		MinimalSize: 3,
+		MostSize:    5,
 		Budget:      plainBudget, Lease: plainLease, Settle: plainSettle,
 		Boot: bootPlain(mistakeWatermark),
 	},
