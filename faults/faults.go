@@ -34,8 +34,8 @@ const (
 	// CrashAfterReply crashes the worker after the reply, before recording it.
 	CrashAfterReply Kind = "crash-after-reply"
 	// CrashAfterRecord crashes a pipelined worker after it recorded the
-	// answer of its last send, before it claims ahead (and before the row
-	// it is sending leaves).
+	// answer of its last send (and the claim ahead that shares its
+	// commit, if any), before the row it is sending leaves.
 	CrashAfterRecord Kind = "crash-after-record"
 	// CrashAfterClaimAhead crashes a pipelined worker after it claimed
 	// the next row ahead, before the row it is sending leaves.

@@ -19,8 +19,9 @@ const (
 	PointAfterReply FaultPoint = "after-reply"
 
 	// PointPipelineRecorded is in a Pipeline, while a row is sent: after
-	// the answer of the row before was recorded, and before the next row
-	// is claimed ahead.
+	// the answer of the row before was recorded. When the next row is
+	// claimed ahead, the two share one commit, and this point passes
+	// after it, just before PointPipelineClaimedAhead.
 	PointPipelineRecorded FaultPoint = "pipeline-recorded"
 
 	// PointPipelineClaimedAhead is in a Pipeline, while a row is sent:

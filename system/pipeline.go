@@ -8,8 +8,9 @@ import (
 // Pipeline delivers rows for one worker, one after the other, as
 // DeliverOne does, but hides the database's latency behind the receiver's:
 // while a row is sent, it records the answer of the row before and claims
-// the row after. A worker then waits on its receiver, not on its claims
-// and answers. The protocol is DeliverOne's: every claim commits before
+// the row after, both in one write transaction. A worker then waits on
+// its receiver, not on its claims and answers, and commits once a
+// delivery. The protocol is DeliverOne's: every claim commits before
 // its send, every settle is fenced, and a row claimed ahead, or whose
 // answer is not yet recorded, keeps its lease, so no other worker takes
 // it meanwhile. A row claimed ahead must be sent by its claim's time plus
@@ -155,9 +156,22 @@ type background struct {
 }
 
 // background records the answer of earlier, if any, then, if ahead,
-// claims the next row, passing a fault point after each.
+// claims the next row, passing a fault point after each. When it does
+// both, they share one write transaction, and both points pass after its
+// commit.
 func (p *Pipeline) background(ctx context.Context, earlier *answer, ahead bool) background {
 	var b background
+	if earlier != nil && ahead {
+		ctx = context.WithoutCancel(ctx)
+		d, err, c, cd, cerr := p.o.settleThenClaim(ctx, earlier.c, earlier.taskID, earlier.err, p.retention)
+		p.idle = cerr == nil && cd.Result == Idle
+		b.recorded, b.ahead = &settled{d: d, err: err, heard: earlier.err}, &claimed{c, cd, cerr}
+		if b.died = p.o.opts.Harness.Hook.pass(PointPipelineRecorded); b.died != nil {
+			return b
+		}
+		b.died = p.o.opts.Harness.Hook.pass(PointPipelineClaimedAhead)
+		return b
+	}
 	if earlier != nil {
 		r := p.settle(ctx, earlier)
 		b.recorded = &r

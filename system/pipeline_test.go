@@ -366,6 +366,44 @@ func pipelineClaimsAhead(t *testing.T, b backend) {
 	}
 }
 
+// TestPipelineRecordsAndClaimsAheadInOneCommit: once the receiver answers
+// fast, each call of Next records the last answer and claims the row
+// after in one write transaction: one commit a delivery on the app
+// database, not two.
+func TestPipelineRecordsAndClaimsAheadInOneCommit(t *testing.T) { eachBackend(t, pipelineOneCommit) }
+
+func pipelineOneCommit(t *testing.T, b backend) {
+	ctx := t.Context()
+	app, crm, _ := openPair(t, b, system.Options{})
+	mustApprove(t, app, "case-1", "case-2", "case-3", "case-4", "case-5")
+	p, err := app.Pipeline(crm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first call claims case-1, sends it, then claims case-2 and, while
+	// it sends case-2, records case-1 and claims case-3 ahead.
+	if d, err := p.Next(ctx); err != nil || d.Result != system.ResultSent || d.Key != mustKey(t, "case-1") {
+		t.Fatalf("Next: %+v, %v; want case-1 sent", d, err)
+	}
+	for i, c := range []string{"case-2", "case-3"} {
+		before := app.CommitStats()
+		if d, err := p.Next(ctx); err != nil || d.Result != system.ResultSent || d.Key != mustKey(t, c) {
+			t.Fatalf("Next: %+v, %v; want %s sent", d, err, c)
+		}
+		after := app.CommitStats()
+		if commits, writes := after.Commits-before.Commits, after.Writes-before.Writes; commits != 1 || writes != 1 {
+			t.Errorf("the call that returned %s committed %d writes in %d commits, want one write in one commit", c, writes, commits)
+		}
+		ahead, err := app.Row(ctx, mustKey(t, fmt.Sprint("case-", i+4)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ahead.LeaseOwner != app.Worker() || ahead.Attempts != 1 {
+			t.Errorf("after the call that returned %s, %s is leased by %q after %d attempts, want claimed ahead", c, ahead.Key, ahead.LeaseOwner, ahead.Attempts)
+		}
+	}
+}
+
 // TestPipelineStopsClaimingAheadAfterAHalfTimeout: an answer that takes
 // more than half the send timeout stops the claims ahead even when it came
 // within its row's window, and even after fast answers that had them

@@ -220,70 +220,94 @@ func (o *Outbox) ReleaseGone(ctx context.Context, gone func(worker string) bool)
 // Delivery is ResultPending: Send must follow. retention is the
 // receiver's, 0 for forever.
 func (o *Outbox) ClaimNext(ctx context.Context, retention time.Duration) (Claim, Delivery, error) {
-	var c Claim
-	var d Delivery
-	recordBudget := o.opts.MaxAttempts > DefaultMaxAttempts && !o.budgetRecorded.Load()
-	err := o.q.write(ctx, "claiming a row", claimQueries, func(ctx context.Context, tx *sql.Tx, q *statements) error {
-		now := millis(o.opts.Harness.Now())
-		var lastError string
-		var created, firstClaimed int64
-		var holder string
-		err := q.queryRow(ctx, tx, sqlEligible, []any{now}, &c.Seq, &c.Key, &c.Payload, &c.Attempt, &lastError, &created, &firstClaimed, &c.Fence, &holder)
-		if errors.Is(err, sql.ErrNoRows) {
-			var pending, earliest int64
-			if err := q.queryRow(ctx, tx, sqlNextDue, nil, &pending, &earliest); err != nil {
-				return driverError("finding the next eligible row", err)
-			}
-			d = Delivery{Result: Idle, NextEligible: fromMillis(earliest)}
-			return nil
+	cl := o.claiming(retention)
+	return cl.done(o.q.write(ctx, "claiming a row", claimQueries, cl.run))
+}
+
+// claiming is one claim of the next row: the body of its transaction
+// (run) and what it came to (done), so that a claim can share its
+// transaction with a settle (settleThenClaim).
+type claiming struct {
+	o            *Outbox
+	retention    time.Duration
+	recordBudget bool // this claim records a budget above the default, if it counts an attempt
+	c            Claim
+	d            Delivery
+}
+
+// claiming starts a claim of the next row, under the receiver's
+// retention.
+func (o *Outbox) claiming(retention time.Duration) *claiming {
+	return &claiming{o: o, retention: retention, recordBudget: o.opts.MaxAttempts > DefaultMaxAttempts && !o.budgetRecorded.Load()}
+}
+
+// run is the claim's transaction body (see ClaimNext).
+func (cl *claiming) run(ctx context.Context, tx *sql.Tx, q *statements) error {
+	o, c := cl.o, &cl.c
+	*c, cl.d = Claim{}, Delivery{}
+	now := millis(o.opts.Harness.Now())
+	var lastError string
+	var created, firstClaimed int64
+	var holder string
+	err := q.queryRow(ctx, tx, sqlEligible, []any{now}, &c.Seq, &c.Key, &c.Payload, &c.Attempt, &lastError, &created, &firstClaimed, &c.Fence, &holder)
+	if errors.Is(err, sql.ErrNoRows) {
+		var pending, earliest int64
+		if err := q.queryRow(ctx, tx, sqlNextDue, nil, &pending, &earliest); err != nil {
+			return driverError("finding the next eligible row", err)
 		}
-		if err != nil {
-			return driverError("finding the oldest eligible row", err)
-		}
-		if holder != o.opts.Worker {
-			c.TookOver = holder
-		}
-		d = Delivery{Result: ResultPending, Key: c.Key, Attempts: c.Attempt, LastError: lastError, TookOver: c.TookOver}
-		block := ""
-		switch {
-		case c.Attempt >= o.opts.MaxAttempts:
-			block = LastErrorBudgetExhausted
-		case o.opts.MaxAge > 0 && now >= created+o.opts.MaxAge.Milliseconds():
-			block = LastErrorDeadline
-		case retention > 0 && firstClaimed != 0 && now >= firstClaimed+(retention-o.opts.SendTimeout).Milliseconds():
-			block = LastErrorRetentionExpired
-		}
-		if block != "" {
-			d.Result, d.LastError = ResultBlocked, block
-			if err := q.exec(ctx, tx, sqlBlockRow, block, c.Seq); err != nil {
-				return driverError("blocking the row", err)
-			}
-			return writeHistory(ctx, tx, q, fromMillis(now), c.Key, o.opts.Worker, EventBlocked, "%s at a claim, after %d attempts: nothing sent", block, c.Attempt)
-		}
-		c.Attempt++
-		c.note = &replayNote{}
-		c.Fence++
-		c.SendBy = fromMillis(now).Add(o.opts.SendTimeout)
-		d.Attempts = c.Attempt
-		leaseUntil := now + o.opts.Lease.Milliseconds()
-		if err := q.exec(ctx, tx, sqlClaimRow, o.opts.Worker, leaseUntil, now, c.Seq); err != nil {
-			return driverError("counting the attempt", err)
-		}
-		if err := writeHistory(ctx, tx, q, fromMillis(now), c.Key, o.opts.Worker, EventClaim, "attempt %d of %d counted, fence %d", c.Attempt, o.opts.MaxAttempts, c.Fence); err != nil {
-			return err
-		}
-		if recordBudget {
-			return driverError("recording the attempt budget", q.exec(ctx, tx, sqlRaiseBudget, strconv.Itoa(o.opts.MaxAttempts)))
-		}
+		cl.d = Delivery{Result: Idle, NextEligible: fromMillis(earliest)}
 		return nil
-	})
+	}
+	if err != nil {
+		return driverError("finding the oldest eligible row", err)
+	}
+	if holder != o.opts.Worker {
+		c.TookOver = holder
+	}
+	cl.d = Delivery{Result: ResultPending, Key: c.Key, Attempts: c.Attempt, LastError: lastError, TookOver: c.TookOver}
+	block := ""
+	switch {
+	case c.Attempt >= o.opts.MaxAttempts:
+		block = LastErrorBudgetExhausted
+	case o.opts.MaxAge > 0 && now >= created+o.opts.MaxAge.Milliseconds():
+		block = LastErrorDeadline
+	case cl.retention > 0 && firstClaimed != 0 && now >= firstClaimed+(cl.retention-o.opts.SendTimeout).Milliseconds():
+		block = LastErrorRetentionExpired
+	}
+	if block != "" {
+		cl.d.Result, cl.d.LastError = ResultBlocked, block
+		if err := q.exec(ctx, tx, sqlBlockRow, block, c.Seq); err != nil {
+			return driverError("blocking the row", err)
+		}
+		return writeHistory(ctx, tx, q, fromMillis(now), c.Key, o.opts.Worker, EventBlocked, "%s at a claim, after %d attempts: nothing sent", block, c.Attempt)
+	}
+	c.Attempt++
+	c.note = &replayNote{}
+	c.Fence++
+	c.SendBy = fromMillis(now).Add(o.opts.SendTimeout)
+	cl.d.Attempts = c.Attempt
+	leaseUntil := now + o.opts.Lease.Milliseconds()
+	if err := q.exec(ctx, tx, sqlClaimRow, o.opts.Worker, leaseUntil, now, c.Seq); err != nil {
+		return driverError("counting the attempt", err)
+	}
+	if err := writeHistory(ctx, tx, q, fromMillis(now), c.Key, o.opts.Worker, EventClaim, "attempt %d of %d counted, fence %d", c.Attempt, o.opts.MaxAttempts, c.Fence); err != nil {
+		return err
+	}
+	if cl.recordBudget {
+		return driverError("recording the attempt budget", q.exec(ctx, tx, sqlRaiseBudget, strconv.Itoa(o.opts.MaxAttempts)))
+	}
+	return nil
+}
+
+// done is what the claim came to, given how its transaction ended.
+func (cl *claiming) done(err error) (Claim, Delivery, error) {
 	if err != nil {
 		return Claim{}, Delivery{}, err
 	}
-	if recordBudget && d.Result == ResultPending {
-		o.budgetRecorded.Store(true)
+	if cl.recordBudget && cl.d.Result == ResultPending {
+		cl.o.budgetRecorded.Store(true)
 	}
-	return c, d, nil
+	return cl.c, cl.d, nil
 }
 
 // NextDue is when the earliest pending row becomes eligible (due and
@@ -325,28 +349,100 @@ func (o *Outbox) Send(ctx context.Context, c Claim, r Receiver) (int64, error) {
 // Any other error is returned as an *AttemptError, with the cause as the
 // row's last error and the lease left to run out.
 func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr error) (Delivery, error) {
-	d := Delivery{Result: ResultPending, Key: c.Key, Attempts: c.Attempt, TookOver: c.TookOver}
-	nextAttempt := int64(0)
-	now := o.opts.Harness.Now()
+	st, ok := o.settling(c, taskID, sendErr)
+	if !ok {
+		return st.d, o.attemptFailed(ctx, c, sendErr)
+	}
+	return st.done(ctx, o.q.write(ctx, "recording the delivery", settleQueries, st.run))
+}
+
+// settleQueries are the queries a settle runs.
+var settleQueries = []string{sqlSettle, sqlHistory}
+
+// settleThenClaim records c's answer, as Settle does, and then claims the
+// next row, as ClaimNext does, in one write transaction: a worker that
+// pipelines its deliveries commits once for both. Each returns what it
+// would have returned alone; when the transaction fails, both fail, and
+// the answer's attempt is spent as Settle says.
+func (o *Outbox) settleThenClaim(ctx context.Context, c Claim, taskID int64, sendErr error, retention time.Duration) (settledAs Delivery, settleErr error, next Claim, claimed Delivery, claimErr error) {
+	st, ok := o.settling(c, taskID, sendErr)
+	if !ok {
+		settleErr = o.attemptFailed(ctx, c, sendErr)
+		next, claimed, claimErr = o.ClaimNext(ctx, retention)
+		return st.d, settleErr, next, claimed, claimErr
+	}
+	cl := o.claiming(retention)
+	err := o.q.write(ctx, "recording the delivery and claiming a row", pipelineQueries, func(ctx context.Context, tx *sql.Tx, q *statements) error {
+		if err := st.run(ctx, tx, q); err != nil {
+			return err
+		}
+		return cl.run(ctx, tx, q)
+	})
+	settledAs, settleErr = st.done(ctx, doing(err, "recording the delivery"))
+	next, claimed, claimErr = cl.done(doing(err, "claiming a row"))
+	return settledAs, settleErr, next, claimed, claimErr
+}
+
+// pipelineQueries are the queries of settleThenClaim.
+var pipelineQueries = append(append([]string{}, settleQueries...), claimQueries...)
+
+// doing is err, the failure of a write shared by several, said as the
+// failure of the one that was doing what doing says.
+func doing(err error, doing string) error {
+	var de *DatabaseError
+	if errors.As(err, &de) {
+		again := *de
+		again.Doing = doing
+		return &again
+	}
+	return err
+}
+
+// settling is one settle of a claim's answer: what it writes, worked out
+// before its transaction, the body of that transaction (run), and what
+// it came to (done).
+type settling struct {
+	o           *Outbox
+	c           Claim
+	taskID      int64
+	sendErr     error
+	d           Delivery
+	now         time.Time
+	nextAttempt int64
+	stale       bool
+}
+
+// settling works out what c's answer writes; ok is false when the answer
+// is no outcome of the send (a local failure), which writes none: its
+// Delivery is then d.
+func (o *Outbox) settling(c Claim, taskID int64, sendErr error) (st *settling, ok bool) {
+	st = &settling{o: o, c: c, taskID: taskID, sendErr: sendErr, now: o.opts.Harness.Now(),
+		d: Delivery{Result: ResultPending, Key: c.Key, Attempts: c.Attempt, TookOver: c.TookOver}}
 	switch {
 	case sendErr == nil:
-		d.Result, d.RemoteID = ResultSent, taskID
+		st.d.Result, st.d.RemoteID = ResultSent, taskID
 	case errors.Is(sendErr, ErrTransient):
-		d.LastError = LastErrorTransient
+		st.d.LastError = LastErrorTransient
 		if c.Attempt >= o.opts.MaxAttempts {
-			d.Result = ResultBlocked
+			st.d.Result = ResultBlocked
 			break
 		}
 		wait := o.opts.RetryWait(c.Attempt, sendErr)
-		nextAttempt = millis(now.Add(wait))
-		d.Backoff = wait
+		st.nextAttempt = millis(st.now.Add(wait))
+		st.d.Backoff = wait
 	case errors.Is(sendErr, ErrKeyConflict):
-		d.Result, d.LastError = ResultBlocked, LastErrorConflict
+		st.d.Result, st.d.LastError = ResultBlocked, LastErrorConflict
 	case errors.Is(sendErr, ErrRejected):
-		d.Result, d.LastError = ResultBlocked, LastErrorRejected
+		st.d.Result, st.d.LastError = ResultBlocked, LastErrorRejected
 	default:
-		return d, o.attemptFailed(ctx, c, sendErr)
+		return st, false
 	}
+	return st, true
+}
+
+// run is the settle's transaction body (see Settle).
+func (st *settling) run(ctx context.Context, tx *sql.Tx, q *statements) error {
+	o, c, d, now := st.o, st.c, st.d, st.now
 	var remoteID, lastError any
 	var sentAt int64
 	if d.Result == ResultSent {
@@ -355,34 +451,37 @@ func (o *Outbox) Settle(ctx context.Context, c Claim, taskID int64, sendErr erro
 	if d.LastError != "" {
 		lastError = d.LastError
 	}
-	stale := false
-	err := o.q.write(ctx, "recording the delivery", []string{sqlSettle, sqlHistory}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
-		res, err := q.execResult(ctx, tx, sqlSettle, string(d.state()), remoteID, lastError, sentAt, nextAttempt, c.Seq, c.Fence)
-		if err != nil {
-			return driverError("recording the delivery", err)
-		}
-		n, err := res.RowsAffected()
-		if stale = n == 0; err != nil || stale {
-			return err
-		}
-		switch {
-		case d.Result == ResultSent:
-			if c.note != nil && c.note.replayed.Load() {
-				return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventSent, "attempt %d: CRM task %d, a replay: the receiver had the task from an earlier attempt whose answer was lost", c.Attempt, taskID)
-			}
-			return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventSent, "attempt %d: CRM task %d", c.Attempt, taskID)
-		case d.Result == ResultPending:
-			return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventRetry, "attempt %d: %s; the next attempt in %v", c.Attempt, OneLine(sendErr.Error()), d.Backoff.Round(time.Millisecond))
-		}
-		return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventBlocked, "attempt %d: %s: %s", c.Attempt, d.LastError, OneLine(sendErr.Error()))
-	})
+	res, err := q.execResult(ctx, tx, sqlSettle, string(d.state()), remoteID, lastError, sentAt, st.nextAttempt, c.Seq, c.Fence)
 	if err != nil {
-		return d, o.attemptFailed(ctx, c, err)
+		return driverError("recording the delivery", err)
 	}
-	if stale {
+	n, err := res.RowsAffected()
+	if st.stale = n == 0; err != nil || st.stale {
+		return err
+	}
+	switch {
+	case d.Result == ResultSent:
+		if c.note != nil && c.note.replayed.Load() {
+			return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventSent, "attempt %d: CRM task %d, a replay: the receiver had the task from an earlier attempt whose answer was lost", c.Attempt, st.taskID)
+		}
+		return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventSent, "attempt %d: CRM task %d", c.Attempt, st.taskID)
+	case d.Result == ResultPending:
+		return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventRetry, "attempt %d: %s; the next attempt in %v", c.Attempt, OneLine(st.sendErr.Error()), d.Backoff.Round(time.Millisecond))
+	}
+	return writeHistory(ctx, tx, q, now, c.Key, o.opts.Worker, EventBlocked, "attempt %d: %s: %s", c.Attempt, d.LastError, OneLine(st.sendErr.Error()))
+}
+
+// done is what the settle came to, given how its transaction ended: a
+// failure spends the attempt (see Settle).
+func (st *settling) done(ctx context.Context, err error) (Delivery, error) {
+	c := st.c
+	if err != nil {
+		return st.d, st.o.attemptFailed(ctx, c, err)
+	}
+	if st.stale {
 		return Delivery{Result: ResultStale, Key: c.Key, Attempts: c.Attempt, TookOver: c.TookOver}, nil
 	}
-	return d, nil
+	return st.d, nil
 }
 
 // RetryWait is how long a row waits after a transient failure, sendErr,
