@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -369,13 +370,29 @@ func pipelineClaimsAhead(t *testing.T, b backend) {
 // TestPipelineRecordsAndClaimsAheadInOneCommit: once the receiver answers
 // fast, each call of Next records the last answer and claims the row
 // after in one write transaction: one commit a delivery on the app
-// database, not two.
+// database, not two. When that transaction cannot be written (another
+// connection holds the write lock), the answer's delivery fails as a
+// settle does, named as the recording, and nothing is claimed.
 func TestPipelineRecordsAndClaimsAheadInOneCommit(t *testing.T) { eachBackend(t, pipelineOneCommit) }
 
 func pipelineOneCommit(t *testing.T, b backend) {
 	ctx := t.Context()
-	app, crm, _ := openPair(t, b, system.Options{})
-	mustApprove(t, app, "case-1", "case-2", "case-3", "case-4", "case-5")
+	target := b.app(t)
+	open := func(worker string) *system.Outbox {
+		o, err := system.Open(ctx, target, system.Options{Durability: system.ProcessSafe, Worker: worker, BusyTimeout: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		return o
+	}
+	app, locker := open("A"), open("locker")
+	crm, err := system.OpenCRMWith(ctx, filepath.Join(t.TempDir(), "crm.db"), system.CRMOptions{Durability: system.ProcessSafe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { crm.Close() })
+	mustApprove(t, app, "case-1", "case-2", "case-3", "case-4", "case-5", "case-6")
 	p, err := app.Pipeline(crm)
 	if err != nil {
 		t.Fatal(err)
@@ -401,6 +418,19 @@ func pipelineOneCommit(t *testing.T, b backend) {
 		if ahead.LeaseOwner != app.Worker() || ahead.Attempts != 1 {
 			t.Errorf("after the call that returned %s, %s is leased by %q after %d attempts, want claimed ahead", c, ahead.Key, ahead.LeaseOwner, ahead.Attempts)
 		}
+	}
+	// case-4 is answered and case-5 claimed ahead: the next call sends
+	// case-5 while it records case-4 and claims case-6, under the lock.
+	release := lockOutbox(t, b, locker)
+	var attempt *system.AttemptError
+	d, err := p.Next(ctx)
+	release()
+	if !errors.As(err, &attempt) || !errors.Is(err, system.ErrBusy) || attempt.Key != mustKey(t, "case-4") ||
+		!strings.Contains(err.Error(), "recording the delivery") || strings.Contains(err.Error(), "claiming") {
+		t.Errorf("Next under the lock: %+v, %v; want case-4's attempt spent, busy recording the delivery", d, err)
+	}
+	if row, err := app.Row(ctx, mustKey(t, "case-6")); err != nil || row.Attempts != 0 || row.LeaseOwner != "" {
+		t.Errorf("case-6 after the call under the lock: %+v, %v; want unclaimed", row, err)
 	}
 }
 

@@ -378,17 +378,17 @@ func (o *Outbox) settleThenClaim(ctx context.Context, c Claim, taskID int64, sen
 		}
 		return cl.run(ctx, tx, q)
 	})
-	settledAs, settleErr = st.done(ctx, doing(err, "recording the delivery"))
-	next, claimed, claimErr = cl.done(doing(err, "claiming a row"))
+	settledAs, settleErr = st.done(ctx, relabel(err, "recording the delivery"))
+	next, claimed, claimErr = cl.done(relabel(err, "claiming a row"))
 	return settledAs, settleErr, next, claimed, claimErr
 }
 
 // pipelineQueries are the queries of settleThenClaim.
 var pipelineQueries = append(append([]string{}, settleQueries...), claimQueries...)
 
-// doing is err, the failure of a write shared by several, said as the
+// relabel is err, the failure of a write shared by several, said as the
 // failure of the one that was doing what doing says.
-func doing(err error, doing string) error {
+func relabel(err error, doing string) error {
 	var de *DatabaseError
 	if errors.As(err, &de) {
 		again := *de
