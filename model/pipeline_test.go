@@ -51,6 +51,25 @@ func TestPipeNext(t *testing.T) {
 	}
 }
 
+// TestPipeFastUpToHalf: an answer within half the send timeout, to the
+// millisecond, is fast, and has the row after claimed ahead in the same
+// call; a millisecond more is slow, and claims nothing ahead.
+func TestPipeFastUpToHalf(t *testing.T) {
+	for _, tt := range []struct {
+		over  int64 // milliseconds past half the send timeout
+		ahead bool
+	}{{0, true}, {1, false}} {
+		s := opened(t, same, "case-2", "case-3")
+		s, r := s.PipeNext("P", model.PipeStep{Slow: s.SendTimeout/2 + tt.over})
+		if r.Result != model.ResultSent || r.Key != key {
+			t.Fatalf("%d ms past half: %+v; want %s sent", tt.over, r, key)
+		}
+		if got := s.Outbox[2].LeaseOwner == "P"; got != tt.ahead || s.Pipes["P"].Fast != tt.ahead {
+			t.Errorf("%d ms past half: case-3 claimed ahead %v, fast %v; want %v", tt.over, got, s.Pipes["P"].Fast, tt.ahead)
+		}
+	}
+}
+
 // TestPipeCrash: a pipelined worker that dies after recording the answer
 // before (in its first call, case-1's) leaves the row it was about to
 // send claimed and unsent, and, when that answer came fast, the row it

@@ -358,6 +358,18 @@ func TestReceiverRetention(t *testing.T) {
 	if diff := cmp.Diff([]model.Task{{ID: 1, Key: key, Payload: payload}}, late.Tasks); diff != "" {
 		t.Errorf("a late send reached the receiver (-want +got):\n%s", diff)
 	}
+
+	// A person who found no task starts the retention clock afresh: a send
+	// exactly a retention after the key was stored finds it forgotten.
+	s, _, _ = late.Settle("B", 0)
+	s, v := s.ReconcileAbsent(model.Operator{Actor: "ann", Reason: "no task in the CRM"}, key)
+	if v != model.OpDone {
+		t.Fatalf("reconcile --absent: %v", v)
+	}
+	forgotten := send(t, claim(t, tick(t, s, start+60_000-s.Now), "C"), "C", model.Request{}, model.ResultTask)
+	if diff := cmp.Diff([]model.Task{{ID: 1, Key: key, Payload: payload}, {ID: 2, Key: key, Payload: payload}}, forgotten.Tasks); diff != "" {
+		t.Errorf("a key stored exactly a retention ago (-want +got):\n%s", diff)
+	}
 }
 
 // TestRefusedWrites checks what a busy or full database leaves: nothing

@@ -256,6 +256,15 @@ func TestBatchWriteFailsAlone(t *testing.T) {
 			t.Errorf("%s: the claim beside the crash was not committed: %+v", r.Key, r)
 		}
 	}
+	// A batch whose every write failed commits nothing worth a sync: it
+	// counts no commit, and no write.
+	before := w["A"].CommitStats()
+	if _, err := crashing.RecordApproval(ctx, "case-newer", title); !errors.Is(err, errCrash) {
+		t.Errorf("a crashing approval alone: got %v, want the crash", err)
+	}
+	if after := w["A"].CommitStats(); after != before {
+		t.Errorf("a batch of one failed write: commit stats %+v before, %+v after; want no change", before, after)
+	}
 }
 
 // TestBatchFailureWritesNothing: a write whose error rolls the whole

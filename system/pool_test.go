@@ -142,3 +142,40 @@ func TestRecoveryFollowsTheReceiver(t *testing.T) {
 		}
 	})
 }
+
+// TestARefusalIsAnAnswer: a receiver that comes back and refuses a row
+// for good, or finds its key in conflict, has answered: the pool says it
+// is answering again, as after a task.
+func TestARefusalIsAnAnswer(t *testing.T) {
+	for _, answer := range []error{system.ErrRejected, system.ErrKeyConflict} {
+		t.Run(answer.Error(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w, err := system.Open(t.Context(), filepath.Join(t.TempDir(), "app.db"), system.Options{Worker: "w:1"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
+				if _, err := w.RecordApproval(t.Context(), "case-1", "Call back"); err != nil {
+					t.Fatal(err)
+				}
+				calls := 0
+				r := receiverFunc(func(context.Context, string, string) (int64, error) {
+					if calls++; calls == 1 {
+						return 0, fmt.Errorf("%w: down", system.ErrTransient)
+					}
+					return 0, fmt.Errorf("%w: no", answer)
+				})
+				var log strings.Builder
+				p := &system.Pool{Receiver: r, UntilIdle: true, Log: slog.New(slog.NewTextHandler(&log, nil)), Outboxes: []*system.Outbox{w}}
+				if err := p.Run(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				for _, want := range []string{`level=WARN msg="receiver stopped answering"`, `level=INFO msg="receiver answering again"`} {
+					if n := strings.Count(log.String(), want); n != 1 {
+						t.Errorf("the log has %q %d times, want once:\n%s", want, n, log.String())
+					}
+				}
+			})
+		})
+	}
+}

@@ -81,6 +81,8 @@ func TestHistoryCheck(t *testing.T) {
 			seen{requests: []Request{req(1, "case-1", Down, 1), {N: 2, Key: k1, Answer: Down, neverLeft: true}}}, "", ""},
 		{"over the budget", approved(1, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: -1}),
 			seen{requests: []Request{req(1, "case-1", LostReply, 1), req(2, "case-1", LostReply, 2)}}, "H4", "over the budget of 1"},
+		{"over the budget in an outage", approved(1, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: -1}),
+			seen{requests: []Request{req(1, "case-1", Down, 1), req(2, "case-1", Down, 2)}}, "H4", "2 requests for " + k1 + " left the app (0 reached the receiver), over the budget of 1"},
 		{"an error counter: failures bounded", approved(1, designs.CountsErrors), rows(k1, designs.RunningRow{State: designs.RowPending}),
 			seen{requests: []Request{req(1, "case-1", FailedAfterActing, 1), req(2, "case-1", Down, 2)}}, "H4", "2 failures"},
 		{"an error counter: an answered request is free", approved(1, designs.CountsErrors), rows(k1, designs.RunningRow{State: designs.RowSent, TaskID: 1}, k2, pending),
@@ -238,6 +240,10 @@ func TestRefusalThatMayNotHaveBeenHeard(t *testing.T) {
 	if got := h.afterRefusal([]Request{refused, after}); got != "" {
 		t.Errorf("a refusal whose process crashed half a second later: %s, want none", got)
 	}
+	h.faults = []struck{{At: 2 * time.Second, Replica: 1}}
+	if got := h.afterRefusal([]Request{refused, after}); got != "" {
+		t.Errorf("a refusal whose process crashed a second later, to the nanosecond: %s, want none", got)
+	}
 	h.faults = []struck{{At: 3 * time.Second, Replica: 1}}
 	if got := h.afterRefusal([]Request{refused, after}); !strings.Contains(got, "request 2") {
 		t.Errorf("a refusal whose process lived on for two seconds: %q, want request 2 named", got)
@@ -321,6 +327,8 @@ func TestHistorySettled(t *testing.T) {
 			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", Down, 1)}}, "H7", "1 requests (an outage's included) of its budget of 2"},
 		{"an error counter: blocked after its failures", approved(2, designs.CountsErrors), rows(k1, sent1, k2, blocked(0, "budget-exhausted")),
 			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", FailedAfterActing, 1), req(2, "case-2", Throttled503, 2)}}, "", ""},
+		{"an error counter: blocked early, a request a crash cut counted", approved(2, designs.CountsErrors), rows(k1, sent1, k2, blocked(0, "budget-exhausted")),
+			seen{tasks: []Task{task1}, requests: []Request{req(1, "case-2", FailedAfterActing, 1), {N: 2, Key: k2, Case: "case-2", Answer: LateReply, Reached: true, unheard: true}}}, "H7", k2 + " is blocked (budget-exhausted)"},
 		{"a state the spec does not know", approved(3, ""), rows(k1, sent1, k2, designs.RunningRow{State: "parked"}), seen{tasks: []Task{task1}}, "H7", `"parked"`},
 		{"held behind a stuck key", stuck(approved(3, ""), "case-1", DownKey), rows(k1, pending, k2, pending),
 			seen{requests: []Request{req(1, "case-1", Down, 30), req(2, "case-1", Down, 40)}}, "H8", k2 + " is still pending when the horizon passed, every fault healed, sent nothing since the schedule's last event, while " + k1 + ", stuck (the receiver down for it), was sent all along"},

@@ -296,6 +296,40 @@ func TestKeepsOnlyCleanConnections(t *testing.T) {
 	}
 }
 
+// TestKeptConnectionCutLater: a Cut that took its list of open
+// connections before a handle closed one, and cuts it only once it was
+// kept, leaves a cut connection among the kept: the next Connect passes
+// it over for a new one.
+func TestKeptConnectionCutLater(t *testing.T) {
+	ctx := context.Background()
+	w := Conns{Keep: true}
+	defer w.Drop()
+	file := newFile(t)
+	c := w.Wrap(file)
+	first, err := c.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.idleConns(file); got != 1 {
+		t.Fatalf("kept %d connections, want 1", got)
+	}
+	first.(*conn).cut(errCut) // the racing Cut's turn comes now
+	next, err := c.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if next == first {
+		t.Error("the next Connect took the kept connection that was cut")
+	}
+	if err := exec(next, `INSERT INTO t VALUES (4)`); err != nil {
+		t.Errorf("the next connection: %v", err)
+	}
+}
+
 // TestKeepsStatements: with Keep, a statement closed stays prepared for
 // the next Prepare of its query, and one still in use is never handed
 // out twice.
