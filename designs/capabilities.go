@@ -32,6 +32,11 @@ type Capabilities struct {
 	// (Pipeliner), as handoff work runs. The harness draws pipelined
 	// workers' calls, slow answers and crashes in their background.
 	Pipeline bool
+	// PipelineOneCommit (needs Pipeline): a pipelined worker records the
+	// last answer and claims the row after in one write transaction, as
+	// system.Pipeline does, so that a crash after the recording comes
+	// after the claim ahead too. Without it the two commit apart.
+	PipelineOneCommit bool
 	// Operator (needs Time): a person requeues or reconciles a row, with
 	// an audit log, and asks what is stale (Operator).
 	Operator bool
@@ -61,7 +66,9 @@ type Capabilities struct {
 	DueFirst bool
 }
 
-// Everything is every capability: what the real design supports.
+// Everything is every capability that adds checks. The real design has
+// them all, and PipelineOneCommit besides (see Handoff): like DueFirst, it
+// says how a design behaves, not what more the harness checks.
 var Everything = Capabilities{Time: true, TimeBudget: true, Leases: true, Workers: true, Pipeline: true, Operator: true,
 	Retention: true, RestartReleases: true, Fences: true, Holders: true}
 
@@ -87,6 +94,7 @@ var capabilities = []capability{
 		"several workers at once: interleaved claims, sends and settles, a stale settle, a worker that crashes alone"},
 	{"Pipeline", func(c Capabilities) bool { return c.Pipeline }, "Workers",
 		"a pipelined worker: its claims ahead, its send window after a slow answer, and a crash while it records or claims ahead"},
+	{"PipelineOneCommit", func(c Capabilities) bool { return c.PipelineOneCommit }, "Pipeline", ""}, // when a crash strikes: nothing unchecked
 	{"Operator", func(c Capabilities) bool { return c.Operator }, "Time",
 		"a person's requeue and reconcile, the audit log, and what is stale"},
 	{"Retention", func(c Capabilities) bool { return c.Retention }, "Time",

@@ -128,8 +128,10 @@ func TestDesignCheck(t *testing.T) {
 		{"workers without leases", func(d *designs.Design) { d.Supports.Leases = false }, "invalid design handoff: capability Workers needs Leases"},
 		{"workers alone", func(d *designs.Design) { d.Supports = designs.Capabilities{Workers: true} },
 			"capability Workers needs Leases and Time"},
+		{"one commit without a pipeline", func(d *designs.Design) { d.Supports.Pipeline = false },
+			"capability PipelineOneCommit needs Pipeline"},
 		{"operator and workers without time", func(d *designs.Design) { d.Supports.Time = false },
-			"capability TimeBudget needs Time; capability Leases needs Time; capability Workers needs Time; capability Pipeline needs Time; capability Operator needs Time; capability Retention needs Time; capability RestartReleases needs Time; capability Fences needs Time; capability Holders needs Time"},
+			"capability TimeBudget needs Time; capability Leases needs Time; capability Workers needs Time; capability Pipeline needs Time; capability PipelineOneCommit needs Time; capability Operator needs Time; capability Retention needs Time; capability RestartReleases needs Time; capability Fences needs Time; capability Holders needs Time"},
 	}
 	for _, tt := range tests {
 		d := ok
@@ -148,7 +150,7 @@ func TestWithReceiver(t *testing.T) {
 	if err := d.Check(); err != nil {
 		t.Fatal(err)
 	}
-	want := designs.Everything
+	want := designs.Handoff.Supports
 	want.Retention = false
 	if d.Supports != want || !d.OwnReceiver {
 		t.Errorf("supports %v, own receiver %t; want %v, true", d.Supports, d.OwnReceiver, want)

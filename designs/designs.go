@@ -143,13 +143,18 @@ type Design struct {
 // capabilities or its app do not hold together.
 var ErrDesign = errors.New("designs: invalid design")
 
-// Handoff is the real design: package system as it is.
+// Handoff is the real design: package system as it is, whose Pipeline
+// records and claims ahead in one commit.
 var Handoff = Design{
-	Name:     "handoff",
-	Summary:  "transactional outbox, stable key on every attempt, idempotent durable receiver",
-	Supports: Everything,
-	OpenApp:  openApp,
-	OpenCRM:  openCRM,
+	Name:    "handoff",
+	Summary: "transactional outbox, stable key on every attempt, idempotent durable receiver",
+	Supports: func() Capabilities {
+		c := Everything
+		c.PipelineOneCommit = true
+		return c
+	}(),
+	OpenApp: openApp,
+	OpenCRM: openCRM,
 }
 
 // Check reports whether d can run: it has a name, both openers, and
@@ -226,7 +231,7 @@ func Lookup(name string) (Design, error) {
 // a receiver that forgets keys after opts.Retention may set
 // Supports.Retention on the design returned.
 func WithReceiver(name, summary string, open func(ctx context.Context, path string, opts system.CRMOptions) (CRM, error)) Design {
-	supports := Everything
+	supports := Handoff.Supports
 	supports.Retention = false
 	return Design{Name: name, Summary: summary, Supports: supports, OwnReceiver: true, OpenApp: openApp, OpenCRM: open}
 }

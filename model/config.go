@@ -35,6 +35,12 @@ type Config struct {
 	// (the earliest next attempt, then the oldest), as a queue ordered by
 	// its scheduled time does, where the spec's take the oldest.
 	ClaimsDueFirst bool
+	// PipeOneCommit says that a pipelined worker records the last answer
+	// and claims the row after in one write transaction, as the spec's
+	// Pipeline does: a crash after the recording then comes after the
+	// claim ahead too. Without it the two commit apart, and a crash after
+	// the recording comes before the claim ahead.
+	PipeOneCommit bool
 }
 
 // Defaults returns the spec's default options, starting at ScenarioStart.

@@ -11,10 +11,10 @@ package model
 // A call's steps come in this order: a claim of the next row, unless one
 // was made ahead; then, while that row is sent, the answer of the last
 // send recorded (PipeRecorded) and, if the last send was answered fast,
-// the row after claimed ahead (PipeClaimedAhead), the two in one write
-// transaction when there are both, so that a crash after the recording
-// then comes after the claim ahead too; then the send reaches the
-// receiver and takes PipeStep.Slow of the clock. (The real Pipeline
+// the row after claimed ahead (PipeClaimedAhead), with PipeOneCommit the
+// two in one write transaction when there are both, so that a crash
+// after the recording then comes after the claim ahead too; then the
+// send reaches the receiver and takes PipeStep.Slow of the clock. (The real Pipeline
 // records and claims while it sends; the harness runs that background in
 // line before the send, so that the order, and the time each reads, is
 // this.) A worker that dies in a call keeps its leases until it starts
@@ -80,8 +80,9 @@ type PipeCrash int
 const (
 	NoPipeCrash PipeCrash = iota
 	// PipeRecorded: after the answer of the last send was recorded, before
-	// the send reaches the receiver; when the row after is claimed ahead,
-	// after that claim too, which shares the recording's commit.
+	// the row after is claimed ahead (with PipeOneCommit, after that claim,
+	// which shares the recording's commit), and before the send reaches
+	// the receiver.
 	PipeRecorded
 	// PipeClaimedAhead: after the row after was claimed ahead, before the
 	// send reaches the receiver.
@@ -122,7 +123,7 @@ func (s State) PipeNext(worker string, step PipeStep) (State, PipeResult) {
 				return start, PipeResult{Result: r, Key: key}
 			}
 			recorded = &PipeResult{Result: r, Key: key}
-			if step.Crash == PipeRecorded && !p.Fast {
+			if step.Crash == PipeRecorded && !(p.Fast && s.PipeOneCommit) {
 				return s.Crash(worker), PipeResult{Result: ResultCrashed, Key: key}
 			}
 		}

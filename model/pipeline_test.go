@@ -72,18 +72,25 @@ func TestPipeFastUpToHalf(t *testing.T) {
 
 // TestPipeCrash: a pipelined worker that dies after recording the answer
 // before (in its first call, case-1's) leaves the row it was about to
-// send claimed and unsent, and, when that answer came fast, the row it
-// claimed ahead in the recording's commit; one that dies after claiming
-// ahead leaves that row claimed too. When it starts again it releases
-// them (or, with RestartKeepsLeases, lets them run out).
+// send claimed and unsent, and, with PipeOneCommit when that answer came
+// fast, the row it claimed ahead in the recording's commit; one that dies
+// after claiming ahead leaves that row claimed too. When it starts again
+// it releases them (or, with RestartKeepsLeases, lets them run out).
 func TestPipeCrash(t *testing.T) {
 	for _, tt := range []struct {
-		crash  model.PipeCrash
-		slow   bool // case-1's answer is slow: nothing is claimed ahead
-		leased int  // rows P holds until the restart releases them
-	}{{model.PipeRecorded, false, 2}, {model.PipeRecorded, true, 1}, {model.PipeClaimedAhead, false, 2}} {
+		crash     model.PipeCrash
+		oneCommit bool
+		slow      bool // case-1's answer is slow: nothing is claimed ahead
+		leased    int  // rows P holds until the restart releases them
+	}{
+		{model.PipeRecorded, false, false, 1},
+		{model.PipeRecorded, true, false, 2},
+		{model.PipeRecorded, true, true, 1},
+		{model.PipeClaimedAhead, false, false, 2},
+		{model.PipeClaimedAhead, true, false, 2},
+	} {
 		for _, keeps := range []bool{false, true} {
-			s := opened(t, func(c *model.Config) { c.RestartKeepsLeases = keeps }, "case-2", "case-3")
+			s := opened(t, func(c *model.Config) { c.RestartKeepsLeases, c.PipeOneCommit = keeps, tt.oneCommit }, "case-2", "case-3")
 			s, _ = s.PipeFlush("P", model.PipeStep{}) // nothing to flush yet
 			step := model.PipeStep{Crash: tt.crash}
 			if tt.slow {
@@ -103,7 +110,7 @@ func TestPipeCrash(t *testing.T) {
 				return n
 			}
 			if got := leased(s); got != tt.leased {
-				t.Errorf("crash %v, slow %v: %d rows leased to P, want %d", tt.crash, tt.slow, got, tt.leased)
+				t.Errorf("crash %v, one commit %v, slow %v: %d rows leased to P, want %d", tt.crash, tt.oneCommit, tt.slow, got, tt.leased)
 			}
 			s, _ = s.Restart("P")
 			if got, want := leased(s), map[bool]int{false: 0, true: tt.leased}[keeps]; got != want {

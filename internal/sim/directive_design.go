@@ -51,5 +51,6 @@ func (e *Env) switchDesign(ctx context.Context, d designs.Design) error {
 	e.cfg.Design = d
 	e.model.RestartKeepsLeases = keepsLeases(d)
 	e.model.ClaimsDueFirst = d.Supports.DueFirst
+	e.model.PipeOneCommit = d.Supports.PipelineOneCommit
 	return e.open(ctx)
 }

@@ -252,6 +252,7 @@ func (e *Env) begin() {
 	m := model.New(system.DefaultMaxAttempts)
 	m.RestartKeepsLeases = keepsLeases(e.cfg.Design)
 	m.ClaimsDueFirst = e.cfg.Design.Supports.DueFirst
+	m.PipeOneCommit = e.cfg.Design.Supports.PipelineOneCommit
 	e.sequence = sequence{model: m, sends: map[string]int{}, actedFence: map[string]int64{}, now: m.Now}
 	e.workers = map[string]*worker{}
 	e.injector = faults.Injector{}
