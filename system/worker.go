@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -384,7 +385,7 @@ func (o *Outbox) settleThenClaim(ctx context.Context, c Claim, taskID int64, sen
 }
 
 // pipelineQueries are the queries of settleThenClaim.
-var pipelineQueries = append(append([]string{}, settleQueries...), claimQueries...)
+var pipelineQueries = slices.Concat(settleQueries, claimQueries)
 
 // relabel is err, the failure of a write shared by several, said as the
 // failure of the one that was doing what doing says.
