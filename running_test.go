@@ -24,6 +24,9 @@ import (
 // TestVerifyRunningReportsWhatBroke it verifies the running design that
 // one names, with the corpus folder it names.
 func TestVerifyRunningPool(t *testing.T) {
+	if testing.Short() && os.Getenv(verifyDesignEnv) == "" {
+		t.Skip("-short: TestRunningCatalogSchedules runs the pool on every saved schedule; run without -short to search it")
+	}
 	t.Parallel() // a bubble of its own: it overlaps the other searches on a second core
 	d, corpus := designs.Pool, "corpus/running"
 	if name := os.Getenv(verifyDesignEnv); name != "" {

@@ -123,6 +123,9 @@ type exploreJSON struct {
 // lane and with two processes of lanes, and checks that both print and
 // save the same failure: the same seed, violation and minimal scenario.
 func TestExploreLanesFindTheSameFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: lanes in processes of their own; run without -short")
+	}
 	t.Parallel()
 	for _, tt := range []struct {
 		design, seed string

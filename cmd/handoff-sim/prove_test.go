@@ -96,6 +96,9 @@ func TestProveStoppedFails(t *testing.T) {
 // same states, runs the same transitions and finds the same shortest
 // counterexample as in one lane.
 func TestProveLanes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: lanes in processes of their own; run without -short")
+	}
 	// withoutTime is a summary without its line of time and steps
 	// replayed, which the lanes change, and without the diff of where the
 	// model and the system first disagreed, which go-cmp prints

@@ -70,6 +70,7 @@ func approveDeliverInspect(t *testing.T, app string) {
 }
 
 func TestRefusedInputLeavesDatabasesAsTheyWere(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
 	garbage := filepath.Join(dir, "notes.txt")

@@ -18,6 +18,7 @@ import (
 // table, which a quick check would miss. It exits 1, names what broke,
 // and leaves the files as they were.
 func TestCheckFindsWhatBreaksFiles(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	app, crm := filepath.Join(base, "app.db"), filepath.Join(base, "crm.db")
 	for i := 1; i <= 3; i++ {

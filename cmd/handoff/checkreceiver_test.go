@@ -28,6 +28,7 @@ func notFound(t *testing.T) string {
 }
 
 func TestCheckReceiverCommand(t *testing.T) {
+	t.Parallel()
 	crm, nothing, closed := servedCRM(t, time.Hour), notFound(t), closedPort(t)
 	tests := []struct {
 		name   string
@@ -76,6 +77,7 @@ func TestCheckReceiverCommand(t *testing.T) {
 // TestCheckReceiverJSON checks the JSON report against receivers that
 // state an hour and forever: retention_seconds is 3600 and 0, never null.
 func TestCheckReceiverJSON(t *testing.T) {
+	t.Parallel()
 	for _, retention := range []time.Duration{time.Hour, 0} {
 		code, stdout, stderr := runCLI(t, "check-receiver", servedCRM(t, retention), "--json", "--retention", retention.String())
 		if code != 0 || stderr != "" {

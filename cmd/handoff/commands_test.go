@@ -13,6 +13,7 @@ import (
 // TestCommandTable checks the product's command table against its help,
 // its flags, its files and docs/cli.md's synopsis of handoff.
 func TestCommandTable(t *testing.T) {
+	t.Parallel()
 	clitest.Table(t, "handoff", runCLI, filepath.Join("..", "..", "docs", "cli.md"), "## Synopsis")
 }
 
@@ -20,6 +21,7 @@ func TestCommandTable(t *testing.T) {
 // usage says what the default is because the value depends on the machine
 // or the run: help is the same wherever it is read.
 func TestHelpDefaults(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		command, flag string
 		want          string // the end of the flag's line

@@ -19,6 +19,7 @@ import (
 // through the HTTP sender, replays the request, and stops the server with
 // the context, as SIGINT would: exit 0, and the task in the file.
 func TestCRMServe(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
 	mustRun(t, "approve", "--app", app, "--case", "case-1", "--title", "Call back")

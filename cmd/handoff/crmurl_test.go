@@ -106,6 +106,7 @@ func TestCRMURL(t *testing.T) {
 // TestReadContract: a receiver is taken only when GET /contract states
 // its identity; anything else is errNoContract.
 func TestReadContract(t *testing.T) {
+	t.Parallel()
 	crm := filepath.Join(t.TempDir(), "crm.db")
 	mustRun(t, "crm", "init", "--crm", crm)
 	answer := func(body string) string {
@@ -185,6 +186,7 @@ func TestCRMURLOldApp(t *testing.T) {
 // process on a free port, then stops the server with SIGTERM: every row
 // is sent once, as one task, and the server exits 0.
 func TestWorkThroughCRMServe(t *testing.T) {
+	t.Parallel()
 	const rows = 20
 	dir := t.TempDir()
 	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")

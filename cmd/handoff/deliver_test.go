@@ -10,6 +10,7 @@ import (
 // TestDeliverRefusesForeignTask checks that deliver will not put a task
 // with foreign content into a real CRM file, and changes nothing.
 func TestDeliverRefusesForeignTask(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
 	for _, args := range [][]string{
@@ -33,6 +34,7 @@ func TestDeliverRefusesForeignTask(t *testing.T) {
 // TestBusyCRMSaysTheAttemptIsCounted holds the CRM's write lock from
 // another process's connection while deliver runs.
 func TestBusyCRMSaysTheAttemptIsCounted(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits out SQLite's busy timeout (5 s)")
 	}

@@ -13,6 +13,7 @@ import (
 // The lost-reply demonstration.
 
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "demo")
 	code, stdout, _ := runCLI(t, "demo", "--dir", dir, "--json")
 	var d struct {

@@ -30,6 +30,7 @@ var harnessPackages = []struct{ path, why string }{
 // are cmd/handoff-sim's. It asks the go command on PATH for every package
 // the binary links.
 func TestProductLinksNoHarness(t *testing.T) {
+	t.Parallel()
 	const product = "github.com/outboxlab/handoff/cmd/handoff"
 	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", product).Output()
 	if err != nil {

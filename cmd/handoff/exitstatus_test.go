@@ -13,6 +13,7 @@ import (
 // 2, a message that names what is wrong, a pointer to its help, and
 // nothing written where it runs.
 func TestBadPathOrURLIsAUsageError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	crm := filepath.Join(dir, "crm.db")
 	if code, _, stderr := runCLI(t, "crm", "init", "--crm", crm); code != 0 {

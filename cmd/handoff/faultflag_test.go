@@ -8,6 +8,7 @@ import (
 )
 
 func TestDeliverFaultHelpListsEveryFault(t *testing.T) {
+	t.Parallel()
 	_, help, _ := runCLI(t, "help", "deliver")
 	for _, k := range faults.DeliveryKinds {
 		if !strings.Contains(help, string(k)) {

@@ -124,6 +124,7 @@ func TestForeignDatabasesAreLeftAlone(t *testing.T) {
 // app.db but not write it: it must be refused without leaving a -shm file
 // that breaks the next run once the file is writable again.
 func TestReadOnlyDatabaseLeavesNoTrap(t *testing.T) {
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "handoff-readonly-")
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,7 @@ func TestInspectFiltersAndTimes(t *testing.T) {
 // TestInspectShowsTheLastOfTheAuditLog: past auditInText entries, the
 // text shows the newest ones, and says how many it leaves to --json.
 func TestInspectShowsTheLastOfTheAuditLog(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	app, err := system.Open(t.Context(), filepath.Join(dir, "app.db"), system.Options{})
 	if err != nil {
@@ -88,6 +89,7 @@ func TestInspectShowsTheLastOfTheAuditLog(t *testing.T) {
 // so that none breaks a line: a title with a line separator shows as
 // \u2028 in its task's payload, as it does in a key conflict's message.
 func TestInspectPrintsDataOnOneLine(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, title, payload string
 	}{

@@ -103,6 +103,7 @@ func request(t *testing.T, method, target string, header int, body []byte, conte
 // and the page refuse headers over 16 KiB (431), and the bodies over
 // their limits (413); crm serve counts each answer by result.
 func TestListenersRefuseWhatIsTooLarge(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
 	approveRows(t, app, 1)
@@ -155,6 +156,7 @@ func TestListenersRefuseWhatIsTooLarge(t *testing.T) {
 // deadline of a minute, not a bound on the server's time: a loaded
 // machine may take longer than the limit to close it).
 func TestServerLimits(t *testing.T) {
+	t.Parallel()
 	limits := serverLimits{readHeader: 200 * time.Millisecond, read: 400 * time.Millisecond, write: time.Second, idle: time.Second, maxHeaderBytes: 1 << 10}
 	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -196,6 +198,7 @@ func TestServerLimits(t *testing.T) {
 // connection, after the limit and long before the client would have
 // given up (a minute).
 func TestSlowClientOfCRMServe(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: waits out crm serve's header timeout (5 s)")
 	}
@@ -229,6 +232,7 @@ func TestSlowClientOfCRMServe(t *testing.T) {
 // TestHelpSaysWhatIsExposed: the help of every command that listens says
 // what it serves, to whom, and its limits.
 func TestHelpSaysWhatIsExposed(t *testing.T) {
+	t.Parallel()
 	for command, wants := range map[string][]string{
 		"crm":  {"without authentication", "POST /tasks", "GET /tasks/{id}", "every task's key and payload", "loopback by default", "(413)", "(431)", "--metrics-addr serves counts and times only"},
 		"ui":   {"without authentication", "every row's key, title, payload", "read-only unless given a token", "loopback by default", "SameSite=Strict", "(413)", "(431)", "never on the command line"},
@@ -248,6 +252,7 @@ func TestHelpSaysWhatIsExposed(t *testing.T) {
 // page, work and their errors show: stdout, stderr, the page, the
 // metrics, the health checks.
 func TestNoPasswordShown(t *testing.T) {
+	t.Parallel()
 	const password = "s3cret-pw-9f7a"
 	u, err := url.Parse(pgtest.URL(t))
 	if err != nil {

@@ -119,6 +119,7 @@ func stampOf(t *testing.T, s *string) time.Time {
 // --json says of the same files; then its health checks, and /readyz
 // once the receiver is gone.
 func TestWorkMetrics(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
 	approveRows(t, app, 10)

@@ -48,6 +48,7 @@ func flakyReceiver(t *testing.T, crmPath string, slowest time.Duration, refuseOn
 // run must not release the lease of a run still sending: no settle goes
 // stale, and no row ends blocked while the CRM holds its task.
 func TestOverlappingDelivers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: runs hundreds of deliver processes")
 	}

@@ -13,6 +13,7 @@ import (
 // TestWorkerGone: a worker is gone only when its name says it ran in a
 // process of this host that no longer runs.
 func TestWorkerGone(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("processes are told apart on unix only")
 	}
@@ -49,6 +50,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // lease leaves it to the next deliver, which releases it at once and
 // sends the row.
 func TestDeliverAfterACrashedDeliver(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
 	approveRows(t, app, 1)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestStatusText(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		results map[string]int
 		rate    float64
@@ -34,6 +35,7 @@ func TestStatusText(t *testing.T) {
 }
 
 func TestRate(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tt := range []struct {
 		window []sample
@@ -54,6 +56,7 @@ func TestRate(t *testing.T) {
 // whole; a draw rewrites the line in place, once per change; clear erases
 // it.
 func TestStatusLine(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	s := &statusLine{w: &b}
 	s.Write([]byte("first log line\n")) // nothing shown: nothing to clear
@@ -80,6 +83,7 @@ var (
 // status line is drawn, and erased before every log line and at the end,
 // so that without it the log lines are what they are without a terminal.
 func TestWorkStatusLine(t *testing.T) {
+	t.Parallel()
 	defer func(every time.Duration) { statusEvery = every }(statusEvery)
 	statusEvery = time.Millisecond
 	stderrIsTerminal = func(io.Writer) bool { return true }
@@ -127,6 +131,7 @@ func TestWorkStatusLine(t *testing.T) {
 // TestWorkPipeHasNoStatusLine runs work in a process of its own whose
 // stderr is a pipe: no status line, no terminal control, only log lines.
 func TestWorkPipeHasNoStatusLine(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 // out of range, each refused with exit status 2 before any file is touched.
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	app := filepath.Join(dir, "app.db")
 	for _, args := range [][]string{
@@ -42,6 +43,7 @@ func TestUsageErrors(t *testing.T) {
 // as one line and a pointer to the command's help; 1 for refused or failed
 // work, one line; 0 done.
 func TestExitStatusRule(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
 	if code, _, stderr := runCLI(t, "approve", "--app", app, "--case", "case-104", "--title", "Call back"); code != 0 {
@@ -95,6 +97,7 @@ func TestExitStatusRule(t *testing.T) {
 // TestFlagErrorPrintedOnce checks that a flag error is one message, not the
 // flag package's message and defaults followed by the command's own.
 func TestFlagErrorPrintedOnce(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		msg  string
@@ -165,6 +168,7 @@ func TestOperatorAndWorkUsageErrors(t *testing.T) {
 // TestMessagesNameTheCommandOnce: a message starts with the command (and
 // its subcommand) once, not with the name of the package that made it.
 func TestMessagesNameTheCommandOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	crm := filepath.Join(dir, "crm.db")
 	mustRun(t, "crm", "init", "--crm", crm)
@@ -190,6 +194,7 @@ func TestMessagesNameTheCommandOnce(t *testing.T) {
 // TestHarnessCommandsAreHandoffSims: the harness's commands are not the
 // product's, and asking the product for one says where they are.
 func TestHarnessCommandsAreHandoffSims(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"explore", "designs", "enumerate", "replay", "report"} {
 		code, stdout, stderr := runCLI(t, name, "--help")
 		if code != 2 || stdout != "" || !strings.Contains(stderr, `unknown command "`+name+`"`) || !strings.Contains(stderr, "are handoff-sim's (go run ./cmd/handoff-sim help)") {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := runCLI(t, "version")
 	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "handoff ") || strings.Count(stdout, "\n") != 1 {
 		t.Errorf("version: got exit %d, stdout %q, stderr %q; want 0 and one line", code, stdout, stderr)

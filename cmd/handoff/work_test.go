@@ -169,6 +169,7 @@ func startCLI(t *testing.T, stdout io.Writer, args ...string) (*exec.Cmd, io.Rea
 // delivered: it must stop claiming, finish and record what it has in
 // flight, and exit 0, leaving every row sent or pending and none leased.
 func TestWorkInterrupted(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: delivers in a process of its own")
 	}
@@ -196,6 +197,7 @@ func TestWorkInterrupted(t *testing.T) {
 // TestWorkProcesses runs three work processes at once on the same files:
 // every row is sent once, as one task.
 func TestWorkProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: delivers in processes of their own")
 	}
@@ -264,6 +266,7 @@ func filesState(t *testing.T, appPath, crmPath string) (system.Snapshot, []syste
 // ended, an attempt that ended pending as one to retry, apart from the
 // outbox's own counts of rows, so the two cannot be read as one.
 func TestWorkSummarySaysAttempts(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/contract" {
 			fmt.Fprint(w, `{"idempotency_retention_seconds":0,"max_key_length":255,"max_body_bytes":65536,"identity":"busy"}`)

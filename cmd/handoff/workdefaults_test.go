@@ -88,6 +88,7 @@ func deliverAll(t *testing.T, app *system.Outbox, r system.Receiver, now *time.T
 // them; one gone for good blocks every row, and each within the bound
 // work's help states, which the worst jitter reaches.
 func TestWorkDefaultsRideOutARestart(t *testing.T) {
+	t.Parallel()
 	defaults := workFlagDefaults(t)
 	backoff, total := defaults.RetryBound()
 	if help := workDefaultsHelp(); !strings.Contains(help, "up to "+shortDuration(backoff)+" of backoff") || !strings.Contains(help, "within "+shortDuration(total)) {

@@ -20,6 +20,7 @@ func TestLanesFindWhatOneLaneFinds(t *testing.T) {
 		depth  int
 	}{{designs.Handoff.Name, 2}, {"no-lease", 3}} {
 		t.Run(tt.design, func(t *testing.T) {
+			skipDeepInShort(t, tt.depth)
 			d, err := designs.Lookup(tt.design)
 			if err != nil {
 				t.Fatal(err)
@@ -65,6 +66,15 @@ func TestLanesFindWhatOneLaneFinds(t *testing.T) {
 	}
 }
 
+// skipDeepInShort skips, under -short, a search deeper than two steps:
+// the quick suite searches the designs caught in one or two.
+func skipDeepInShort(t *testing.T, depth int) {
+	t.Helper()
+	if testing.Short() && depth > 2 {
+		t.Skip("-short: a search three steps deep; run without -short")
+	}
+}
+
 // TestRestoreOnlyAfterAChange: a lane that runs the next step of a state
 // without restoring it after a step that left every line of the state as
 // it was reaches the same states, level by level, runs the same
@@ -77,6 +87,7 @@ func TestRestoreOnlyAfterAChange(t *testing.T) {
 		depth  int
 	}{{designs.Handoff.Name, 2}, {"no-lease", 3}, {"count-after-send", 3}} {
 		t.Run(tt.design, func(t *testing.T) {
+			skipDeepInShort(t, tt.depth)
 			d, err := designs.Lookup(tt.design)
 			if err != nil {
 				t.Fatal(err)

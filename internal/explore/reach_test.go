@@ -20,9 +20,12 @@ var notDrawn = map[string]string{
 // TestReach checks that a default exploration of the real design reaches
 // every fault, every outbox transition, every worker result and every
 // class of edge input, so that a change to the generators cannot silently
-// lose reach. It runs exactly reachChecks sequences, with or without
-// -short.
+// lose reach. It runs exactly reachChecks sequences, too many for the
+// quick suite: -short leaves it to go test ./....
 func TestReach(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: TestReach draws 600 sequences of the real design; run without -short for the generators' reach")
+	}
 	t.Parallel()
 	const reachChecks = 600
 	r, err := Run(t.Context(), Config{Checks: reachChecks, Steps: DefaultSteps, Seed: 3, Dir: t.TempDir()})

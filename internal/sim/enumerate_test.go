@@ -18,6 +18,9 @@ import (
 // every invariant; then shows that enumeration catches the fragile designs
 // that a single crash breaks.
 func TestCrashPointEnumeration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: every corpus file crashed at every fault point; run without -short")
+	}
 	t.Parallel()
 	ctx := t.Context()
 	scenarios := corpusScenarios(t)
