@@ -24,7 +24,6 @@ import (
 // requests the receiver saw: each request is one attempt, counted once,
 // under its outcome, and timed once.
 func TestEveryAttemptCountedOnce(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: waits out the app database's busy timeout (5 s) for the error outcome")
 	}

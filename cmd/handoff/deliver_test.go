@@ -34,7 +34,6 @@ func TestDeliverRefusesForeignTask(t *testing.T) {
 // TestBusyCRMSaysTheAttemptIsCounted holds the CRM's write lock from
 // another process's connection while deliver runs.
 func TestBusyCRMSaysTheAttemptIsCounted(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits out SQLite's busy timeout (5 s)")
 	}

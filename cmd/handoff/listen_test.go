@@ -198,7 +198,6 @@ func TestServerLimits(t *testing.T) {
 // connection, after the limit and long before the client would have
 // given up (a minute).
 func TestSlowClientOfCRMServe(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: waits out crm serve's header timeout (5 s)")
 	}
