@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -170,7 +171,9 @@ func approveRange(ctx context.Context, app *system.Outbox, first, end int) error
 // benchmark makes syncsPerRound bare write+fsync pairs; it reports
 // deliveries per bare fsync (deliveries/s over fsyncs/s, both timed in the
 // same rounds, a ratio that survives the disk's drift) and how many
-// writes each commit carried on each database. On PostgreSQL the app
+// writes each commit carried on each database; on SQLite also the
+// processor time of a delivery, and the most deliveries per bare fsync
+// the processors allow at that cost. On PostgreSQL the app
 // database's commits are the server's, synced on its own disk: the bare
 // fsyncs are this machine's, beside them, and the writes per commit are
 // the CRM's only.
@@ -198,10 +201,11 @@ func durableShareWorkers(b *testing.B, bk backend, w, deliveriesPerRound, syncsP
 	}
 	s := newSyncer(b)
 	appBefore, crmBefore := apps[0].CommitStats(), crm.CommitStats()
-	var delivering, syncing time.Duration
+	var delivering, syncing, processor time.Duration
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
+		used, _ := processorTime()
 		var wg sync.WaitGroup
 		for _, p := range pipelines {
 			wg.Go(func() {
@@ -218,6 +222,8 @@ func durableShareWorkers(b *testing.B, bk backend, w, deliveriesPerRound, syncsP
 		}
 		wg.Wait()
 		delivering += time.Since(start)
+		now, _ := processorTime()
+		processor += now - used
 		start = time.Now()
 		for range syncsPerRound {
 			s.sync(b)
@@ -229,6 +235,15 @@ func durableShareWorkers(b *testing.B, bk backend, w, deliveriesPerRound, syncsP
 	b.ReportMetric(deliveries, "deliveries/s")
 	b.ReportMetric(fsyncs, "fsyncs/s")
 	b.ReportMetric(deliveries/fsyncs, "deliveries/fsync")
+	if _, ok := processorTime(); ok && bk.name == sqliteBackend.name {
+		// The app and the receiver both run in this process on SQLite, so
+		// its processor time is all a delivery costs here: the
+		// processors allow at most GOMAXPROCS over that many deliveries
+		// a second, whatever the syncs share.
+		perDelivery := processor.Seconds() / float64(b.N*w*deliveriesPerRound)
+		b.ReportMetric(1000*perDelivery, "cpu-ms/delivery")
+		b.ReportMetric(float64(runtime.GOMAXPROCS(0))/perDelivery/fsyncs, "cpu-bound-deliveries/fsync")
+	}
 	appAfter, crmAfter := apps[0].CommitStats(), crm.CommitStats()
 	if bk.name == sqliteBackend.name {
 		b.ReportMetric(float64(appAfter.Writes-appBefore.Writes)/float64(appAfter.Commits-appBefore.Commits), "app-writes/commit")
