@@ -58,8 +58,9 @@ func waiting(ctx context.Context, tx *sql.Tx, q *statements, now int64, lastErro
 // backoff's cap go now, not minutes later. Each row's new time is the
 // jitter drawn within HastenWithin (Options.Harness.Jitter); a row due sooner
 // keeps its time, a leased row (due already) is left to its holder, and
-// so is a row that waits longer than its backoff's ceiling: the receiver's own
-// retry hint (Retry-After) asked for that wait. It is the worker's own
+// so is a row that waits longer than its backoff's ceiling and a send
+// timeout: the receiver's own retry hint (Retry-After) asked for that
+// wait. It is the worker's own
 // scheduling: no fence moves, nothing is audited. It returns how many
 // rows it moved.
 func (o *Outbox) Hasten(ctx context.Context) (int, error) {
@@ -78,7 +79,9 @@ func (o *Outbox) Hasten(ctx context.Context) (int, error) {
 			return err
 		}
 		for _, w := range ws {
-			if w.wait > o.opts.backoffCeiling(w.attempts) {
+			// The wait runs from the claim, the backoff from the answer,
+			// which came a send timeout later at most.
+			if w.wait > o.opts.backoffCeiling(w.attempts)+o.opts.SendTimeout {
 				continue // the receiver's hint
 			}
 			due := millis(now.Add(max(0, min(o.opts.Harness.Jitter(HastenWithin), HastenWithin))))

@@ -86,6 +86,34 @@ func testHasten(t *testing.T, b backend) {
 	}
 }
 
+// TestHastenAfterASlowSend: a row whose send took most of a send
+// timeout to fail, then backed off 30 s, its ceiling, waits from its
+// claim longer than that ceiling, with no hint from the receiver: it is
+// hastened all the same.
+func TestHastenAfterASlowSend(t *testing.T) { eachBackend(t, testHastenAfterASlowSend) }
+
+func testHastenAfterASlowSend(t *testing.T, b backend) {
+	clk := newClock()
+	ws, _ := workers(t, b, clk, system.Options{BackoffBase: 30 * time.Second, Harness: system.Harness{Jitter: func(c time.Duration) time.Duration { return c }}}, "A")
+	mustApprove(t, ws["A"], "case-1")
+	slow := receiverFunc(func(context.Context, string, string) (int64, error) {
+		clk.tick(system.DefaultSendTimeout - time.Second)
+		return 0, fmt.Errorf("%w: the receiver timed out", system.ErrTransient)
+	})
+	if _, err := ws["A"].DeliverOne(t.Context(), slow); err != nil {
+		t.Fatal(err)
+	}
+	was := rowsByKey(t, ws["A"])[system.KeyPrefix+"case-1"]
+	n, err := ws["A"].Hasten(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rowsByKey(t, ws["A"])[system.KeyPrefix+"case-1"]
+	if n != 1 || r.NextAttemptAt.After(clk.now.Add(system.HastenWithin)) {
+		t.Errorf("Hasten moved %d rows, case-1 next at %v (was %v, now %v); want it due within %v", n, r.NextAttemptAt, was.NextAttemptAt, clk.now, system.HastenWithin)
+	}
+}
+
 // TestRetryNow: the operator action makes every row that waits due now,
 // whatever its last error or the receiver's hint, adds one to each
 // one's fence and an audit line each; a leased row is left to its
