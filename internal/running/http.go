@@ -62,27 +62,25 @@ func (h httpReceiver) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	values := req.Header.Values("Idempotency-Key")
 	key, keyless := strings.Join(values, ", "), len(values) == 0
-	refuse := func(status int, detail string) (*http.Response, error) {
-		h.p.receiver.malformed(h.p, h.worker, key, string(body), fmt.Sprintf("%d: %s, before acting", status, detail))
-		return h.problem(req, status, detail)
-	}
+	bad := malformedRequest{}
 	if len(values) > 1 {
-		return refuse(http.StatusBadRequest, fmt.Sprintf("want one Idempotency-Key header, got %d", len(values)))
+		bad = malformedRequest{http.StatusBadRequest, fmt.Sprintf("want one Idempotency-Key header, got %d", len(values))}
 	}
 	if len(values) == 1 {
-		k, err := crm.ParseIdempotencyKey(values[0])
-		if err != nil {
-			return refuse(http.StatusBadRequest, err.Error())
+		if k, err := crm.ParseIdempotencyKey(values[0]); err != nil {
+			bad = malformedRequest{http.StatusBadRequest, err.Error()}
+		} else {
+			key = k
 		}
-		key = k
 	}
 	switch {
+	case bad.status != 0:
 	case len(body) > crm.MaxBodyBytes:
-		return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", crm.MaxBodyBytes))
+		bad = malformedRequest{http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", crm.MaxBodyBytes)}
 	case !utf8.Valid(body) || !json.Valid(body):
-		return refuse(http.StatusBadRequest, "the body is not well-formed JSON")
+		bad = malformedRequest{http.StatusBadRequest, "the body is not well-formed JSON"}
 	}
-	rep := h.p.receiver.handle(req.Context(), h.p, h.worker, key, string(body), keyless)
+	rep := h.p.receiver.handle(req.Context(), h.p, h.worker, key, string(body), keyless, bad)
 	switch rep.answer {
 	case Down:
 		return nil, fmt.Errorf("running: dial receiver: connection refused: %w", rep.err)
@@ -101,6 +99,9 @@ func (h httpReceiver) RoundTrip(req *http.Request) (*http.Response, error) {
 	case FailedAfterActing:
 		return h.problem(req, http.StatusInternalServerError, "the CRM failed")
 	case Refused:
+		if bad.status != 0 {
+			return h.problem(req, bad.status, bad.detail)
+		}
 		return h.problem(req, http.StatusBadRequest, "refused: the CRM's validation rejects this task")
 	case KeyConflict:
 		return h.problem(req, http.StatusUnprocessableEntity, "this Idempotency-Key was used with another payload; nothing changed")

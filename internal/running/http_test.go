@@ -139,3 +139,50 @@ func TestLastingFaultOfAKeylessRequest(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTPMalformedRequestThatNeverArrived: a malformed request finds
+// the receiver as any other does: in an outage its connection is
+// refused, and from a crashed process it never leaves; neither is a
+// refusal for good that H7 or H8 could lean on.
+func TestHTTPMalformedRequestThatNeverArrived(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newReceiver(Schedule{Events: []Event{{Kind: Outage, At: 0, For: time.Minute}}}, time.Now())
+		rec.approved("case-1", k1, p1)
+		p := newProcess(&watchdog{}, 1, 1, rec)
+		client := p.HTTPClient("w")
+		post := func() error {
+			req, _ := http.NewRequest(http.MethodPost, ReceiverURL+"/tasks", strings.NewReader("{not json"))
+			req.Header.Set("Idempotency-Key", `"`+k1+`"`)
+			resp, err := client.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				return errors.New(resp.Status)
+			}
+			return nil
+		}
+		for _, when := range []string{"in an outage", "from a crashed process"} {
+			if when == "from a crashed process" {
+				p.crash()
+			}
+			if err := post(); err != nil {
+				t.Errorf("a malformed request %s was answered %v, want no answer", when, err)
+			}
+			if q := rec.Requests(); q[len(q)-1].Reached || q[len(q)-1].refusal() {
+				t.Errorf("a malformed request %s is recorded as reaching the receiver: %+v", when, q[len(q)-1])
+			}
+		}
+		time.Sleep(2 * time.Minute)
+		p = newProcess(&watchdog{}, 2, 1, rec)
+		client = p.HTTPClient("w")
+		req, _ := http.NewRequest(http.MethodPost, ReceiverURL+"/tasks", strings.NewReader("{not json"))
+		req.Header.Set("Idempotency-Key", `"`+k1+`"`)
+		if resp, err := client.Do(req); err != nil || resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("after the outage: %v, %v; want 400", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+		if q := rec.Requests(); !q[len(q)-1].refusal() || q[len(q)-1].Case != "case-1" {
+			t.Errorf("after the outage a malformed request is not case-1's refusal for good: %+v", q[len(q)-1])
+		}
+	})
+}

@@ -143,7 +143,7 @@ type reply struct {
 
 // create is CreateTask for the process p.
 func (r *Receiver) create(ctx context.Context, p *process, worker, key, payload string) (int64, error) {
-	rep := r.handle(ctx, p, worker, key, payload, false)
+	rep := r.handle(ctx, p, worker, key, payload, false, malformedRequest{})
 	if rep.err != nil {
 		return 0, rep.err
 	}
@@ -153,9 +153,19 @@ func (r *Receiver) create(ctx context.Context, p *process, worker, key, payload 
 	return rep.task.ID, nil
 }
 
+// malformedRequest, when its status is not zero, is why the receiver
+// over HTTP refuses a request for good before it reaches the store: a
+// malformed key or body.
+type malformedRequest struct {
+	status int
+	detail string
+}
+
 // handle takes one request of process p: it records it, answers it as
-// the schedule says, and returns what it did.
-func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload string, keyless bool) reply {
+// the schedule says, and returns what it did. A malformed request (bad)
+// that left and found the receiver up is refused for good before acting,
+// whatever answer the schedule drew for it.
+func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload string, keyless bool, bad malformedRequest) reply {
 	p.watch.moved()
 	r.mu.Lock()
 	n := len(r.requests) + 1
@@ -202,6 +212,10 @@ func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload 
 	if lasting && fault == DownKey {
 		done(Down, false, "the receiver is down for this key, for good: failed before it acted")
 		return reply{answer: Down, err: fmt.Errorf("%w: connection refused (down for this key)", system.ErrTransient)}
+	}
+	if bad.status != 0 {
+		done(Refused, true, fmt.Sprintf("%d: %s, before acting", bad.status, bad.detail))
+		return reply{answer: Refused, err: fmt.Errorf("%w: %d", system.ErrRejected, bad.status)}
 	}
 	answer := rule.Answer
 	if lasting {
@@ -262,17 +276,6 @@ func (r *Receiver) handle(ctx context.Context, p *process, worker, key, payload 
 	done(Answered, true, acted)
 	rep.answer = Answered
 	return rep
-}
-
-// malformed records a request that the receiver over HTTP refused for
-// good before it reached the store: a malformed key or body.
-func (r *Receiver) malformed(p *process, worker, key, payload, outcome string) {
-	p.watch.moved()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	at := time.Since(r.start)
-	r.requests = append(r.requests, Request{N: len(r.requests) + 1, At: at, Done: at, Generation: p.gen, Replica: p.replica, Worker: worker,
-		Case: r.caseOf(key, payload), Key: key, Payload: payload, Answer: Refused, Reached: true, Outcome: outcome})
 }
 
 // down reports whether an outage of the schedule covers at.
