@@ -125,7 +125,7 @@ func (h *history) counted(o model.Observation, rows map[string]designs.RunningRo
 	case designs.CountsNothing:
 		return ""
 	case designs.CountsErrors:
-		for _, key := range sortedKeys(rows) {
+		for _, key := range h.knownKeys(rows) {
 			if n := after.failed(key); h.budget > 0 && n > h.budget {
 				return fmt.Sprintf("the receiver answered %d failures for %s (an outage's included), over the budget of %d", n, key, h.budget)
 			}
@@ -141,7 +141,7 @@ func (h *history) counted(o model.Observation, rows map[string]designs.RunningRo
 	if v := filecheck.AttemptsCoverSends(filecheck.Input{Observation: o, Sends: sends}); v != "" {
 		return v
 	}
-	for _, key := range sortedKeys(rows) {
+	for _, key := range h.knownKeys(rows) { // a key the outbox no longer shows, too
 		if n := after.made(key); h.budget > 0 && n > h.budget {
 			return fmt.Sprintf("%d requests for %s left the app (%d reached the receiver), over the budget of %d", n, key, after.reached(key), h.budget)
 		}
