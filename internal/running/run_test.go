@@ -14,6 +14,7 @@ import (
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/running"
+	"pgregory.net/rapid"
 )
 
 // parse reads a schedule given inline.
@@ -100,6 +101,25 @@ request n=1 fault=paused for=40s
 			t.Errorf("written back:\n%s\nwant:\n%s", got, text)
 		}
 	}
+}
+
+// TestDrawnSchedulesReadBack: every schedule the search draws, on either
+// backend, with any number of processes, is a file that reads back as
+// itself: a minimal schedule saved into the corpus replays.
+func TestDrawnSchedulesReadBack(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		d := rapid.SampledFrom(append([]designs.Running{designs.Plain, designs.Pool}, designs.RunningFragile...)).Draw(rt, "design")
+		backend := rapid.SampledFrom([]string{"sqlite", "postgres"}).Draw(rt, "backend")
+		s := running.Draw(rt, d, backend, rapid.IntRange(0, running.MaxReplicas).Draw(rt, "replicas"))
+		text := s.String()
+		back, err := running.ParseSchedule("drawn", strings.NewReader(text))
+		if err != nil {
+			rt.Fatalf("a drawn schedule does not read back: %v\n%s", err, text)
+		}
+		if got := back.String(); got != text {
+			rt.Fatalf("a drawn schedule reads back as another:\n%s\nwant:\n%s", got, text)
+		}
+	})
 }
 
 // TestScheduleFileRefuses: a bad line is refused with the file's name,
