@@ -104,20 +104,23 @@ request n=1 fault=paused for=40s
 }
 
 // TestDrawnSchedulesReadBack: every schedule the search draws, on either
-// backend, with any number of processes, is a file that reads back as
-// itself: a minimal schedule saved into the corpus replays.
+// backend, with any number of processes, and every schedule minimizing
+// makes of it, is a file that reads back as itself: a minimal schedule
+// saved into the corpus replays.
 func TestDrawnSchedulesReadBack(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		d := rapid.SampledFrom(append([]designs.Running{designs.Plain, designs.Pool}, designs.RunningFragile...)).Draw(rt, "design")
 		backend := rapid.SampledFrom([]string{"sqlite", "postgres"}).Draw(rt, "backend")
 		s := running.Draw(rt, d, backend, rapid.IntRange(0, running.MaxReplicas).Draw(rt, "replicas"))
-		text := s.String()
-		back, err := running.ParseSchedule("drawn", strings.NewReader(text))
-		if err != nil {
-			rt.Fatalf("a drawn schedule does not read back: %v\n%s", err, text)
-		}
-		if got := back.String(); got != text {
-			rt.Fatalf("a drawn schedule reads back as another:\n%s\nwant:\n%s", got, text)
+		for i, c := range append([]running.Schedule{s, s.Unused(rapid.IntRange(0, 12).Draw(rt, "requests made"))}, s.Smaller()...) {
+			text := c.String()
+			back, err := running.ParseSchedule("drawn", strings.NewReader(text))
+			if err != nil {
+				rt.Fatalf("schedule %d (0 drawn, 1 its unused answers dropped, then the smaller ones) does not read back: %v\n%s", i, err, text)
+			}
+			if got := back.String(); got != text {
+				rt.Fatalf("schedule %d reads back as another:\n%s\nwant:\n%s", i, got, text)
+			}
 		}
 	})
 }
@@ -205,6 +208,12 @@ request n=5 fault=failed-after-acting
 	}
 	if u := s.Unused(3); len(u.Answers) != 1 || u.Answers[0].N != 1 || len(s.Answers) != 2 {
 		t.Errorf("Unused(3): %+v, want request 1's rule alone", u.Answers)
+	}
+	if u := s.Unused(5); len(u.Answers) != 2 {
+		t.Errorf("Unused(5): %+v, want both rules: request 5 was made", u.Answers)
+	}
+	if last := parse(t, "design name=pool\nbackend name=sqlite\noffline at=10s for=2m0s\nprocess-crash at=1m0s\n").Last(); last != 2*time.Minute+10*time.Second {
+		t.Errorf("Last: %v, want the outage's end, 2m10s", last)
 	}
 }
 
