@@ -186,3 +186,36 @@ func TestHTTPMalformedRequestThatNeverArrived(t *testing.T) {
 		}
 	})
 }
+
+// TestKeylessThenKeyed: a request without an Idempotency-Key creates a
+// task no replay finds; the same key's keyed request after it creates a
+// second task, which the next keyed request replays.
+func TestKeylessThenKeyed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newReceiver(Schedule{}, time.Now())
+		rec.approved("case-1", k1, p1)
+		client := newProcess(&watchdog{}, 1, 1, rec).HTTPClient("w")
+		post := func(key string) *http.Response {
+			req, _ := http.NewRequest(http.MethodPost, ReceiverURL+"/tasks", strings.NewReader(p1))
+			if key != "" {
+				req.Header.Set("Idempotency-Key", `"`+key+`"`)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp
+		}
+		for i, tc := range []struct {
+			key      string
+			location string
+			replayed bool
+		}{{"", "/tasks/1", false}, {k1, "/tasks/2", false}, {k1, "/tasks/2", true}} {
+			resp := post(tc.key)
+			if resp.StatusCode != http.StatusCreated || resp.Header.Get("Location") != tc.location || (resp.Header.Get("Idempotent-Replayed") == "true") != tc.replayed {
+				t.Errorf("request %d (key %q): %s at %s, replayed %q; want 201 at %s, replayed %v", i+1, tc.key, resp.Status, resp.Header.Get("Location"), resp.Header.Get("Idempotent-Replayed"), tc.location, tc.replayed)
+			}
+		}
+	})
+}

@@ -187,16 +187,7 @@ func (r *runner) events(ctx context.Context) *violation.Violation {
 			return v
 		}
 	}
-	horizon := r.s.Last() + r.cfg.Design.Settle
-	if r.cfg.Design.Holds == designs.HeldByLock {
-		// No other worker takes a job a paused worker holds: the pause
-		// delays it.
-		for _, a := range r.s.Answers {
-			if a.Answer == Paused {
-				horizon += a.Wait
-			}
-		}
-	}
+	horizon := horizonOf(r.s, r.cfg.Design)
 	r.logf(LaneHarness, "the schedule's last event is over at %s; the horizon is %s", r.s.Last(), horizon)
 	for {
 		if v := r.sleep(min(checkEvery, horizon-r.now())); v != nil {
@@ -382,4 +373,20 @@ func showRows(rows map[string]designs.RunningRow) string {
 		}
 	}
 	return s
+}
+
+// horizonOf is when a run of s on d must have settled: its last event's
+// end, and d's settle time; for a design whose jobs are held by a lock,
+// every pause besides, since no other worker takes a job a paused worker
+// holds, and each pause delays one.
+func horizonOf(s Schedule, d designs.Running) time.Duration {
+	h := s.Last() + d.Settle
+	if d.Holds == designs.HeldByLock {
+		for _, a := range s.Answers {
+			if a.Answer == Paused {
+				h += a.Wait
+			}
+		}
+	}
+	return h
 }

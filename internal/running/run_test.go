@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -251,6 +252,46 @@ func (l listener) Read(context.Context) (map[string]designs.RunningRow, error) {
 func (l listener) Stop() error {
 	<-l.done
 	return nil
+}
+
+// stopFails is a running design whose Stop reports an error when the
+// boot it stops is one of those in failing (counted from 1): what a
+// library's Stop says after its connections were cut under it.
+func stopFails(failing ...int) designs.Running {
+	boots := 0
+	return designs.Running{Name: "stop-fails", Settle: time.Second, Boot: func(context.Context, designs.Process) (designs.Booted, error) {
+		boots++
+		return stopping{fail: slices.Contains(failing, boots)}, nil
+	}}
+}
+
+type stopping struct{ fail bool }
+
+func (s stopping) Approve(context.Context, string, string) (string, string, error) {
+	return "", "", nil
+}
+func (s stopping) Read(context.Context) (map[string]designs.RunningRow, error) { return nil, nil }
+func (s stopping) Stop() error {
+	if s.fail {
+		return errors.New("the connections were cut")
+	}
+	return nil
+}
+
+// TestStopAfterACrash: a Stop that fails after its process crashed is
+// what a crash does; one that fails while its process lives is a
+// process ending with an error, and fails the run.
+func TestStopAfterACrash(t *testing.T) {
+	for _, tc := range []struct {
+		failing []int
+		broken  bool
+	}{{[]int{1}, false}, {[]int{2}, true}, {nil, false}} {
+		s := parse(t, "design name=stop-fails\nbackend name=sqlite\nprocess-crash at=1s\n")
+		res := running.Run(t, running.Config{Design: stopFails(tc.failing...), Database: filepath.Join(t.TempDir(), "app.db"), Backend: "sqlite"}, s)
+		if broken := res.Violation != nil && res.Violation.Check == "run"; broken != tc.broken || res.Violation != nil && !broken {
+			t.Errorf("Stop failing at boots %v: %v, want the run broken %v", tc.failing, res.Violation, tc.broken)
+		}
+	}
 }
 
 // TestListenIsRefused: a design that waits on a real socket (a LISTEN)

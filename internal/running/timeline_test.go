@@ -3,7 +3,6 @@ package running
 import (
 	"slices"
 	"testing"
-	"time"
 )
 
 // TestLanes: a timeline has one app lane for each process, named by its
@@ -24,17 +23,6 @@ func TestLanes(t *testing.T) {
 		res := Result{Schedule: Schedule{Replicas: tc.replicas}, BootLanes: tc.boots, Requests: requests}
 		if got := res.Lanes(); !slices.Equal(got, tc.want) {
 			t.Errorf("%d replicas: lanes %q, want %q", tc.replicas, got, tc.want)
-		}
-	}
-}
-
-// TestOutageSpan: an outage covers the instant it starts, not the one
-// it ends.
-func TestOutageSpan(t *testing.T) {
-	r := newReceiver(Schedule{Events: []Event{{Kind: Outage, At: time.Second, For: 2 * time.Second}}}, time.Now())
-	for at, want := range map[time.Duration]bool{999 * time.Millisecond: false, time.Second: true, 2999 * time.Millisecond: true, 3 * time.Second: false} {
-		if got := r.down(at); got != want {
-			t.Errorf("down at %v: %v, want %v", at, got, want)
 		}
 	}
 }
