@@ -25,6 +25,10 @@ func TestAlphabetSteps(t *testing.T) {
 	heard.Claims = map[string]model.Claim{"A": {Key: model.KeyPrefix + "case-1", Attempt: 2, Heard: model.ResultTransient}}
 	blocked := empty
 	blocked.Outbox = []model.Row{{Key: model.KeyPrefix + "case-2", State: model.Blocked}}
+	lapsed := empty // a lease that ends at this very instant is over
+	lapsed.Outbox = []model.Row{{Key: model.KeyPrefix + "case-1", State: model.Pending, LeaseOwner: "A", LeaseUntil: empty.Now}}
+	leased := lapsed
+	leased.Outbox = []model.Row{{Key: model.KeyPrefix + "case-1", State: model.Pending, LeaseOwner: "A", LeaseUntil: empty.Now + 1}}
 	for _, tt := range []struct {
 		name       string
 		design     designs.Design
@@ -42,6 +46,8 @@ func TestAlphabetSteps(t *testing.T) {
 			[]string{"settle worker=A jitter=2000", "settle worker=A jitter=2000 fault=app-busy", "crash worker=A", "claim worker=B", "tick ms=8000"},
 			[]string{"claim worker=A", "send worker=A", "crash worker=B"}, 0},
 		{"a blocked row", designs.Handoff, blocked, false, []string{"requeue case=case-2", "reconcile case=case-2 absent=true"}, []string{"requeue case=case-1"}, 0},
+		{"a pending row whose lease ended just now", designs.Handoff, lapsed, false, []string{"reconcile case=case-1 absent=true"}, nil, 0},
+		{"a pending row under a live lease", designs.Handoff, leased, false, nil, []string{"reconcile case=case-1 absent=true"}, 0},
 		{"a design of one worker without a clock", twoWrites, empty, true,
 			[]string{`approve case=case-1 title="Call back" fault=crash-between-inserts`, "deliver fault=lost-reply"},
 			[]string{"config retention=60000", "tick ms=30000", "claim worker=A", "deliver fault=app-busy", "stale older-than=0"},
