@@ -9,12 +9,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/exhaustive"
 	"github.com/outboxlab/handoff/internal/explore"
 	"github.com/outboxlab/handoff/internal/notrun"
 	"github.com/outboxlab/handoff/internal/sim"
@@ -23,14 +25,39 @@ import (
 // TestMain makes the test binary a lane when it is started with Command,
 // as Run starts its executable: the tests explore with os.Args[0].
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == Command {
-		if err := Lane(context.Background(), os.Args[2:], os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", Command, err)
-			os.Exit(1)
+	for command, lane := range map[string]func(context.Context, []string, io.Reader, io.Writer) error{Command: Lane, ProveCommand: ProveLane} {
+		if len(os.Args) > 1 && os.Args[1] == command {
+			if err := lane(context.Background(), os.Args[2:], os.Stdin, os.Stdout); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n", command, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
 		}
-		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// TestProveLaneSaysNondeterministic: a prove lane in a process of its
+// own that restores a state to another fingerprint than the search
+// expects says so with exhaustive.ErrNondeterministic, as a lane in the
+// search's process does.
+func TestProveLaneSaysNondeterministic(t *testing.T) {
+	ls, err := ProveLanes(os.Args[0], 1, exhaustive.LaneConfig{Design: designs.Handoff, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls[0].Close()
+	root, err := ls[0].Expand(nil, exhaustive.Fingerprint{})
+	if err != nil || len(root.Children) == 0 {
+		t.Fatalf("the root: %d children, %v", len(root.Children), err)
+	}
+	i := slices.IndexFunc(root.Children, func(c exhaustive.Child) bool { return c.Key != root.Key })
+	if i < 0 {
+		t.Fatal("no step from the root changed it")
+	}
+	if _, err := ls[0].Expand(nil, root.Children[i].Key); !errors.Is(err, exhaustive.ErrNondeterministic) {
+		t.Errorf("the root restored where a child was expected: %v, want %v", err, exhaustive.ErrNondeterministic)
+	}
 }
 
 // config is a run of the real design in two lanes, in a folder of the
