@@ -154,6 +154,27 @@ func TestExploreLanesFindTheSameFailure(t *testing.T) {
 	}
 }
 
+// TestFailureSeedOfTheFirstSequence: a design that fails in every
+// sequence fails in the first a shard runs, whose seed is the run's for
+// shard 1 (explore --seed FAILURE-SEED runs the failure first), and the
+// run's seed of the index it has in the whole run for another shard.
+func TestFailureSeedOfTheFirstSequence(t *testing.T) {
+	t.Parallel()
+	d, err := designs.Lookup("fresh-key-per-attempt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ shard, shards int }{{1, 1}, {1, 2}, {2, 2}, {3, 3}} {
+		r, err := Run(t.Context(), Config{Design: d, Checks: 4, Steps: DefaultSteps, Seed: 11, Shard: tt.shard, Shards: tt.shards, Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := SequenceSeed(11, int64(tt.shard-1)); r.Failure == nil || r.FailureSeed != want {
+			t.Errorf("shard %d of %d: failure %v at seed %d, want one at seed %d", tt.shard, tt.shards, r.Failure != nil, r.FailureSeed, want)
+		}
+	}
+}
+
 // TestExploreInterrupted cancels an exploration at its first progress
 // call and checks that it stops cleanly: a partial report marked
 // interrupted, and its folder removed.
