@@ -396,3 +396,29 @@ func TestMinimizeMovesAnswers(t *testing.T) {
 		t.Errorf("minimized to %d lines breaking %s, want at most %d breaking %s:\n%s", m.Schedule.Size(), m.Violation.Check, d.MinimalSize, d.CaughtBy, m.Schedule)
 	}
 }
+
+// TestScheduleOfMoreReplicasThanTheDesignRuns: a saved schedule is
+// replayed on a design that runs at most as many processes as it holds,
+// and refused, naming both counts, on one that runs fewer.
+func TestScheduleOfMoreReplicasThanTheDesignRuns(t *testing.T) {
+	dir := t.TempDir()
+	d := designs.Plain
+	d.Replicas = 2
+	for _, tt := range []struct {
+		replicas int
+		refused  bool
+	}{{1, false}, {2, false}, {3, true}} {
+		path := filepath.Join(dir, fmt.Sprintf("r%d%s", tt.replicas, ScheduleExt))
+		text := fmt.Sprintf("design name=pool\nbackend name=postgres\nreplicas n=%d\napprove at=0s case=case-1 title=t\n", tt.replicas)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := readScheduleFor(path, d, SQLite)
+		switch {
+		case tt.refused && (err == nil || !strings.Contains(err.Error(), fmt.Sprintf("runs %d replicas, and design %s runs at most 2", tt.replicas, d.Name))):
+			t.Errorf("%d replicas: %v, want it refused", tt.replicas, err)
+		case !tt.refused && (err != nil || s.Design != d.Name || s.Backend != string(SQLite)):
+			t.Errorf("%d replicas: %+v, %v; want it read for %s on sqlite", tt.replicas, s, err, d.Name)
+		}
+	}
+}

@@ -1,9 +1,13 @@
 package designs_test
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/system"
@@ -53,5 +57,42 @@ func TestOwnReceiver(t *testing.T) {
 			t.Errorf("%s: OwnReceiver is %t, and it opens %T", d.Name, d.OwnReceiver, c)
 		}
 		c.Close()
+	}
+}
+
+// TestRunningCheck: a running design that cannot run is refused with
+// what is missing or out of range, and each of the catalog's runs.
+func TestRunningCheck(t *testing.T) {
+	boot := func(context.Context, designs.Process) (designs.Booted, error) { return nil, nil }
+	good := designs.Running{Name: "good", Boot: boot, Settle: time.Minute}
+	for _, tt := range []struct {
+		name string
+		edit func(*designs.Running)
+		want string // "" for none
+	}{
+		{"complete", func(*designs.Running) {}, ""},
+		{"every field set", func(r *designs.Running) {
+			r.Budget, r.Lease, r.Counts, r.Holds, r.Replicas = 3, time.Second, designs.CountsErrors, designs.HeldByLock, 2
+		}, ""},
+		{"no name", func(r *designs.Running) { r.Name = "" }, "needs a Name"},
+		{"no boot", func(r *designs.Running) { r.Boot = nil }, "needs Boot"},
+		{"a negative budget", func(r *designs.Running) { r.Budget = -1 }, "Budget is -1"},
+		{"a negative lease", func(r *designs.Running) { r.Lease = -time.Second }, "Lease is -1s"},
+		{"an unknown count", func(r *designs.Running) { r.Counts = "tries" }, `Counts is "tries"`},
+		{"an unknown hold", func(r *designs.Running) { r.Holds = "mutex" }, `Holds is "mutex"`},
+		{"negative replicas", func(r *designs.Running) { r.Replicas = -1 }, "Replicas is -1"},
+		{"no settle time", func(r *designs.Running) { r.Settle = 0 }, "Settle is 0s"},
+	} {
+		r := good
+		tt.edit(&r)
+		err := r.Check()
+		if tt.want == "" && err != nil || tt.want != "" && (!errors.Is(err, designs.ErrRunning) || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%s: got %v, want %q", tt.name, err, tt.want)
+		}
+	}
+	for _, r := range designs.AllRunning() {
+		if err := r.Check(); err != nil {
+			t.Errorf("the catalog's %s: %v", r.Name, err)
+		}
 	}
 }

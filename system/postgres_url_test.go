@@ -28,6 +28,9 @@ func TestSplitPostgres(t *testing.T) {
 		{"postgres://u@h/db?schema=full", "", "", true},
 		{"postgres://u@h/db?schema=user", "", "", true},
 		{"postgres://u@h/db?schema=full_outbox", "full_outbox", "full_outbox", false},
+		// PostgreSQL keeps 63 bytes of a name and cuts a longer one.
+		{"postgres://u@h/db?schema=" + strings.Repeat("s", 63), strings.Repeat("s", 63), strings.Repeat("s", 63), false},
+		{"postgres://u@h/db?schema=" + strings.Repeat("s", 64), "", "", true},
 	}
 	for _, tt := range tests {
 		connect, schema, err := system.SplitPostgres(tt.target)

@@ -73,18 +73,3 @@ func Fill(ctx context.Context, o *system.Outbox, n int, mix Mix, start time.Time
 	}
 	return nil
 }
-
-// Counts is how many rows of each state Fill makes of n with mix.
-func Counts(n int, mix Mix) (pending, sent, blocked int) {
-	for i := 1; i <= n; i++ {
-		switch {
-		case mix.Blocked > 0 && i%mix.Blocked == 0:
-			blocked++
-		case mix.Pending > 0 && i%mix.Pending == 0:
-			pending++
-		default:
-			sent++
-		}
-	}
-	return pending, sent, blocked
-}
