@@ -486,3 +486,25 @@ func TestVerifyReportFolder(t *testing.T) {
 		t.Errorf("with -artifacts the report is in %s, want the test's artifact folder under %s", folder, outputs)
 	}
 }
+
+// TestReplayReportsTheFirstBrokenStep: a scenario whose invariant stays
+// broken over the steps after the one that broke it is reported at that
+// step, with the mismatch of a step whose output the file lacks.
+func TestReplayReportsTheFirstBrokenStep(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("corpus", "fragile", "check-then-create.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 1 + slices.Index(strings.Split(string(text), "\n"), "deliver fault=duplicate-request")
+	path := filepath.Join(t.TempDir(), "longer.txt")
+	if err := os.WriteFile(path, append(text, "\ndeliver\n----\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Replay(t.Context(), path, ReplayOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Violation == nil || r.Violation.Invariant != 1 || r.Line != want || len(r.Mismatches) != 1 {
+		t.Errorf("violation %v at line %d, %d mismatches; want invariant 1 at line %d and the added step's mismatch", r.Violation, r.Line, len(r.Mismatches), want)
+	}
+}
