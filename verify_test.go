@@ -508,3 +508,23 @@ func TestReplayReportsTheFirstBrokenStep(t *testing.T) {
 		t.Errorf("violation %v at line %d, %d mismatches; want invariant 1 at line %d and the added step's mismatch", r.Violation, r.Line, len(r.Mismatches), want)
 	}
 }
+
+// TestExploreSeedReproduces: a failure's Seed, given back as the seed of
+// a one-sequence exploration, finds the same failure first.
+func TestExploreSeedReproduces(t *testing.T) {
+	d, err := designs.Lookup("count-after-send")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := Explore(t.Context(), ExploreConfig{Design: d, Checks: 100, Seed: 2, Dir: t.TempDir()})
+	if err != nil || first.Failure == nil {
+		t.Fatalf("count-after-send, seed 2: %v, %v; want a failure", first.Failure, err)
+	}
+	again, err := Explore(t.Context(), ExploreConfig{Design: d, Checks: 1, Seed: first.Seed, Dir: t.TempDir()})
+	if err != nil || again.Failure == nil || again.Failure.Scenario() != first.Failure.Scenario() {
+		t.Fatalf("seed %d again: %v, %v; want the same failure:\n%s", first.Seed, again.Failure, err, first.Failure.Scenario())
+	}
+	if first.Seed == 2 {
+		t.Errorf("the failure's seed is the run's, 2: the failure is not at its first sequence, pick a seed whose first sequence passes")
+	}
+}

@@ -85,6 +85,7 @@ func TestCheckApp(t *testing.T) {
 		{coreApp{o}, designs.Capabilities{Time: true, Leases: true}, nil},
 		{coreApp{o}, designs.Capabilities{Time: true, Leases: true, RestartReleases: true}, []string{"Leaser"}},
 		{coreApp{o}, designs.Capabilities{Time: true, Operator: true}, []string{"Operator"}},
+		{coreApp{o}, designs.Capabilities{Time: true, Leases: true, Workers: true}, []string{"Phases"}},
 		{coreApp{o}, designs.Everything, []string{"Leaser", "Phases", "Operator"}},
 	}
 	for _, tt := range tests {

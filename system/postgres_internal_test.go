@@ -20,6 +20,7 @@ func TestRebind(t *testing.T) {
 		{`SET a = ?, b = ?, c = ?3, d = ?3 WHERE e = ?`, `SET a = $1, b = $2, c = $3, d = $3 WHERE e = $4`},
 		{`VALUES (?1, ?2) WHERE x = ?1 AND y = ?10`, `VALUES ($1, $2) WHERE x = $1 AND y = $10`},
 		{`SET a = ?2, b = ?`, `SET a = $2, b = $3`},
+		{`VALUES (?3, ?1, ?)`, `VALUES ($3, $1, $4)`}, // a bare ? follows the largest number so far
 	} {
 		if got := rebind(tt.sqlite); got != tt.want {
 			t.Errorf("rebind(%q) = %q, want %q", tt.sqlite, got, tt.want)

@@ -101,3 +101,38 @@ func TestBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// TestLetters: the summary of an alphabet names what the design runs of
+// it: a pipelined worker alone brings its calls and crashes but no
+// phases, and a design without a clock no tick and no worker.
+func TestLetters(t *testing.T) {
+	twoWrites, err := designs.Lookup("two-writes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name      string
+		alphabet  Alphabet
+		design    designs.Design
+		want, not []string
+	}{
+		{"the default", Alphabet{}, designs.Handoff, alphabetDirectives, nil},
+		{"a pipelined worker alone", Alphabet{Cases: defaultCases, Workers: []string{Pipelined}}, designs.Handoff,
+			[]string{"approve", "deliver", "tick", "crash", "pipe", "flush", "requeue"}, []string{"claim", "send", "settle"}},
+		{"phased workers alone", Alphabet{Cases: defaultCases, Workers: []string{"A"}}, designs.Handoff,
+			[]string{"claim", "send", "settle", "crash"}, []string{"pipe", "flush"}},
+		{"no clock", Alphabet{}, twoWrites, []string{"approve", "deliver", "restart", Converge}, []string{"tick", "claim", "crash", "pipe", "requeue"}},
+	} {
+		l := tt.alphabet.Letters(tt.design)
+		for _, d := range tt.want {
+			if !slices.Contains(l.Directives, d) {
+				t.Errorf("%s: no %s in %v", tt.name, d, l.Directives)
+			}
+		}
+		for _, d := range tt.not {
+			if slices.Contains(l.Directives, d) {
+				t.Errorf("%s: %s in %v", tt.name, d, l.Directives)
+			}
+		}
+	}
+}
