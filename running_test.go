@@ -1,20 +1,25 @@
 package handoff
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/pgtest"
 	"github.com/outboxlab/handoff/internal/running"
+	"github.com/outboxlab/handoff/system"
 	"pgregory.net/rapid"
 )
 
@@ -420,5 +425,74 @@ func TestScheduleOfMoreReplicasThanTheDesignRuns(t *testing.T) {
 		case !tt.refused && (err != nil || s.Design != d.Name || s.Backend != string(SQLite)):
 			t.Errorf("%d replicas: %+v, %v; want it read for %s on sqlite", tt.replicas, s, err, d.Name)
 		}
+	}
+}
+
+// twoFaces is a running design that never delivers (an approval waits
+// for ever: H7), and whose second boot's Stop fails while its process
+// lives (the run's own check): a schedule of an approval and a crash
+// breaks H7, and the same without the approval breaks the run's check.
+func twoFaces() designs.Running {
+	var mu sync.Mutex
+	boots, approved := map[string]int{}, map[string]map[string]designs.RunningRow{}
+	return designs.Running{Name: "two-faces", Settle: 10 * time.Second, Boot: func(_ context.Context, p designs.Process) (designs.Booted, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		db := p.Database()
+		boots[db]++
+		if approved[db] == nil {
+			approved[db] = map[string]designs.RunningRow{}
+		}
+		return facing{mu: &mu, rows: approved[db], failStop: boots[db] == 2}, nil
+	}}
+}
+
+type facing struct {
+	mu       *sync.Mutex
+	rows     map[string]designs.RunningRow
+	failStop bool
+}
+
+func (f facing) Approve(_ context.Context, caseID, title string) (string, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := system.KeyPrefix + caseID
+	f.rows[key] = designs.RunningRow{State: designs.RowPending}
+	return key, fmt.Sprintf(`{"case_id":%q,"title":%q}`, caseID, title), nil
+}
+
+func (f facing) Read(context.Context) (map[string]designs.RunningRow, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.rows), nil
+}
+
+func (f facing) Stop() error {
+	if f.failStop {
+		return errors.New("stopped with an error")
+	}
+	return nil
+}
+
+// TestMinimizeKeepsTheCheck: minimizing keeps a smaller schedule only
+// when it breaks the check the failure broke, not another.
+func TestMinimizeKeepsTheCheck(t *testing.T) {
+	d := twoFaces()
+	db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
+	s, err := running.ParseSchedule("inline", strings.NewReader("design name=two-faces\nbackend name=sqlite\napprove at=0s case=case-1 title=t\nprocess-crash at=1s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, n := replaySchedule(t, d, db, s, 1)
+	if n != 1 || f.Violation.Check != "H7" {
+		t.Fatalf("the schedule broke %v in %d of 1 runs, want H7", f, n)
+	}
+	without := s
+	without.Events = s.Events[1:]
+	if g, _ := replaySchedule(t, d, db, without, 1); g == nil || g.Violation.Check != "run" {
+		t.Fatalf("without the approval: %v, want the run's check", g)
+	}
+	if m := minimize(t, d, db, *f, minimizeTries); m.Violation.Check != "H7" || m.Schedule.Size() != 1 {
+		t.Errorf("minimized to %d lines breaking %s, want the approval alone breaking H7:\n%s", m.Schedule.Size(), m.Violation.Check, m.Schedule)
 	}
 }
