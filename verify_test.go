@@ -512,6 +512,7 @@ func TestReplayReportsTheFirstBrokenStep(t *testing.T) {
 // TestExploreSeedReproduces: a failure's Seed, given back as the seed of
 // a one-sequence exploration, finds the same failure first.
 func TestExploreSeedReproduces(t *testing.T) {
+	t.Parallel()
 	d, err := designs.Lookup("count-after-send")
 	if err != nil {
 		t.Fatal(err)

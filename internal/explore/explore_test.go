@@ -164,7 +164,7 @@ func TestFailureSeedOfTheFirstSequence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tt := range []struct{ shard, shards int }{{1, 1}, {1, 2}, {2, 2}, {3, 3}} {
+	for _, tt := range []struct{ shard, shards int }{{1, 1}, {2, 3}} {
 		r, err := Run(t.Context(), Config{Design: d, Checks: 4, Steps: DefaultSteps, Seed: 11, Shard: tt.shard, Shards: tt.shards, Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
