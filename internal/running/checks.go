@@ -234,7 +234,8 @@ func (h *history) settled(at, healed time.Duration, rows map[string]designs.Runn
 		}
 	}
 	sentSince := func(key string) bool {
-		return slices.ContainsFunc(s.requests, func(q Request) bool { return q.Key == key && q.At >= healed })
+		id := h.idOf(key)
+		return slices.ContainsFunc(s.requests, func(q Request) bool { return q.id() == id && q.At >= healed })
 	}
 	for _, key := range open {
 		if sentSince(key) {
@@ -312,6 +313,17 @@ func (h *history) stuckWhy(key string) string {
 		}
 	}
 	return ""
+}
+
+// idOf is what a request for key is known by (Request.id): the case
+// approved under key, or key itself when none was.
+func (h *history) idOf(key string) string {
+	for _, a := range h.approvals {
+		if a.Key == key && a.Case != "" {
+			return a.Case
+		}
+	}
+	return key
 }
 
 // payload is the payload approved for key, "" when none is known.
