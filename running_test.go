@@ -403,8 +403,9 @@ func TestMinimizeMovesAnswers(t *testing.T) {
 }
 
 // TestScheduleOfMoreReplicasThanTheDesignRuns: a saved schedule is
-// replayed on a design that runs at most as many processes as it holds,
-// and refused, naming both counts, on one that runs fewer.
+// replayed on a design that runs at least as many processes as the
+// schedule holds, and refused, naming both counts, on one that runs
+// fewer.
 func TestScheduleOfMoreReplicasThanTheDesignRuns(t *testing.T) {
 	dir := t.TempDir()
 	d := designs.Plain
@@ -428,11 +429,13 @@ func TestScheduleOfMoreReplicasThanTheDesignRuns(t *testing.T) {
 	}
 }
 
-// twoFaces is a running design that never delivers (an approval waits
-// for ever: H7), and whose second boot's Stop fails while its process
-// lives (the run's own check): a schedule of an approval and a crash
-// breaks H7, and the same without the approval breaks the run's check.
-func twoFaces() designs.Running {
+// neverDeliversSecondStopFails is a running design that never delivers
+// (an approval waits for ever: H7), and whose second boot's Stop fails
+// while its process lives (the run's own check): a schedule of an
+// approval and a crash breaks H7, and the same without the approval
+// breaks the run's check. It tells runs apart by their database, a file
+// of its own for each run on SQLite, the only backend it runs on.
+func neverDeliversSecondStopFails() designs.Running {
 	var mu sync.Mutex
 	boots, approved := map[string]int{}, map[string]map[string]designs.RunningRow{}
 	return designs.Running{Name: "two-faces", Settle: 10 * time.Second, Boot: func(_ context.Context, p designs.Process) (designs.Booted, error) {
@@ -443,17 +446,18 @@ func twoFaces() designs.Running {
 		if approved[db] == nil {
 			approved[db] = map[string]designs.RunningRow{}
 		}
-		return facing{mu: &mu, rows: approved[db], failStop: boots[db] == 2}, nil
+		return undelivered{mu: &mu, rows: approved[db], failStop: boots[db] == 2}, nil
 	}}
 }
 
-type facing struct {
+// undelivered is a boot of neverDeliversSecondStopFails.
+type undelivered struct {
 	mu       *sync.Mutex
 	rows     map[string]designs.RunningRow
 	failStop bool
 }
 
-func (f facing) Approve(_ context.Context, caseID, title string) (string, string, error) {
+func (f undelivered) Approve(_ context.Context, caseID, title string) (string, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := system.KeyPrefix + caseID
@@ -461,13 +465,13 @@ func (f facing) Approve(_ context.Context, caseID, title string) (string, string
 	return key, fmt.Sprintf(`{"case_id":%q,"title":%q}`, caseID, title), nil
 }
 
-func (f facing) Read(context.Context) (map[string]designs.RunningRow, error) {
+func (f undelivered) Read(context.Context) (map[string]designs.RunningRow, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return maps.Clone(f.rows), nil
 }
 
-func (f facing) Stop() error {
+func (f undelivered) Stop() error {
 	if f.failStop {
 		return errors.New("stopped with an error")
 	}
@@ -477,7 +481,7 @@ func (f facing) Stop() error {
 // TestMinimizeKeepsTheCheck: minimizing keeps a smaller schedule only
 // when it breaks the check the failure broke, not another.
 func TestMinimizeKeepsTheCheck(t *testing.T) {
-	d := twoFaces()
+	d := neverDeliversSecondStopFails()
 	db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
 	s, err := running.ParseSchedule("inline", strings.NewReader("design name=two-faces\nbackend name=sqlite\napprove at=0s case=case-1 title=t\nprocess-crash at=1s\n"))
 	if err != nil {

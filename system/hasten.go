@@ -56,13 +56,13 @@ func waiting(ctx context.Context, tx *sql.Tx, q *statements, now int64, lastErro
 // failure due within HastenWithin: a worker calls it when the receiver
 // answers again after failing, so that rows it pushed out by up to the
 // backoff's cap go now, not minutes later. Each row's new time is the
-// jitter drawn within HastenWithin (Options.Harness.Jitter); a row due sooner
-// keeps its time, a leased row (due already) is left to its holder, and
-// so is a row that waits longer than its backoff's ceiling and a send
-// timeout: the receiver's own retry hint (Retry-After) asked for that
-// wait. It is the worker's own
-// scheduling: no fence moves, nothing is audited. It returns how many
-// rows it moved.
+// jitter drawn within HastenWithin (Options.Harness.Jitter); a row due
+// sooner keeps its time, a leased row (due already) is left to its
+// holder, and so is a row that waits, from its claim, longer than its
+// backoff's ceiling and a send timeout: the receiver's own retry hint
+// (Retry-After) asked for that wait. A shorter hint is not told apart
+// from a backoff, and is hastened. It is the worker's own scheduling: no
+// fence moves, nothing is audited. It returns how many rows it moved.
 func (o *Outbox) Hasten(ctx context.Context) (int, error) {
 	// A read first, which waits for no writer: most answers find no row
 	// waiting, and need no write transaction.

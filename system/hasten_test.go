@@ -86,31 +86,51 @@ func testHasten(t *testing.T, b backend) {
 	}
 }
 
-// TestHastenAfterASlowSend: a row whose send took most of a send
-// timeout to fail, then backed off 30 s, its ceiling, waits from its
-// claim longer than that ceiling, with no hint from the receiver: it is
-// hastened all the same.
-func TestHastenAfterASlowSend(t *testing.T) { eachBackend(t, testHastenAfterASlowSend) }
+// TestHastenAtTheBound: after a first transient failure with a backoff
+// of 30 s (its ceiling), a row is hastened unless it waits, from its
+// claim, longer than that ceiling and a send timeout: a send that took
+// most of a send timeout to fail is hastened, and so is a receiver's
+// hint of a send timeout and 29 s after an answer at once; a hint of a
+// send timeout and 31 s is kept.
+func TestHastenAtTheBound(t *testing.T) { eachBackend(t, testHastenAtTheBound) }
 
-func testHastenAfterASlowSend(t *testing.T, b backend) {
-	clk := newClock()
-	ws, _ := workers(t, b, clk, system.Options{BackoffBase: 30 * time.Second, Harness: system.Harness{Jitter: func(c time.Duration) time.Duration { return c }}}, "A")
-	mustApprove(t, ws["A"], "case-1")
-	slow := receiverFunc(func(context.Context, string, string) (int64, error) {
-		clk.tick(system.DefaultSendTimeout - time.Second)
-		return 0, fmt.Errorf("%w: the receiver timed out", system.ErrTransient)
-	})
-	if _, err := ws["A"].DeliverOne(t.Context(), slow); err != nil {
-		t.Fatal(err)
-	}
-	was := rowsByKey(t, ws["A"])[system.KeyPrefix+"case-1"]
-	n, err := ws["A"].Hasten(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rowsByKey(t, ws["A"])[system.KeyPrefix+"case-1"]
-	if n != 1 || r.NextAttemptAt.After(clk.now.Add(system.HastenWithin)) {
-		t.Errorf("Hasten moved %d rows, case-1 next at %v (was %v, now %v); want it due within %v", n, r.NextAttemptAt, was.NextAttemptAt, clk.now, system.HastenWithin)
+func testHastenAtTheBound(t *testing.T, b backend) {
+	for _, tt := range []struct {
+		name     string
+		took     time.Duration // the send's time
+		hint     time.Duration // the receiver's Retry-After, 0 for none
+		hastened bool
+	}{
+		{"a slow send", system.DefaultSendTimeout - time.Second, 0, true},
+		{"a hint just inside the bound", 0, system.DefaultSendTimeout + 29*time.Second, true},
+		{"a hint past the bound", 0, system.DefaultSendTimeout + 31*time.Second, false},
+	} {
+		clk := newClock()
+		ws, _ := workers(t, b, clk, system.Options{BackoffBase: 30 * time.Second, Harness: system.Harness{Jitter: func(c time.Duration) time.Duration { return c }}}, "A")
+		mustApprove(t, ws["A"], "case-1")
+		failing := receiverFunc(func(context.Context, string, string) (int64, error) {
+			clk.tick(tt.took)
+			err := fmt.Errorf("%w: the receiver failed", system.ErrTransient)
+			if tt.hint > 0 {
+				return 0, &system.RetryHint{After: tt.hint, Err: err}
+			}
+			return 0, err
+		})
+		if _, err := ws["A"].DeliverOne(t.Context(), failing); err != nil {
+			t.Fatal(err)
+		}
+		was := rowsByKey(t, ws["A"])[system.KeyPrefix+"case-1"]
+		n, err := ws["A"].Hasten(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rowsByKey(t, ws["A"])[system.KeyPrefix+"case-1"]
+		switch {
+		case tt.hastened && (n != 1 || r.NextAttemptAt.After(clk.now.Add(system.HastenWithin))):
+			t.Errorf("%s: Hasten moved %d rows, case-1 next at %v (was %v, now %v); want it due within %v", tt.name, n, r.NextAttemptAt, was.NextAttemptAt, clk.now, system.HastenWithin)
+		case !tt.hastened && (n != 0 || !r.NextAttemptAt.Equal(was.NextAttemptAt)):
+			t.Errorf("%s: Hasten moved %d rows, case-1 next at %v (was %v); want the hint kept", tt.name, n, r.NextAttemptAt, was.NextAttemptAt)
+		}
 	}
 }
 

@@ -140,51 +140,55 @@ func TestLastingFaultOfAKeylessRequest(t *testing.T) {
 	})
 }
 
-// TestHTTPMalformedRequestThatNeverArrived: a malformed request finds
-// the receiver as any other does: in an outage its connection is
-// refused, and from a crashed process it never leaves; neither is a
-// refusal for good that H7 or H8 could lean on.
-func TestHTTPMalformedRequestThatNeverArrived(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rec := newReceiver(Schedule{Events: []Event{{Kind: Outage, At: 0, For: time.Minute}}}, time.Now())
-		rec.approved("case-1", k1, p1)
-		p := newProcess(&watchdog{}, 1, 1, rec)
-		client := p.HTTPClient("w")
-		post := func() error {
-			req, _ := http.NewRequest(http.MethodPost, ReceiverURL+"/tasks", strings.NewReader("{not json"))
-			req.Header.Set("Idempotency-Key", `"`+k1+`"`)
-			resp, err := client.Do(req)
-			if err == nil {
-				resp.Body.Close()
-				return errors.New(resp.Status)
-			}
-			return nil
-		}
-		for _, when := range []string{"in an outage", "from a crashed process"} {
-			if when == "from a crashed process" {
-				p.crash()
-			}
-			if err := post(); err != nil {
-				t.Errorf("a malformed request %s was answered %v, want no answer", when, err)
-			}
-			if q := rec.Requests(); q[len(q)-1].Reached || q[len(q)-1].refusal() {
-				t.Errorf("a malformed request %s is recorded as reaching the receiver: %+v", when, q[len(q)-1])
-			}
-		}
-		time.Sleep(2 * time.Minute)
-		p = newProcess(&watchdog{}, 2, 1, rec)
-		client = p.HTTPClient("w")
-		req, _ := http.NewRequest(http.MethodPost, ReceiverURL+"/tasks", strings.NewReader("{not json"))
-		req.Header.Set("Idempotency-Key", `"`+k1+`"`)
-		if resp, err := client.Do(req); err != nil || resp.StatusCode != http.StatusBadRequest {
-			t.Fatalf("after the outage: %v, %v; want 400", resp, err)
-		} else {
-			resp.Body.Close()
-		}
-		if q := rec.Requests(); !q[len(q)-1].refusal() || q[len(q)-1].Case != "case-1" {
-			t.Errorf("after the outage a malformed request is not case-1's refusal for good: %+v", q[len(q)-1])
-		}
-	})
+// TestHTTPMalformedRequest: a malformed request meets the receiver as
+// any other does before it is refused: in an outage, for a key down for
+// good, or from a crashed process it gets no answer and is no refusal
+// for good that H7 or H8 could lean on; a drawn pause holds it; once it
+// reaches the receiver it is case-1's refusal for good.
+func TestHTTPMalformedRequest(t *testing.T) {
+	outage := Schedule{Events: []Event{{Kind: Outage, At: 0, For: time.Minute}}}
+	for _, tt := range []struct {
+		name     string
+		s        Schedule
+		crash    bool
+		wait     time.Duration // before the request
+		held     time.Duration // how long it waits for its answer
+		answered bool
+		check    func(Request) bool
+	}{
+		{"in an outage", outage, false, 0, 0, false, func(q Request) bool { return !q.Reached && q.Answer == Down && !q.neverLeft }},
+		{"for a key down for good", Schedule{Keys: []KeyRule{{Case: "case-1", Fault: DownKey}}}, false, 0, 0, false,
+			func(q Request) bool { return !q.Reached && q.Answer == Down && !q.neverLeft }},
+		{"from a crashed process", Schedule{}, true, 0, 0, false, func(q Request) bool { return !q.Reached && q.neverLeft }},
+		{"held by a pause", Schedule{Answers: []AnswerRule{{N: 1, Answer: Paused, Wait: 40 * time.Second}}}, false, 0, 40 * time.Second, true,
+			func(q Request) bool { return q.refusal() && q.Case == "case-1" }},
+		{"after the outage", outage, false, 2 * time.Minute, 0, true, func(q Request) bool { return q.refusal() && q.Case == "case-1" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := newReceiver(tt.s, time.Now())
+				rec.approved("case-1", k1, p1)
+				p := newProcess(&watchdog{}, 1, 1, rec)
+				if tt.crash {
+					p.crash()
+				}
+				time.Sleep(tt.wait)
+				req, _ := http.NewRequest(http.MethodPost, ReceiverURL+"/tasks", strings.NewReader("{not json"))
+				req.Header.Set("Idempotency-Key", `"`+k1+`"`)
+				start := time.Now()
+				resp, err := p.HTTPClient("w").Do(req)
+				if err == nil {
+					resp.Body.Close()
+				}
+				if answered := err == nil && resp.StatusCode == http.StatusBadRequest; answered != tt.answered || time.Since(start) != tt.held {
+					t.Errorf("%s: %v, %v after %v; want a 400 %v after %v", tt.name, resp, err, time.Since(start), tt.answered, tt.held)
+				}
+				if q := rec.Requests(); len(q) != 1 || !tt.check(q[0]) {
+					t.Errorf("%s: recorded %+v", tt.name, q)
+				}
+			})
+		})
+	}
 }
 
 // TestKeylessThenKeyed: a request without an Idempotency-Key creates a

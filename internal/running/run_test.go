@@ -11,6 +11,7 @@ import (
 	"github.com/outboxlab/handoff/internal/pgtest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/outboxlab/handoff/designs"
@@ -258,20 +259,25 @@ func (l listener) Stop() error {
 // boot it stops is one of those in failing (counted from 1): what a
 // library's Stop says after its connections were cut under it.
 func stopFails(failing ...int) designs.Running {
+	var mu sync.Mutex
 	boots := 0
 	return designs.Running{Name: "stop-fails", Settle: time.Second, Boot: func(context.Context, designs.Process) (designs.Booted, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		boots++
-		return stopping{fail: slices.Contains(failing, boots)}, nil
+		return stopResult{fail: slices.Contains(failing, boots)}, nil
 	}}
 }
 
-type stopping struct{ fail bool }
+// stopResult is a boot of stopFails: it approves nothing, shows no row,
+// and its Stop fails when fail says.
+type stopResult struct{ fail bool }
 
-func (s stopping) Approve(context.Context, string, string) (string, string, error) {
+func (s stopResult) Approve(context.Context, string, string) (string, string, error) {
 	return "", "", nil
 }
-func (s stopping) Read(context.Context) (map[string]designs.RunningRow, error) { return nil, nil }
-func (s stopping) Stop() error {
+func (s stopResult) Read(context.Context) (map[string]designs.RunningRow, error) { return nil, nil }
+func (s stopResult) Stop() error {
 	if s.fail {
 		return errors.New("the connections were cut")
 	}
