@@ -330,7 +330,7 @@ func TestPublicConstants(t *testing.T) {
 // settle by the claims it saw. Its documented counterexample, replayed
 // on the design without fences, breaks invariant 8; with -deep (.ci/deep)
 // the search finds it again too, which costs its shrinking some 5,000
-// runs.
+// runs. (300 sequences of the design with fewer views; 100 with -short.)
 func TestFewerViews(t *testing.T) {
 	t.Parallel()
 	fewer := func(d designs.Design, name string) designs.Design {
@@ -338,7 +338,11 @@ func TestFewerViews(t *testing.T) {
 		d.Supports.Fences, d.Supports.Holders, d.Supports.Retention, d.Supports.RestartReleases = false, false, false, false
 		return d
 	}
-	r, err := Explore(t.Context(), ExploreConfig{Design: fewer(designs.Handoff, "handoff-fewer-views"), Checks: 300, Seed: 1, Dir: t.TempDir()})
+	checks := 300
+	if testing.Short() {
+		checks = 100
+	}
+	r, err := Explore(t.Context(), ExploreConfig{Design: fewer(designs.Handoff, "handoff-fewer-views"), Checks: checks, Seed: 1, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,6 +517,9 @@ func TestReplayReportsTheFirstBrokenStep(t *testing.T) {
 // a one-sequence exploration, finds the same failure first.
 func TestExploreSeedReproduces(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("-short: it searches and shrinks a fragile design's failure; run without -short")
+	}
 	d, err := designs.Lookup("count-after-send")
 	if err != nil {
 		t.Fatal(err)

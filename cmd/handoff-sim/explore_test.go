@@ -340,6 +340,9 @@ func BenchmarkExploreLanes(b *testing.B) {
 // differ.
 func TestExploreOutputIsTheSameTwice(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("-short: two explore processes; run without -short to compare their bytes")
+	}
 	dir := t.TempDir()
 	timing := regexp.MustCompile(` in [0-9.]+[µnm]?s = [0-9]+ steps/s`)
 	var outputs [2]string

@@ -160,6 +160,9 @@ func TestExploreLanesFindTheSameFailure(t *testing.T) {
 // run's seed of the index it has in the whole run for another shard.
 func TestFailureSeedOfTheFirstSequence(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("-short: it shrinks a fragile design's failure twice; run without -short")
+	}
 	d, err := designs.Lookup("fresh-key-per-attempt")
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 // expects says so with exhaustive.ErrNondeterministic, as a lane in the
 // search's process does.
 func TestProveLaneSaysNondeterministic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a lane in a process of its own; run without -short")
+	}
 	ls, err := ProveLanes(os.Args[0], 1, exhaustive.LaneConfig{Design: designs.Handoff, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
