@@ -86,7 +86,8 @@ func deliverAll(t *testing.T, app *system.Outbox, r system.Receiver, now *time.T
 // TestWorkDefaultsRideOutARestart: under work's defaults, a receiver
 // stopped for 60 s of a virtual clock, while rows wait, blocks none of
 // them; one gone for good blocks every row, and each within the bound
-// work's help states, which the worst jitter reaches.
+// work's help states, which the worst jitter reaches. (100 rows; 25
+// with -short.)
 func TestWorkDefaultsRideOutARestart(t *testing.T) {
 	t.Parallel()
 	defaults := workFlagDefaults(t)
@@ -94,7 +95,10 @@ func TestWorkDefaultsRideOutARestart(t *testing.T) {
 	if help := workDefaultsHelp(); !strings.Contains(help, "up to "+shortDuration(backoff)+" of backoff") || !strings.Contains(help, "within "+shortDuration(total)) {
 		t.Errorf("work's help does not state what its defaults add up to (%v of backoff, %v in all):\n%s", backoff, total, help)
 	}
-	const rows = 100
+	rows := 100
+	if testing.Short() {
+		rows = 25
+	}
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
 		name        string
