@@ -39,3 +39,6 @@ func holdGroup(q *statements, release <-chan struct{}) <-chan error {
 	<-running
 	return done
 }
+
+// PostgresVersion is the schema version of a PostgreSQL app database.
+const PostgresVersion = postgresVersion

@@ -12,11 +12,15 @@ import (
 const HastenWithin = 5 * time.Second
 
 // The queries of Hasten and RetryNow: the rows waiting in backoff (a
-// leased row is not one: it was due when it was claimed), and the move
-// of one's next attempt under the fence read.
+// leased row is not one: it was due when it was claimed), those of them
+// whose wait the worker drew after a transient failure, and the move of
+// one's next attempt under the fence read.
 const (
-	sqlWaiting = `SELECT seq, key, fence, attempts, next_attempt_at - last_attempt_at FROM outbox
-		WHERE state = 'pending' AND next_attempt_at > ?1 AND (?2 = '' OR last_error = ?2)
+	sqlWaiting = `SELECT seq, key, fence FROM outbox
+		WHERE state = 'pending' AND next_attempt_at > ?1
+		ORDER BY seq`
+	sqlBackingOff = `SELECT seq, key, fence FROM outbox
+		WHERE state = 'pending' AND next_attempt_at > ?1 AND last_error = ?2 AND retry_hinted = 0
 		ORDER BY seq`
 	sqlHasten   = `UPDATE outbox SET next_attempt_at = ?1 WHERE seq = ?2 AND fence = ?3 AND state = 'pending' AND next_attempt_at > ?1`
 	sqlRetryNow = `UPDATE outbox SET next_attempt_at = ?1, fence = fence + 1 WHERE seq = ?2 AND fence = ?3 AND state = 'pending'`
@@ -24,17 +28,15 @@ const (
 
 // waitingRow is a row waiting in backoff.
 type waitingRow struct {
-	seq      int64
-	key      string
-	fence    int64
-	attempts int
-	wait     time.Duration // from its last attempt to its next
+	seq   int64
+	key   string
+	fence int64
 }
 
-// waiting reads the rows waiting in backoff at now; lastError, unless
-// empty, keeps those whose last error it is.
-func waiting(ctx context.Context, tx *sql.Tx, q *statements, now int64, lastError string) ([]waitingRow, error) {
-	rows, err := q.query(ctx, tx, sqlWaiting, now, lastError)
+// waiting reads the rows that query (sqlWaiting or sqlBackingOff, with
+// args) finds waiting.
+func waiting(ctx context.Context, tx *sql.Tx, q *statements, query string, args ...any) ([]waitingRow, error) {
+	rows, err := q.query(ctx, tx, query, args...)
 	if err != nil {
 		return nil, driverError("reading the rows that wait", err)
 	}
@@ -42,11 +44,9 @@ func waiting(ctx context.Context, tx *sql.Tx, q *statements, now int64, lastErro
 	var ws []waitingRow
 	for rows.Next() {
 		var w waitingRow
-		var wait int64
-		if err := rows.Scan(&w.seq, &w.key, &w.fence, &w.attempts, &wait); err != nil {
+		if err := rows.Scan(&w.seq, &w.key, &w.fence); err != nil {
 			return nil, driverError("reading the rows that wait", err)
 		}
-		w.wait = time.Duration(wait) * time.Millisecond
 		ws = append(ws, w)
 	}
 	return ws, driverError("reading the rows that wait", rows.Err())
@@ -58,32 +58,26 @@ func waiting(ctx context.Context, tx *sql.Tx, q *statements, now int64, lastErro
 // backoff's cap go now, not minutes later. Each row's new time is the
 // jitter drawn within HastenWithin (Options.Harness.Jitter); a row due
 // sooner keeps its time, a leased row (due already) is left to its
-// holder, and so is a row that waits, from its claim, longer than its
-// backoff's ceiling and a send timeout: the receiver's own retry hint
-// (Retry-After) asked for that wait. A shorter hint is not told apart
-// from a backoff, and is hastened. It is the worker's own scheduling: no
-// fence moves, nothing is audited. It returns how many rows it moved.
+// holder, and so is a row whose wait is the receiver's own retry hint
+// (Retry-After), however short: the row records which its wait is. It is
+// the worker's own scheduling: no fence moves, nothing is audited. It
+// returns how many rows it moved.
 func (o *Outbox) Hasten(ctx context.Context) (int, error) {
 	// A read first, which waits for no writer: most answers find no row
 	// waiting, and need no write transaction.
-	ws, err := waiting(ctx, nil, o.q, millis(o.opts.Harness.Now()), LastErrorTransient)
+	ws, err := waiting(ctx, nil, o.q, sqlBackingOff, millis(o.opts.Harness.Now()), LastErrorTransient)
 	if err != nil || len(ws) == 0 {
 		return 0, err
 	}
 	n := 0
-	err = o.q.write(ctx, "hastening the rows that wait", []string{sqlWaiting, sqlHasten}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
+	err = o.q.write(ctx, "hastening the rows that wait", []string{sqlBackingOff, sqlHasten}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		n = 0
 		now := o.opts.Harness.Now()
-		ws, err := waiting(ctx, tx, q, millis(now), LastErrorTransient)
+		ws, err := waiting(ctx, tx, q, sqlBackingOff, millis(now), LastErrorTransient)
 		if err != nil {
 			return err
 		}
 		for _, w := range ws {
-			// The wait runs from the claim, the backoff from the answer,
-			// which came a send timeout later at most.
-			if w.wait > o.opts.backoffCeiling(w.attempts)+o.opts.SendTimeout {
-				continue // the receiver's hint
-			}
 			due := millis(now.Add(max(0, min(o.opts.Harness.Jitter(HastenWithin), HastenWithin))))
 			res, err := q.execResult(ctx, tx, sqlHasten, due, w.seq, w.fence)
 			if err != nil {
@@ -96,15 +90,6 @@ func (o *Outbox) Hasten(ctx context.Context) (int, error) {
 		return nil
 	})
 	return n, err
-}
-
-// backoffCeiling is the longest backoff after attempt n under opts: 0
-// without backoff.
-func (opts Options) backoffCeiling(n int) time.Duration {
-	if opts.NoBackoff {
-		return 0
-	}
-	return BackoffCeiling(opts.BackoffBase, opts.BackoffCap, n)
 }
 
 // RetryNow is the operator action that makes every pending row that
@@ -123,7 +108,7 @@ func (o *Outbox) RetryNow(ctx context.Context, actor, reason string) ([]string, 
 	err := o.q.write(ctx, "making the rows that wait due now", []string{sqlWaiting, sqlRetryNow, sqlAudit}, func(ctx context.Context, tx *sql.Tx, q *statements) error {
 		keys = nil
 		now := millis(o.opts.Harness.Now())
-		ws, err := waiting(ctx, tx, q, now, "")
+		ws, err := waiting(ctx, tx, q, sqlWaiting, now)
 		if err != nil {
 			return err
 		}

@@ -14,9 +14,10 @@ import (
 
 // postgresVersion is the schema version of a PostgreSQL app database.
 // Version 2 made approvals.title BYTEA, version 3 indexed the blocked
-// rows, version 4 keeps each row's history; an app database of an older version is migrated when it is
-// opened for writing (see migrations).
-const postgresVersion = 4
+// rows, version 4 keeps each row's history, version 5 whether a row's
+// wait is the receiver's retry hint; an app database of an older version
+// is migrated when it is opened for writing (see migrations).
+const postgresVersion = 5
 
 // postgresSchema creates the tables of an app database at postgresVersion
 // in the schema on the search path.
@@ -30,6 +31,7 @@ var migrations = map[int]string{
 	1: schemaFile("postgres/app/002_title_bytea.sql"),
 	2: schemaFile("postgres/app/003_blocked.sql"),
 	3: schemaFile("postgres/app/004_history.sql"),
+	4: schemaFile("postgres/app/005_retry_hint.sql"),
 }
 
 // preparePostgres checks what schema t.schema holds and, unless

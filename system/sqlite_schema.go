@@ -51,6 +51,7 @@ var appDatabase = kind{name: "a handoff app database", appID: 0x484f4646, migrat
 	schemaFile("sqlite/app/002_leases.sql"),
 	schemaFile("sqlite/app/003_blocked.sql"),
 	schemaFile("sqlite/app/004_history.sql"),
+	schemaFile("sqlite/app/005_retry_hint.sql"),
 },
 	// A row from before version 2 is as old as the upgrade, for the time
 	// budget, and one already attempted was first claimed then, for the

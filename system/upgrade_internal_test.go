@@ -4,22 +4,23 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-// firstSchema writes a database of kind k at its first schema version,
-// as the first release did, with stmts run after.
-func firstSchema(t *testing.T, path string, k kind, stmts ...string) {
+// schemaAt writes a database of kind k at schema version v, as the
+// release of that version did, with stmts run after.
+func schemaAt(t *testing.T, path string, k kind, v int, stmts ...string) {
 	t.Helper()
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	all := append([]string{k.migrations[0], fmt.Sprintf("PRAGMA application_id=%d; PRAGMA user_version=1", k.appID)}, stmts...)
-	for _, s := range all {
+	all := append(slices.Clone(k.migrations[:v]), fmt.Sprintf("PRAGMA application_id=%d; PRAGMA user_version=%d", k.appID, v))
+	for _, s := range append(all, stmts...) {
 		if _, err := db.Exec(s); err != nil {
 			t.Fatal(s, err)
 		}
@@ -39,10 +40,10 @@ func TestUpgradedRowsKeepTheirWindows(t *testing.T) {
 	upgraded := func(t *testing.T, clock *time.Time) (*Outbox, *CRM) {
 		dir := t.TempDir()
 		app, crm := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
-		firstSchema(t, app, appDatabase,
+		schemaAt(t, app, appDatabase, 1,
 			fmt.Sprintf(`INSERT INTO approvals VALUES ('%s', 'case-1', 'Call', '%s')`, key, payload),
 			fmt.Sprintf(`INSERT INTO outbox (key, state, attempts, last_error) VALUES ('%s', 'pending', 1, 'transient')`, key))
-		firstSchema(t, crm, crmDatabase, fmt.Sprintf(`INSERT INTO tasks (key, payload) VALUES ('%s', '%s')`, key, payload))
+		schemaAt(t, crm, crmDatabase, 1, fmt.Sprintf(`INSERT INTO tasks (key, payload) VALUES ('%s', '%s')`, key, payload))
 		now := func() time.Time { return *clock }
 		c, err := OpenCRMWith(ctx, crm, CRMOptions{Durability: ProcessSafe, Retention: 24 * time.Hour, Now: now})
 		if err != nil {
@@ -76,6 +77,29 @@ func TestUpgradedRowsKeepTheirWindows(t *testing.T) {
 	}
 	if tasks, _ := c.Tasks(ctx); len(tasks) != 1 {
 		t.Errorf("got %d tasks, want 1", len(tasks))
+	}
+}
+
+// TestRowsWaitingBeforeRetryHintsAreBackoffs: a row that waits after a
+// transient failure in a file of schema version 4, which kept no mark of
+// a retry hint, is taken for a backoff once the file is upgraded, and
+// hastened when the receiver answers again.
+func TestRowsWaitingBeforeRetryHintsAreBackoffs(t *testing.T) {
+	t.Parallel()
+	const key = KeyPrefix + "case-1"
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), "app.db")
+	schemaAt(t, path, appDatabase, 4,
+		fmt.Sprintf(`INSERT INTO approvals VALUES ('%s', 'case-1', 'Call', '{"case_id":"case-1","title":"Call"}')`, key),
+		fmt.Sprintf(`INSERT INTO outbox (key, state, attempts, last_error, created_at, next_attempt_at, first_claimed_at, last_attempt_at)
+			VALUES ('%s', 'pending', 1, 'transient', %d, %d, %[2]d, %[2]d)`, key, millis(now), millis(now.Add(time.Hour))))
+	o, err := Open(t.Context(), path, Options{Durability: ProcessSafe, Harness: Harness{Now: func() time.Time { return now }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if n, err := o.Hasten(t.Context()); n != 1 || err != nil {
+		t.Errorf("Hasten after the upgrade moved %d rows, %v; want the row waiting an hour", n, err)
 	}
 }
 

@@ -108,7 +108,7 @@ const (
 	sqlBlockRow = `UPDATE outbox SET state = 'blocked', last_error = ?, lease_owner = NULL, lease_until = 0, fence = fence + 1
 		WHERE seq = ?`
 	sqlSettle = `UPDATE outbox SET state = ?1, remote_id = ?2, last_error = ?3, sent_at = ?4,
-		next_attempt_at = CASE WHEN ?1 = 'pending' THEN ?5 ELSE next_attempt_at END, lease_owner = NULL, lease_until = 0
+		next_attempt_at = CASE WHEN ?1 = 'pending' THEN ?5 ELSE next_attempt_at END, retry_hinted = ?8, lease_owner = NULL, lease_until = 0
 		WHERE seq = ?6 AND state = 'pending' AND fence = ?7`
 	sqlLocalError = `UPDATE outbox SET last_error = ? WHERE seq = ? AND state = 'pending' AND fence = ?`
 )
@@ -410,6 +410,7 @@ type settling struct {
 	d           Delivery
 	now         time.Time
 	nextAttempt int64
+	hinted      bool // the next attempt waits for the receiver's retry hint
 	stale       bool
 }
 
@@ -428,8 +429,8 @@ func (o *Outbox) settling(c Claim, taskID int64, sendErr error) (st *settling, o
 			st.d.Result = ResultBlocked
 			break
 		}
-		wait := o.opts.RetryWait(c.Attempt, sendErr)
-		st.nextAttempt = millis(st.now.Add(wait))
+		wait, hinted := o.opts.retryWait(c.Attempt, sendErr)
+		st.nextAttempt, st.hinted = millis(st.now.Add(wait)), hinted
 		st.d.Backoff = wait
 	case errors.Is(sendErr, ErrKeyConflict):
 		st.d.Result, st.d.LastError = ResultBlocked, LastErrorConflict
@@ -452,7 +453,11 @@ func (st *settling) run(ctx context.Context, tx *sql.Tx, q *statements) error {
 	if d.LastError != "" {
 		lastError = d.LastError
 	}
-	res, err := q.execResult(ctx, tx, sqlSettle, string(d.state()), remoteID, lastError, sentAt, st.nextAttempt, c.Seq, c.Fence)
+	hinted := 0
+	if st.hinted {
+		hinted = 1
+	}
+	res, err := q.execResult(ctx, tx, sqlSettle, string(d.state()), remoteID, lastError, sentAt, st.nextAttempt, c.Seq, c.Fence, hinted)
 	if err != nil {
 		return driverError("recording the delivery", err)
 	}
@@ -491,16 +496,22 @@ func (st *settling) done(ctx context.Context, err error) (Delivery, error) {
 // NoBackoff), or the receiver's RetryHint in sendErr when it is longer.
 // Options must have their defaults (see WithDefaults).
 func (opts Options) RetryWait(attempt int, sendErr error) time.Duration {
-	var wait time.Duration
+	wait, _ := opts.retryWait(attempt, sendErr)
+	return wait
+}
+
+// retryWait is RetryWait, and whether the wait is the receiver's hint
+// rather than the drawn backoff.
+func (opts Options) retryWait(attempt int, sendErr error) (wait time.Duration, hinted bool) {
 	if !opts.NoBackoff {
 		ceiling := BackoffCeiling(opts.BackoffBase, opts.BackoffCap, attempt)
 		wait = max(0, min(opts.Harness.Jitter(ceiling), ceiling))
 	}
 	var hint *RetryHint
 	if errors.As(sendErr, &hint) && hint.After > wait {
-		wait = hint.After
+		return hint.After, true
 	}
-	return wait
+	return wait, false
 }
 
 // BackoffCeiling is min(cap, base·2^(n−1)): the most a retry after

@@ -60,7 +60,7 @@ func TestUnreachableServer(t *testing.T) {
 
 // TestUpgradeMigratesAPostgresSchema: upgrade brings a schema an older
 // handoff made (version 1: the title TEXT, no index of the blocked rows,
-// no history) to this one's, as a writing command would, and its rows
+// no history, no mark of a retry hint) to this one's, as a writing command would, and its rows
 // keep their titles.
 func TestUpgradeMigratesAPostgresSchema(t *testing.T) {
 	app := pgtest.URL(t)
@@ -73,6 +73,7 @@ func TestUpgradeMigratesAPostgresSchema(t *testing.T) {
 		"ALTER TABLE " + schema + ".approvals ALTER COLUMN title TYPE TEXT USING convert_from(title, 'UTF8')",
 		"DROP INDEX " + schema + ".outbox_blocked",
 		"DROP TABLE " + schema + ".history",
+		"ALTER TABLE " + schema + ".outbox DROP COLUMN retry_hinted",
 		"UPDATE " + schema + ".handoff_version SET version = 1",
 	} {
 		if _, err := conn.Exec(t.Context(), stmt); err != nil {
@@ -90,12 +91,15 @@ func TestUpgradeMigratesAPostgresSchema(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), "SELECT data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'approvals' AND column_name = 'title'", schema).Scan(&column); err != nil {
 		t.Fatal(err)
 	}
-	var indexed bool
+	var indexed, hinted bool
 	if err := conn.QueryRow(t.Context(), "SELECT count(*) = 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = 'outbox_blocked'", schema).Scan(&indexed); err != nil {
 		t.Fatal(err)
 	}
-	if version != 4 || column != "bytea" || !indexed {
-		t.Errorf("after upgrade: version %d, title %s, blocked rows indexed %v; want 4, bytea, indexed", version, column, indexed)
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) = 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'outbox' AND column_name = 'retry_hinted'", schema).Scan(&hinted); err != nil {
+		t.Fatal(err)
+	}
+	if version != 5 || column != "bytea" || !indexed || !hinted {
+		t.Errorf("after upgrade: version %d, title %s, blocked rows indexed %v, retry hints marked %v; want 5, bytea, indexed, marked", version, column, indexed, hinted)
 	}
 	o, err := system.OpenReadOnly(t.Context(), app)
 	if err != nil {

@@ -1,4 +1,4 @@
--- A new PostgreSQL app database, at version 4, in the schema on the
+-- A new PostgreSQL app database, at version 5, in the schema on the
 -- search path: SQLite's latest schema in PostgreSQL's types, but for
 -- approvals.title, which holds the title's UTF-8 bytes: a title may hold
 -- NUL, which PostgreSQL's TEXT cannot (see statements.titleArg). The
@@ -29,7 +29,8 @@
 		sent_at          BIGINT NOT NULL DEFAULT 0,
 		lease_owner      TEXT CHECK (lease_owner IS NULL OR state = 'pending'),
 		lease_until      BIGINT NOT NULL DEFAULT 0,
-		fence            BIGINT NOT NULL DEFAULT 0
+		fence            BIGINT NOT NULL DEFAULT 0,
+		retry_hinted     INTEGER NOT NULL DEFAULT 0 CHECK (retry_hinted IN (0, 1))
 	);
 	CREATE INDEX outbox_pending ON outbox (seq) WHERE state = 'pending';
 	CREATE INDEX outbox_lease ON outbox (lease_owner) WHERE lease_owner IS NOT NULL;
@@ -55,4 +56,4 @@
 		detail TEXT NOT NULL
 	);
 	CREATE INDEX history_key ON history (key, seq);
-	INSERT INTO handoff_version (kind, version) VALUES ('app', 4);
+	INSERT INTO handoff_version (kind, version) VALUES ('app', 5);
