@@ -358,15 +358,18 @@ func runningFailure(res running.Result, reproduced, runs int) string {
 type runningStats struct {
 	schedules, requests, boots int
 	virtual                    time.Duration
-	answers                    map[running.Answer]int
-	events                     map[running.EventKind]int
+	// drawn are the answer rules of the requests made (a paused request
+	// is one, whatever it was answered after its pause); answers what
+	// the receiver did with each request in the end.
+	drawn, answers map[running.Answer]int
+	events         map[running.EventKind]int
 	replicas                   map[int]int
 	keys                       map[running.KeyFault]int
 }
 
 func (s *runningStats) add(res running.Result) {
 	if s.answers == nil {
-		s.answers, s.events = map[running.Answer]int{}, map[running.EventKind]int{}
+		s.drawn, s.answers, s.events = map[running.Answer]int{}, map[running.Answer]int{}, map[running.EventKind]int{}
 		s.replicas, s.keys = map[int]int{}, map[running.KeyFault]int{}
 	}
 	s.replicas[max(res.Schedule.Replicas, 1)]++
@@ -380,13 +383,18 @@ func (s *runningStats) add(res running.Result) {
 	for _, q := range res.Requests {
 		s.answers[q.Answer]++
 	}
+	for _, a := range res.Schedule.Answers {
+		if a.N <= len(res.Requests) {
+			s.drawn[a.Answer]++
+		}
+	}
 	for _, e := range res.Schedule.Events {
 		s.events[e.Kind]++
 	}
 }
 
 func (s runningStats) String() string {
-	var answers, events, replicas, keys []string
+	var drawn, answers, events, replicas, keys []string
 	for n, c := range s.replicas {
 		replicas = append(replicas, fmt.Sprintf("%d: %d", n, c))
 	}
@@ -398,14 +406,19 @@ func (s runningStats) String() string {
 	for a, n := range s.answers {
 		answers = append(answers, fmt.Sprintf("%s %d", a, n))
 	}
+	for a, n := range s.drawn {
+		drawn = append(drawn, fmt.Sprintf("%s %d", a, n))
+	}
 	for e, n := range s.events {
 		events = append(events, fmt.Sprintf("%s %d", e, n))
 	}
+	slices.Sort(drawn)
 	slices.Sort(answers)
 	slices.Sort(events)
-	return fmt.Sprintf("%s, %s, %s, %s of virtual time; schedules by replicas: %s; events: %s; keys stuck: %s; answers: %s",
+	return fmt.Sprintf("%s, %s, %s, %s of virtual time; schedules by replicas: %s; events: %s; keys stuck: %s; answers drawn for requests made: %s; answers given: %s",
 		words.HowMany(s.schedules, "schedule"), words.HowMany(s.requests, "request"), words.HowMany(s.boots, "boot"),
-		s.virtual.Round(time.Second), strings.Join(replicas, ", "), strings.Join(events, ", "), cmp.Or(strings.Join(keys, ", "), "none"), strings.Join(answers, ", "))
+		s.virtual.Round(time.Second), strings.Join(replicas, ", "), strings.Join(events, ", "), cmp.Or(strings.Join(keys, ", "), "none"),
+		cmp.Or(strings.Join(drawn, ", "), "none"), strings.Join(answers, ", "))
 }
 
 // readSchedule reads the schedule file at path.

@@ -500,3 +500,24 @@ func TestMinimizeKeepsTheCheck(t *testing.T) {
 		t.Errorf("minimized to %d lines breaking %s, want the approval alone breaking H7:\n%s", m.Schedule.Size(), m.Violation.Check, m.Schedule)
 	}
 }
+
+// TestRunningStatsSayWhatWasDrawn: a search's summary counts the answer
+// rules of the requests made, a pause included though the request was
+// answered after it, beside what the receiver did with each request in
+// the end; a rule for a request never made is not counted.
+func TestRunningStatsSayWhatWasDrawn(t *testing.T) {
+	var st runningStats
+	st.add(running.Result{
+		Schedule: running.Schedule{Answers: []running.AnswerRule{
+			{N: 1, Answer: running.Paused, Wait: time.Minute},
+			{N: 3, Answer: running.Throttled429, Wait: time.Second},
+		}},
+		Requests: []running.Request{{N: 1, Answer: running.Answered}, {N: 2, Answer: running.Answered}},
+	})
+	got := st.String()
+	for _, want := range []string{"answers drawn for requests made: paused 1;", "answers given: answered 2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary %q, want it to say %q", got, want)
+		}
+	}
+}
