@@ -289,6 +289,35 @@ func TestRefusalThatMayNotHaveBeenHeard(t *testing.T) {
 	}
 }
 
+// TestRefusalExcusedAtItsVeryInstant: H8's excuses hold at their
+// boundary instants too. A request for the key that starts at the very
+// instant the refusal answers was under way with it (the refusal is no
+// longer the answer to the key's newest request), and a fault that
+// strikes the refusal's process at that very instant may have lost what
+// the outbox wrote of it: either way a later request is no violation.
+// Without the excuse the same history breaks H8.
+func TestRefusalExcusedAtItsVeryInstant(t *testing.T) {
+	h := approved(3, "")
+	held := req(1, "case-1", Refused, 1)
+	held.At = 0 // sent at 0, refused at 1s
+	atTheAnswer := req(2, "case-1", LostReply, 1)
+	if got := h.afterRefusal([]Request{held, atTheAnswer, req(3, "case-1", Answered, 9)}); got != "" {
+		t.Errorf("a refusal answered as a newer request started: %s, want none", got)
+	}
+	if got := h.afterRefusal([]Request{held, req(3, "case-1", Answered, 9)}); !strings.Contains(got, "request 3") {
+		t.Errorf("the same refusal with no newer request under way: %q, want request 3 named", got)
+	}
+	refused, after := req(1, "case-1", Refused, 1), req(2, "case-1", Answered, 9)
+	h.faults = []struck{{At: time.Second, Replica: 1}}
+	if got := h.afterRefusal([]Request{refused, after}); got != "" {
+		t.Errorf("a refusal whose process crashed at that very instant: %s, want none", got)
+	}
+	h.faults = []struck{{At: time.Second - time.Nanosecond, Replica: 1}}
+	if got := h.afterRefusal([]Request{refused, after}); !strings.Contains(got, "request 2") {
+		t.Errorf("a refusal whose process crashed a nanosecond before it and booted again: %q, want request 2 named", got)
+	}
+}
+
 // later has case c approved a minute after the others.
 func later(h *history, c string) *history {
 	for i := range h.approvals {
@@ -340,6 +369,8 @@ func TestHistorySettled(t *testing.T) {
 			seen{requests: []Request{req(1, "case-2", LostReply, 10), req(2, "case-1", Down, 30)}}, "H8", k2 + " is still pending"},
 		{"sent after the last event: pending on its own", stuck(approved(3, ""), "case-1", DownKey), rows(k1, pending, k2, pending),
 			seen{requests: []Request{req(1, "case-2", LostReply, 25), req(2, "case-1", Down, 30)}}, "H7", "still pending"},
+		{"sent at the last event itself: pending on its own", stuck(approved(3, ""), "case-1", DownKey), rows(k1, pending, k2, pending),
+			seen{requests: []Request{req(1, "case-2", LostReply, 20), req(2, "case-1", Down, 30)}}, "H7", "still pending"},
 		{"sent after the last event without its key: pending on its own", stuck(approved(3, ""), "case-1", DownKey), rows(k1, pending, k2, pending),
 			seen{requests: []Request{{N: 1, At: 25 * time.Second, Done: 25 * time.Second, Replica: 1, Case: "case-2", Payload: p2, Answer: LostReply, Reached: true, Keyless: true},
 				req(2, "case-1", Down, 30)}}, "H7", "still pending"},
