@@ -1,13 +1,17 @@
 package sim
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/filecheck"
 	"github.com/outboxlab/handoff/internal/violation"
 	"github.com/outboxlab/handoff/model"
+	"github.com/outboxlab/handoff/system"
 )
 
 // TestViolationKeepsEveryBrokenInvariant: a step that breaks several
@@ -145,4 +149,105 @@ func TestFileInvariantsChecked(t *testing.T) {
 			t.Errorf("invariant %d (%s) of filecheck.Invariants: the harness's table has %q; want it there, as onFiles(%d)", inv.Number, inv.Name, got, inv.Number)
 		}
 	}
+}
+
+// TestOperatorViewsComparedWithTheModel: invariant 6 compares what a
+// person reads with the model's, entry for entry, not by count alone: a
+// design whose stale list drops each row's last error, or whose audit
+// log drops each entry's reason, breaks it at the step that reads them
+// (stale, requeue), although every list is as long as the model's and
+// every row is as the model predicts. The real design breaks nothing.
+func TestOperatorViewsComparedWithTheModel(t *testing.T) {
+	const scenario = "approve case=case-1 title=\"Call back\"\n----\n\n" +
+		"deliver fault=offline\n----\n\ndeliver fault=offline\n----\n\ndeliver fault=offline\n----\n\n" + // blocked: its budget spent
+		"stale older-than=0\n----\n\nrequeue case=case-1\n----\n"
+	noErrors := func(rows []system.Row) []system.Row {
+		for i := range rows {
+			rows[i].LastError = ""
+		}
+		return rows
+	}
+	noReasons := func(log []system.AuditEntry) []system.AuditEntry {
+		for i := range log {
+			log[i].Reason = ""
+		}
+		return log
+	}
+	for _, tt := range []struct {
+		name   string
+		design designs.Design
+		step   int    // the step that breaks invariant 6, from 0; -1 for none
+		words  string // in the violation's detail
+	}{
+		{"the real design", designs.Handoff, -1, ""},
+		{"a stale list without last errors", misreporting("stale-without-errors", noErrors, nil), 4, "the stale list differs from the model's"},
+		{"an audit log without reasons", misreporting("audit-without-reasons", nil, noReasons), 5, "the audit log differs from the model's"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := ParseScenario("views.txt", scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, _, err := Replay(t.Context(), sc, Config{Dir: t.TempDir(), Design: tt.design})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, out := range run.Outcomes {
+				v := out.Violation
+				switch {
+				case i != tt.step && v != nil:
+					t.Errorf("step %d (%s) broke invariant %d: %s", i+1, run.Steps[i].Directive, v.Invariant, v.Detail)
+				case i == tt.step && (v == nil || v.Invariant != 6 || !strings.Contains(v.Detail, tt.words)):
+					t.Errorf("step %d (%s): violation %+v, want invariant 6 saying %q", i+1, run.Steps[i].Directive, v, tt.words)
+				}
+			}
+		})
+	}
+}
+
+// misreporting is the real design, but what a person reads of it passes
+// through stale (the stale list) and audit (the audit log), each nil for
+// unchanged.
+func misreporting(name string, stale func([]system.Row) []system.Row, audit func([]system.AuditEntry) []system.AuditEntry) designs.Design {
+	d := designs.Handoff
+	d.Name = name
+	d.Supports = designs.Capabilities{Time: true, Operator: true}
+	d.OpenApp = func(ctx context.Context, path string, opts system.Options) (designs.App, error) {
+		app, err := designs.Handoff.OpenApp(ctx, path, opts)
+		if err != nil {
+			return nil, err
+		}
+		return misreported{app.(operatorApp), stale, audit}, nil
+	}
+	return d
+}
+
+// operatorApp is an App a person can repair rows through.
+type operatorApp interface {
+	designs.App
+	designs.Operator
+}
+
+// misreported is an operatorApp whose stale list and audit log pass
+// through stale and audit.
+type misreported struct {
+	operatorApp
+	stale func([]system.Row) []system.Row
+	audit func([]system.AuditEntry) []system.AuditEntry
+}
+
+func (m misreported) Stale(ctx context.Context, olderThan time.Duration) ([]system.Row, error) {
+	rows, err := m.operatorApp.Stale(ctx, olderThan)
+	if m.stale != nil {
+		rows = m.stale(rows)
+	}
+	return rows, err
+}
+
+func (m misreported) Audit(ctx context.Context) ([]system.AuditEntry, error) {
+	log, err := m.operatorApp.Audit(ctx)
+	if m.audit != nil {
+		log = m.audit(log)
+	}
+	return log, err
 }
