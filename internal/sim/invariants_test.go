@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"strings"
 	"testing"
@@ -250,4 +251,80 @@ func (m misreported) Audit(ctx context.Context) ([]system.AuditEntry, error) {
 		log = m.audit(log)
 	}
 	return log, err
+}
+
+// TestFinalSettleJudgedByItsFence: invariant 8 catches a settle that
+// wrote a final state, sent or blocked, and left the row under another
+// fence than its claim's, on a design that shows fences; the real
+// design's settles break nothing.
+func TestFinalSettleJudgedByItsFence(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		send   string // the send step's fault
+		design designs.Design
+		broken bool
+	}{
+		{"the real design, sent", "", fenceMoving(designs.Handoff, false), false},
+		{"the real design, blocked", " fault=refused", fenceMoving(designs.Handoff, false), false},
+		{"a fence moved after sent", "", fenceMoving(designs.Handoff, true), true},
+		{"a fence moved after blocked", " fault=refused", fenceMoving(designs.Handoff, true), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := ParseScenario("fence.txt", "approve case=case-1 title=\"Call back\"\n----\n\nclaim worker=A\n----\n\nsend worker=A"+tt.send+"\n----\n\nsettle worker=A\n----\n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, _, err := Replay(t.Context(), sc, Config{Dir: t.TempDir(), Design: tt.design})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, out := range run.Outcomes {
+				v, last := out.Violation, i == len(run.Outcomes)-1
+				switch {
+				case (!last || !tt.broken) && v != nil:
+					t.Errorf("step %d (%s) broke invariant %d: %s", i+1, run.Steps[i].Directive, v.Invariant, v.Detail)
+				case last && tt.broken && (v == nil || v.Invariant != 8):
+					t.Errorf("the settle: violation %+v, want invariant 8", v)
+				}
+			}
+		})
+	}
+}
+
+// fenceMoving is d with the capabilities of named workers and fences
+// only, whose settle, when move is set, adds one to the row's fence
+// after it wrote a final state.
+func fenceMoving(d designs.Design, move bool) designs.Design {
+	open := d.OpenApp
+	d.Name = "fence-moving"
+	d.Supports = designs.Capabilities{Time: true, Leases: true, Workers: true, Fences: true}
+	d.OpenApp = func(ctx context.Context, path string, opts system.Options) (designs.App, error) {
+		app, err := open(ctx, path, opts)
+		if err != nil || !move {
+			return app, err
+		}
+		return movedFence{app.(phasedApp)}, nil
+	}
+	return d
+}
+
+// phasedApp is an App whose phases named workers run, on an Outbox's
+// database.
+type phasedApp interface {
+	designs.App
+	designs.Phases
+	DB() *sql.DB
+	Query(string) string
+}
+
+// movedFence adds one to a row's fence after a settle that wrote sent or
+// blocked.
+type movedFence struct{ phasedApp }
+
+func (m movedFence) Settle(ctx context.Context, c system.Claim, taskID int64, sendErr error) (system.Delivery, error) {
+	d, err := m.phasedApp.Settle(ctx, c, taskID, sendErr)
+	if err == nil && (d.Result == system.ResultSent || d.Result == system.ResultBlocked) {
+		_, err = m.DB().ExecContext(ctx, m.Query(`UPDATE outbox SET fence = fence + 1 WHERE key = ?`), c.Key)
+	}
+	return d, err
 }
