@@ -115,6 +115,45 @@ func TestNoLateClaim(t *testing.T) {
 	}
 }
 
+// TestLateClaimCaughtAtTheClaim: invariant 11 judges every claim that
+// leads to a send, a named worker's as the default worker's delivery: on
+// a design that ignores the receiver's retention, the claim after the
+// retention deadline breaks it at that very step, where the real design
+// blocks the row and breaks nothing.
+func TestLateClaimCaughtAtTheClaim(t *testing.T) {
+	const start = "config retention=60000\n----\n\napprove case=case-1 title=\"Call back\"\n----\n\n" +
+		"claim worker=A\n----\n\nsend worker=A fault=lost-reply\n----\n\nsettle worker=A\n----\n\ntick ms=50000\n----\n\n"
+	for _, tt := range []struct {
+		name, design, late string
+		broken             bool
+	}{
+		{"the real design, a named worker", "handoff", "claim worker=A", false},
+		{"the real design, a delivery", "handoff", "deliver", false},
+		{"retention ignored, a named worker", "ignore-retention", "claim worker=A", true},
+		{"retention ignored, a delivery", "ignore-retention", "deliver", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := ParseScenario("late.txt", "design name="+tt.design+"\n----\n\n"+start+tt.late+"\n----\n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, _, err := Replay(t.Context(), sc, Config{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, out := range run.Outcomes {
+				v, last := out.Violation, i == len(run.Outcomes)-1
+				switch {
+				case (!last || !tt.broken) && v != nil:
+					t.Errorf("step %d (%s) broke invariant %d: %s", i+1, run.Steps[i].Directive, v.Invariant, v.Detail)
+				case last && tt.broken && (v == nil || v.Invariant != 11):
+					t.Errorf("the claim past the retention deadline: violation %+v, want invariant 11", v)
+				}
+			}
+		})
+	}
+}
+
 // TestSettledUnderFence: invariant 8 breaks when a settle the model
 // predicts stale wrote, whatever fences the design shows, and when a
 // final state was written under another fence than the row's.
