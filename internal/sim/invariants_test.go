@@ -156,9 +156,11 @@ func TestLateClaimCaughtAtTheClaim(t *testing.T) {
 
 // TestSettledUnderFence: invariant 8 breaks when a settle the model
 // predicts stale wrote, whatever fences the design shows, and when a
-// final state was written under another fence than the row's.
+// final state was written under another fence than the row's, whichever
+// row of the outbox it is.
 func TestSettledUnderFence(t *testing.T) {
 	row := model.Observation{Outbox: []model.Row{{Key: "k", State: model.Sent, Fence: 3}}}
+	second := model.Observation{Outbox: []model.Row{{Key: "j", State: model.Pending, Fence: 1}, {Key: "k", State: model.Sent, Fence: 3}}}
 	tests := []struct {
 		name   string
 		in     checkInput
@@ -170,6 +172,8 @@ func TestSettledUnderFence(t *testing.T) {
 		{"a settle refused by its database", checkInput{settling: true, got: Answer{Kind: DatabaseBusy, Key: "k"}, want: Answer{Kind: Stale, Key: "k"}}, false},
 		{"a settle under the row's fence", checkInput{obs: row, settling: true, got: Answer{Kind: Sent}, want: Answer{Kind: Sent}, settled: &fenced{"k", 3}}, false},
 		{"a settle under an older fence", checkInput{obs: row, settling: true, got: Answer{Kind: Sent}, want: Answer{Kind: Sent}, settled: &fenced{"k", 2}}, true},
+		{"a settle of the second row under an older fence", checkInput{obs: second, settling: true, got: Answer{Kind: Sent}, want: Answer{Kind: Sent}, settled: &fenced{"k", 2}}, true},
+		{"a settle of the second row under its fence", checkInput{obs: second, settling: true, got: Answer{Kind: Sent}, want: Answer{Kind: Sent}, settled: &fenced{"k", 3}}, false},
 		{"not a settle", checkInput{got: Answer{Kind: Sent}, want: Answer{Kind: Stale}}, false},
 	}
 	for _, tt := range tests {
