@@ -84,7 +84,7 @@ func TestBackoffDrawnWithinTheCeiling(t *testing.T) {
 // TestNoLateClaim: invariant 11 holds for a claim that leads to a send
 // before the row's retention deadline (first_claimed_at + retention −
 // send timeout, as the row stood before the step), and breaks at it or
-// after.
+// after, whichever row of the outbox was claimed.
 func TestNoLateClaim(t *testing.T) {
 	m := model.New(3)
 	m.Retention, m.SendTimeout = 60_000, 10_000
@@ -112,6 +112,12 @@ func TestNoLateClaim(t *testing.T) {
 		if got := noLateClaim(in); (got != "") != tt.broken {
 			t.Errorf("now %d, claim of %q (claimed before %v): %q, want broken %v", tt.now, tt.key, tt.claimed, got, tt.broken)
 		}
+	}
+	// The claimed row is found wherever it stands in the outbox.
+	m.Now = 90_000
+	second := model.Observation{Outbox: []model.Row{{Key: "j", State: model.Pending}, {Key: "k", State: model.Pending, FirstClaimedAt: 1_000}}}
+	if got := noLateClaim(checkInput{model: m, before: second, claimedForSend: "k"}); got == "" {
+		t.Errorf("now 90000, claim of the outbox's second row, past its deadline: unbroken, want broken")
 	}
 }
 
