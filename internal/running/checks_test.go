@@ -348,6 +348,7 @@ func TestHistorySettled(t *testing.T) {
 		{"delivered", approved(3, ""), rows(k1, sent1, k2, designs.RunningRow{State: designs.RowDone}),
 			seen{tasks: []Task{task1, {ID: 2, Key: k2, Payload: p2}}}, "", ""},
 		{"still pending", approved(3, ""), rows(k1, sent1, k2, pending), seen{tasks: []Task{task1}}, "H7", "still pending when the horizon passed, every fault healed: " + k2},
+		{"still pending beside a row gone", approved(3, ""), rows(k2, pending), seen{tasks: []Task{task1}}, "H7", "still pending when the horizon passed, every fault healed: " + k2},
 		{"done with no task", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowDone}, k2, sent1), seen{}, "H7", k1 + " is shown done"},
 		{"blocked with no reason", approved(3, ""), rows(k1, sent1, k2, blocked(3, "")), seen{tasks: []Task{task1}}, "H7", "no reason a person could act on"},
 		{"blocked for nothing", approved(3, ""), rows(k1, sent1, k2, blocked(1, "budget-exhausted")), seen{tasks: []Task{task1}}, "H7", "1 of its 3 attempts"},
