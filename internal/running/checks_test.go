@@ -97,6 +97,7 @@ func TestHistoryCheck(t *testing.T) {
 		{"sent with another task", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowSent, TaskID: 2, Attempts: 1}),
 			seen{tasks: []Task{task1}}, "H5", "but the CRM has no task 2"},
 		{"gone with no task", approved(3, ""), rows(k2, pending), seen{}, "H6", k1 + " was approved"},
+		{"gone with no task after a key shown", approved(3, ""), rows(k1, pending), seen{}, "H6", k2 + " was approved"},
 		{"gone with its task", approved(3, ""), rows(k2, pending), seen{tasks: []Task{task1}}, "", ""},
 		{"a request after a refusal", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 2}, k2, pending),
 			seen{requests: []Request{req(1, "case-1", Refused, 1), req(2, "case-1", Refused, 5)}}, "H8", "request 2 for " + k1 + " at 5s came after the receiver refused it for good at 1s"},
