@@ -14,8 +14,8 @@ import (
 )
 
 // TestServerObserve: the observer hears every answer, by its result,
-// creates apart; concurrent creates of one key are one created, the
-// rest replayed or in flight.
+// creates (POST /tasks, and no other POST) apart; concurrent creates of
+// one key are one created, the rest replayed or in flight.
 func TestServerObserve(t *testing.T) {
 	c, _ := openCRM(t, system.CRMOptions{})
 	s, err := crm.NewServer(c, 0)
@@ -68,6 +68,8 @@ func TestServerObserve(t *testing.T) {
 		{"GET", "/contract", "", nil, crm.ResultRead},
 		{"GET", "/tasks/99", "", nil, crm.ResultNotFound},
 		{"DELETE", "/tasks", "", nil, crm.ResultMethodNotAllowed},
+		{"POST", "/tasks/1", `{"x":3}`, []string{"Idempotency-Key", `"k4"`, "Content-Type", "application/json"}, crm.ResultMethodNotAllowed},
+		{"POST", "/contract", "", nil, crm.ResultMethodNotAllowed},
 	} {
 		do(t, tt.method, ts.URL+tt.path, tt.body, tt.h...)
 		want[tt.result]++

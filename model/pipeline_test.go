@@ -70,6 +70,35 @@ func TestPipeFastUpToHalf(t *testing.T) {
 	}
 }
 
+// TestPipeFastOnlyBeforeTheSendDeadline: an answer within half the send
+// timeout is fast only when it also came before its claim's send
+// deadline (the claim's time plus the send timeout), as the Pipeline's
+// own clock judges it: a row claimed ahead, sent six seconds later and
+// answered in four, ends at its deadline to the millisecond and is slow;
+// answered a millisecond sooner, it is fast.
+func TestPipeFastOnlyBeforeTheSendDeadline(t *testing.T) {
+	for _, tt := range []struct {
+		took int64 // how long the answer took, in ms
+		fast bool
+	}{{3_999, true}, {4_000, false}} {
+		s := opened(t, same, "case-2", "case-3", "case-4")
+		s, r := s.PipeNext("P", model.PipeStep{})
+		if r.Result != model.ResultSent || s.Outbox[2].LeaseOwner != "P" {
+			t.Fatalf("first call: %+v, case-3 %+v; want %s sent and case-3 claimed ahead", r, s.Outbox[2], key)
+		}
+		claimedAt := s.Now
+		s, _ = s.Tick(s.SendTimeout - 4_000) // case-3 is sent 6 s after its claim
+		s, r = s.PipeNext("P", model.PipeStep{Slow: tt.took})
+		if r.Result != model.ResultSent || r.Key != key2 {
+			t.Fatalf("answered in %d ms: %+v; want %s sent", tt.took, r, key2)
+		}
+		if got := s.Pipes["P"].Fast; got != tt.fast {
+			t.Errorf("case-3 answered in %d ms, at %d ms of its %d ms send deadline: fast %v, want %v",
+				tt.took, s.Now-claimedAt, s.SendTimeout, got, tt.fast)
+		}
+	}
+}
+
 // TestPipeCrash: a pipelined worker that dies after recording the answer
 // before (in its first call, case-1's) leaves the row it was about to
 // send claimed and unsent, and, with PipeOneCommit when that answer came

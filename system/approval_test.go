@@ -21,6 +21,8 @@ func TestNewApproval(t *testing.T) {
 		{"no HTML escaping", "c", "<b> & </b>", `{"case_id":"c","title":"<b> & </b>"}`},
 		{"quotes and backslash", "c", `say "hi" \ bye`, `{"case_id":"c","title":"say \"hi\" \\ bye"}`},
 		{"control characters", "c", "a\tb\nc\x01d", `{"case_id":"c","title":"a\tb\nc\u0001d"}`},
+		{"every short escape", "c", "a\bb\fc\rd\te\nf", `{"case_id":"c","title":"a\bb\fc\rd\te\nf"}`},
+		{"lower-case hex, DEL and C1 as themselves", "c", "a\x1fb\x7fc\u0085d", "{\"case_id\":\"c\",\"title\":\"a\\u001fb\x7fc\u0085d\"}"},
 		{"80-character case id", strings.Repeat("a", 80), "t", `{"case_id":"` + strings.Repeat("a", 80) + `","title":"t"}`},
 		{"160 characters of two bytes", "c", strings.Repeat("é", 160), `{"case_id":"c","title":"` + strings.Repeat("é", 160) + `"}`},
 		{"empty case", "", "t", ""},

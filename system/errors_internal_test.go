@@ -93,3 +93,22 @@ func TestLocalCauses(t *testing.T) {
 		}
 	}
 }
+
+// TestClassOfThePackagesOwnErrors: Class names the class of an error
+// that wraps one of the package's class errors with no driver's error
+// inside, as well as of a driver's error: the harness tells a failure of
+// its environment by it (ErrUnavailable, ErrFull); an error of no class
+// has none.
+func TestClassOfThePackagesOwnErrors(t *testing.T) {
+	t.Parallel()
+	for _, class := range []error{ErrBusy, ErrCorrupt, ErrFull, ErrReadOnly, ErrUnavailable} {
+		if got := Class(fmt.Errorf("opening the outbox: %w", class)); got != class {
+			t.Errorf("Class of a wrapped %v: %v, want it", class, got)
+		}
+	}
+	for _, err := range []error{errors.New("certificate expired"), ErrKeyConflict, ErrCommitUnknown} {
+		if got := Class(err); got != nil {
+			t.Errorf("Class(%v) = %v, want none", err, got)
+		}
+	}
+}

@@ -357,6 +357,33 @@ func TestFailureAfterTheAttemptSaysSo(t *testing.T) {
 	}
 }
 
+// TestAnInterruptIsRecorded: a worker interrupted during its send (its
+// context cancelled, as work's SIGTERM does) still records the cause as
+// the row's last error, although its context is done: the attempt is
+// counted, and the row says why it has no answer.
+func TestAnInterruptIsRecorded(t *testing.T) {
+	t.Parallel()
+	app, _, _ := openPair(t, sqliteBackend, system.Options{})
+	if _, err := app.RecordApproval(t.Context(), caseID, title); err != nil {
+		t.Fatal(err)
+	}
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	_, err := app.DeliverOne(ctx, receiverFunc(func(ctx context.Context, _, _ string) (int64, error) {
+		interrupt()
+		<-ctx.Done()
+		return 0, fmt.Errorf("sending: %w", ctx.Err())
+	}))
+	var ae *system.AttemptError
+	if !errors.As(err, &ae) || !errors.Is(err, context.Canceled) || ae.Attempt != 1 {
+		t.Fatalf("got %v, want an AttemptError for attempt 1 wrapping %v", err, context.Canceled)
+	}
+	row, err := app.Row(t.Context(), key)
+	if err != nil || row.State != system.Pending || row.Attempts != 1 || row.LastError != "local: interrupted" {
+		t.Errorf("got row %+v, %v; want pending, 1 attempt, last error %q", row, err, "local: interrupted")
+	}
+}
+
 // holdWriteLock takes the write lock of the database at path from a
 // connection of its own, as another process would, until release.
 func holdWriteLock(t *testing.T, path string) (release func()) {

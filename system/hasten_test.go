@@ -179,6 +179,44 @@ func testRetryNow(t *testing.T, b backend) {
 	}
 }
 
+// TestRetryNowLeavesASentRow: a row a person reconciled as sent while
+// it waited out a backoff keeps that backoff's time, but waits for
+// nothing: RetryNow leaves it as it is, names only the pending rows it
+// made due, and audits only them.
+func TestRetryNowLeavesASentRow(t *testing.T) { eachBackend(t, testRetryNowLeavesASentRow) }
+
+func testRetryNowLeavesASentRow(t *testing.T, b backend) {
+	clk := newClock()
+	ws := waitingRows(t, b, clk)
+	reconciled := system.KeyPrefix + "case-1"
+	if err := ws["A"].Reconcile(t.Context(), reconciled, 7, "ana", "found task 7 in the CRM"); err != nil {
+		t.Fatal(err)
+	}
+	was := rowsByKey(t, ws["A"])[reconciled]
+	if was.State != system.Sent || !was.NextAttemptAt.After(clk.now) {
+		t.Fatalf("the reconciled row: %+v; want sent, its next attempt still after now (%v)", was, clk.now)
+	}
+	keys, err := ws["A"].RetryNow(t.Context(), "ana", "outage over")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{system.KeyPrefix + "case-2", system.KeyPrefix + "case-3"}; !slices.Equal(keys, want) {
+		t.Errorf("made due %v, want %v: the sent row waits for nothing", keys, want)
+	}
+	if r := rowsByKey(t, ws["A"])[reconciled]; r != was {
+		t.Errorf("the sent row after RetryNow: %+v, want it as it was: %+v", r, was)
+	}
+	audit, err := ws["A"].Audit(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range audit {
+		if e.Action == system.ActionRetryNow && e.Key == reconciled {
+			t.Errorf("the audit log has %+v: a retry-now of a sent row", e)
+		}
+	}
+}
+
 // rowsByKey is the outbox's rows by key.
 func rowsByKey(t *testing.T, o *system.Outbox) map[string]system.Row {
 	t.Helper()

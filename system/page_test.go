@@ -198,3 +198,37 @@ func testTookOverAndBackoff(t *testing.T, b backend) {
 		t.Errorf("a settle with a retry hint of 1m: %+v, %v; want a backoff of 1m", d, err)
 	}
 }
+
+// TestOwnLeaseRunOutIsNoTakeOver: a worker that claims again a row
+// whose lease it held itself, run out (it stalled past its lease and no
+// other worker came), takes it over from no one: the claim and its
+// Delivery name no other worker, so that a count of takeovers (work's
+// metrics) counts only rows taken from another worker.
+func TestOwnLeaseRunOutIsNoTakeOver(t *testing.T) { eachBackend(t, testOwnLeaseRunOutIsNoTakeOver) }
+
+func testOwnLeaseRunOutIsNoTakeOver(t *testing.T, b backend) {
+	now := approvedAt
+	o, err := system.Open(t.Context(), b.app(t), system.Options{Worker: "a", Lease: 2 * time.Second, SendTimeout: time.Second,
+		Harness: system.Harness{Now: func() time.Time { return now }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if err := bulk.Fill(t.Context(), o, 1, bulk.Mix{Pending: 1}, approvedAt.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if c, d, err := o.ClaimNext(t.Context(), 0); err != nil || c.TookOver != "" || d.Result != system.ResultPending {
+		t.Fatalf("the first claim: %+v, took over %q, %v; want pending, from no one", d, c.TookOver, err)
+	}
+	now = now.Add(3 * time.Second) // a's own lease ran out
+	c, d, err := o.ClaimNext(t.Context(), 0)
+	if err != nil || d.Result != system.ResultPending || c.Attempt != 2 {
+		t.Fatalf("a's claim after its own lease ran out: %+v, %v; want attempt 2 pending", d, err)
+	}
+	if c.TookOver != "" || d.TookOver != "" {
+		t.Errorf("a's claim after its own lease ran out took over %q (Delivery %q), want from no one", c.TookOver, d.TookOver)
+	}
+	if d, err := o.Settle(t.Context(), c, 1, nil); err != nil || d.Result != system.ResultSent || d.TookOver != "" {
+		t.Errorf("its settle: %+v, %v; want sent, taken over from no one", d, err)
+	}
+}

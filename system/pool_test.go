@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -178,4 +179,47 @@ func TestARefusalIsAnAnswer(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestEachOutageCountsItsOwnFailures: the line that says the receiver
+// answers again counts the sends that failed in that outage alone: a
+// receiver down for two sends, up for one, then down for one more, is
+// said to answer again after two failed sends, and then after one.
+func TestEachOutageCountsItsOwnFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w, err := system.Open(t.Context(), filepath.Join(t.TempDir(), "app.db"), system.Options{Worker: "w:1", NoBackoff: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		for _, c := range []string{"case-1", "case-2"} {
+			if _, err := w.RecordApproval(t.Context(), c, "Call back"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		calls := 0
+		r := receiverFunc(func(context.Context, string, string) (int64, error) {
+			switch calls++; calls {
+			case 1, 2, 4:
+				return 0, fmt.Errorf("%w: down", system.ErrTransient)
+			}
+			return int64(calls), nil
+		})
+		var log strings.Builder
+		p := &system.Pool{Receiver: r, UntilIdle: true, Log: slog.New(slog.NewTextHandler(&log, nil)), Outboxes: []*system.Outbox{w}}
+		if err := p.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		var counts []string
+		for line := range strings.Lines(log.String()) {
+			if strings.Contains(line, `msg="receiver answering again"`) {
+				_, after, _ := strings.Cut(line, "failed_sends=")
+				n, _, _ := strings.Cut(after, " ")
+				counts = append(counts, n)
+			}
+		}
+		if want := []string{"2", "1"}; !slices.Equal(counts, want) {
+			t.Errorf("the receiver answering again after failed_sends=%v, want %v:\n%s", counts, want, log.String())
+		}
+	})
 }

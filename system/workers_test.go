@@ -536,6 +536,49 @@ func testReconcileAbsentForgetsTheFirstClaim(t *testing.T, b backend) {
 	}
 }
 
+// TestTheReceiversRetentionComesFirst: a receiver that declares its
+// retention (a Retainer) is judged by it, not by Options.Retention, which
+// is for a receiver that declares none: a row first claimed two minutes
+// ago is blocked, nothing sent, by a receiver that keeps keys a minute,
+// though the options say an hour; through DeliverOne and a Pipeline
+// alike.
+func TestTheReceiversRetentionComesFirst(t *testing.T) {
+	eachBackend(t, testTheReceiversRetentionComesFirst)
+}
+
+func testTheReceiversRetentionComesFirst(t *testing.T, b backend) {
+	for _, via := range []string{"DeliverOne", "Pipeline"} {
+		ctx := t.Context()
+		clk := newClock()
+		w, crm := workers(t, b, clk, system.Options{NoBackoff: true, Retention: time.Hour}, "A")
+		app := w["A"]
+		mustApprove(t, app, "case-1")
+		lost := receiverFunc(func(context.Context, string, string) (int64, error) {
+			return 0, fmt.Errorf("%w: the reply was lost", system.ErrTransient)
+		})
+		if d, err := app.DeliverOne(ctx, lost); err != nil || d.Result != system.ResultPending {
+			t.Fatalf("%s: the first delivery: %+v, %v; want pending", via, d, err)
+		}
+		clk.tick(2 * time.Minute)
+		r := retained{crm, time.Minute}
+		var d system.Delivery
+		var err error
+		if via == "DeliverOne" {
+			d, err = app.DeliverOne(ctx, r)
+		} else {
+			p, perr := app.Pipeline(r)
+			if perr != nil {
+				t.Fatal(perr)
+			}
+			d, err = p.Next(ctx)
+		}
+		if err != nil || d.Result != system.ResultBlocked || d.LastError != system.LastErrorRetentionExpired {
+			t.Errorf("%s two minutes after the first claim, to a receiver that keeps keys a minute: %+v, %v; want blocked %s",
+				via, d, err, system.LastErrorRetentionExpired)
+		}
+	}
+}
+
 // retained declares a retention for a receiver that has none.
 type retained struct {
 	system.Receiver

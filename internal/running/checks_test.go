@@ -97,6 +97,7 @@ func TestHistoryCheck(t *testing.T) {
 		{"sent with another task", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowSent, TaskID: 2, Attempts: 1}),
 			seen{tasks: []Task{task1}}, "H5", "but the CRM has no task 2"},
 		{"gone with no task", approved(3, ""), rows(k2, pending), seen{}, "H6", k1 + " was approved"},
+		{"gone with no task after a key shown", approved(3, ""), rows(k1, pending), seen{}, "H6", k2 + " was approved"},
 		{"gone with its task", approved(3, ""), rows(k2, pending), seen{tasks: []Task{task1}}, "", ""},
 		{"a request after a refusal", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowPending, Attempts: 2}, k2, pending),
 			seen{requests: []Request{req(1, "case-1", Refused, 1), req(2, "case-1", Refused, 5)}}, "H8", "request 2 for " + k1 + " at 5s came after the receiver refused it for good at 1s"},
@@ -289,6 +290,35 @@ func TestRefusalThatMayNotHaveBeenHeard(t *testing.T) {
 	}
 }
 
+// TestRefusalExcusedAtItsVeryInstant: H8's excuses hold at their
+// boundary instants too. A request for the key that starts at the very
+// instant the refusal answers was under way with it (the refusal is no
+// longer the answer to the key's newest request), and a fault that
+// strikes the refusal's process at that very instant may have lost what
+// the outbox wrote of it: either way a later request is no violation.
+// Without the excuse the same history breaks H8.
+func TestRefusalExcusedAtItsVeryInstant(t *testing.T) {
+	h := approved(3, "")
+	held := req(1, "case-1", Refused, 1)
+	held.At = 0 // sent at 0, refused at 1s
+	atTheAnswer := req(2, "case-1", LostReply, 1)
+	if got := h.afterRefusal([]Request{held, atTheAnswer, req(3, "case-1", Answered, 9)}); got != "" {
+		t.Errorf("a refusal answered as a newer request started: %s, want none", got)
+	}
+	if got := h.afterRefusal([]Request{held, req(3, "case-1", Answered, 9)}); !strings.Contains(got, "request 3") {
+		t.Errorf("the same refusal with no newer request under way: %q, want request 3 named", got)
+	}
+	refused, after := req(1, "case-1", Refused, 1), req(2, "case-1", Answered, 9)
+	h.faults = []struck{{At: time.Second, Replica: 1}}
+	if got := h.afterRefusal([]Request{refused, after}); got != "" {
+		t.Errorf("a refusal whose process crashed at that very instant: %s, want none", got)
+	}
+	h.faults = []struck{{At: time.Second - time.Nanosecond, Replica: 1}}
+	if got := h.afterRefusal([]Request{refused, after}); !strings.Contains(got, "request 2") {
+		t.Errorf("a refusal whose process crashed a nanosecond before it and booted again: %q, want request 2 named", got)
+	}
+}
+
 // later has case c approved a minute after the others.
 func later(h *history, c string) *history {
 	for i := range h.approvals {
@@ -319,6 +349,7 @@ func TestHistorySettled(t *testing.T) {
 		{"delivered", approved(3, ""), rows(k1, sent1, k2, designs.RunningRow{State: designs.RowDone}),
 			seen{tasks: []Task{task1, {ID: 2, Key: k2, Payload: p2}}}, "", ""},
 		{"still pending", approved(3, ""), rows(k1, sent1, k2, pending), seen{tasks: []Task{task1}}, "H7", "still pending when the horizon passed, every fault healed: " + k2},
+		{"still pending beside a row gone", approved(3, ""), rows(k2, pending), seen{tasks: []Task{task1}}, "H7", "still pending when the horizon passed, every fault healed: " + k2},
 		{"done with no task", approved(3, ""), rows(k1, designs.RunningRow{State: designs.RowDone}, k2, sent1), seen{}, "H7", k1 + " is shown done"},
 		{"blocked with no reason", approved(3, ""), rows(k1, sent1, k2, blocked(3, "")), seen{tasks: []Task{task1}}, "H7", "no reason a person could act on"},
 		{"blocked for nothing", approved(3, ""), rows(k1, sent1, k2, blocked(1, "budget-exhausted")), seen{tasks: []Task{task1}}, "H7", "1 of its 3 attempts"},
@@ -340,6 +371,8 @@ func TestHistorySettled(t *testing.T) {
 			seen{requests: []Request{req(1, "case-2", LostReply, 10), req(2, "case-1", Down, 30)}}, "H8", k2 + " is still pending"},
 		{"sent after the last event: pending on its own", stuck(approved(3, ""), "case-1", DownKey), rows(k1, pending, k2, pending),
 			seen{requests: []Request{req(1, "case-2", LostReply, 25), req(2, "case-1", Down, 30)}}, "H7", "still pending"},
+		{"sent at the last event itself: pending on its own", stuck(approved(3, ""), "case-1", DownKey), rows(k1, pending, k2, pending),
+			seen{requests: []Request{req(1, "case-2", LostReply, 20), req(2, "case-1", Down, 30)}}, "H7", "still pending"},
 		{"sent after the last event without its key: pending on its own", stuck(approved(3, ""), "case-1", DownKey), rows(k1, pending, k2, pending),
 			seen{requests: []Request{{N: 1, At: 25 * time.Second, Done: 25 * time.Second, Replica: 1, Case: "case-2", Payload: p2, Answer: LostReply, Reached: true, Keyless: true},
 				req(2, "case-1", Down, 30)}}, "H7", "still pending"},
