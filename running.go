@@ -363,8 +363,8 @@ type runningStats struct {
 	// the receiver did with each request in the end.
 	drawn, answers map[running.Answer]int
 	events         map[running.EventKind]int
-	replicas                   map[int]int
-	keys                       map[running.KeyFault]int
+	replicas       map[int]int
+	keys           map[running.KeyFault]int
 }
 
 func (s *runningStats) add(res running.Result) {
