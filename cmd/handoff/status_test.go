@@ -82,8 +82,11 @@ var (
 // TestWorkStatusLine runs work with stderr taken for a terminal: the
 // status line is drawn, and erased before every log line and at the end,
 // so that without it the log lines are what they are without a terminal.
+// It replaces the package's terminal check and redraw interval, which
+// every run of work reads, so it runs alone, before the parallel tests:
+// beside them, another test's work took its stderr for a terminal too,
+// and drew the status line into a JSON log.
 func TestWorkStatusLine(t *testing.T) {
-	t.Parallel()
 	defer func(every time.Duration) { statusEvery = every }(statusEvery)
 	statusEvery = time.Millisecond
 	stderrIsTerminal = func(io.Writer) bool { return true }
