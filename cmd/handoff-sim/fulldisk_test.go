@@ -20,6 +20,9 @@ import (
 // of its own; where that cannot be done (not root, no unshare), the test
 // says so and skips (see notrun.Skip).
 func TestFullDiskExitsFour(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: eight processes on full disks; run without -short")
+	}
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		notrun.Skip(t, "the full-disk test did not run: no unshare, and a full disk needs a tmpfs of its own")

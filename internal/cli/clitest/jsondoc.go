@@ -202,8 +202,13 @@ type JSONOutput struct {
 // is printed, not null at least once; every value has a documented type
 // (null only where the type says "or null"); a field whose meaning lists
 // its values prints no other; an example written as a JSON string is
-// printed; and, but in an output of lines, no field disappears.
+// printed; and, but in an output of lines, no field disappears. It runs
+// every command of outputs, some of them searches, so -short leaves it
+// to go test ./....
 func JSONDocumented(t *testing.T, path string, outputs []JSONOutput) {
+	if testing.Short() {
+		t.Skip("-short: the commands that print each documented JSON output; run without -short")
+	}
 	docs := readJSONDoc(t, path)
 	var sections []string
 	for _, o := range outputs {
