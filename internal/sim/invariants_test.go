@@ -139,23 +139,7 @@ func TestLateClaimCaughtAtTheClaim(t *testing.T) {
 		{"retention ignored, a delivery", "ignore-retention", "deliver", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sc, err := ParseScenario("late.txt", "design name="+tt.design+"\n----\n\n"+start+tt.late+"\n----\n")
-			if err != nil {
-				t.Fatal(err)
-			}
-			run, _, err := Replay(t.Context(), sc, Config{Dir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, out := range run.Outcomes {
-				v, last := out.Violation, i == len(run.Outcomes)-1
-				switch {
-				case (!last || !tt.broken) && v != nil:
-					t.Errorf("step %d (%s) broke invariant %d: %s", i+1, run.Steps[i].Directive, v.Invariant, v.Detail)
-				case last && tt.broken && (v == nil || v.Invariant != 11):
-					t.Errorf("the claim past the retention deadline: violation %+v, want invariant 11", v)
-				}
-			}
+			lastStepBreaks(t, "design name="+tt.design+"\n----\n\n"+start+tt.late+"\n----\n", Config{}, tt.broken, 11)
 		})
 	}
 }
@@ -319,23 +303,8 @@ func TestFinalSettleJudgedByItsFence(t *testing.T) {
 		{"a fence moved after blocked", " fault=refused", fenceMoving(designs.Handoff, true), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sc, err := ParseScenario("fence.txt", "approve case=case-1 title=\"Call back\"\n----\n\nclaim worker=A\n----\n\nsend worker=A"+tt.send+"\n----\n\nsettle worker=A\n----\n")
-			if err != nil {
-				t.Fatal(err)
-			}
-			run, _, err := Replay(t.Context(), sc, Config{Dir: t.TempDir(), Design: tt.design})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, out := range run.Outcomes {
-				v, last := out.Violation, i == len(run.Outcomes)-1
-				switch {
-				case (!last || !tt.broken) && v != nil:
-					t.Errorf("step %d (%s) broke invariant %d: %s", i+1, run.Steps[i].Directive, v.Invariant, v.Detail)
-				case last && tt.broken && (v == nil || v.Invariant != 8):
-					t.Errorf("the settle: violation %+v, want invariant 8", v)
-				}
-			}
+			text := "approve case=case-1 title=\"Call back\"\n----\n\nclaim worker=A\n----\n\nsend worker=A" + tt.send + "\n----\n\nsettle worker=A\n----\n"
+			lastStepBreaks(t, text, Config{Design: tt.design}, tt.broken, 8)
 		})
 	}
 }
@@ -376,4 +345,29 @@ func (m movedFence) Settle(ctx context.Context, c system.Claim, taskID int64, se
 		_, err = m.DB().ExecContext(ctx, m.Query(`UPDATE outbox SET fence = fence + 1 WHERE key = ?`), c.Key)
 	}
 	return d, err
+}
+
+// lastStepBreaks replays the scenario text under cfg (in a folder of the
+// test's) and wants no step to break an invariant, but the last, when
+// broken, to break invariant.
+func lastStepBreaks(t *testing.T, text string, cfg Config, broken bool, invariant int) {
+	t.Helper()
+	sc, err := ParseScenario("scenario.txt", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Dir = t.TempDir()
+	run, _, err := Replay(t.Context(), sc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, out := range run.Outcomes {
+		v, last := out.Violation, i == len(run.Outcomes)-1
+		switch {
+		case (!last || !broken) && v != nil:
+			t.Errorf("step %d (%s) broke invariant %d: %s", i+1, run.Steps[i].Directive, v.Invariant, v.Detail)
+		case last && broken && (v == nil || v.Invariant != invariant):
+			t.Errorf("the last step (%s): violation %+v, want invariant %d", run.Steps[i].Directive, v, invariant)
+		}
+	}
 }
