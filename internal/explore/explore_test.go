@@ -118,8 +118,9 @@ func TestSequencer(t *testing.T) {
 }
 
 // TestExploreLanesFindTheSameFailure explores fragile designs in one lane
-// and in three, and checks that the lanes report the same failure: that
-// of the lowest index, whichever lane found it first, shrunk the same.
+// and in three (two under -short), and checks that the lanes report the
+// same failure: that of the lowest index, whichever lane found it first,
+// shrunk the same.
 func TestExploreLanesFindTheSameFailure(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -136,8 +137,12 @@ func TestExploreLanesFindTheSameFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		lanes := 3
+		if testing.Short() {
+			lanes = 2
+		}
 		var got [2]Report
-		for i, parallel := range []int{1, 3} {
+		for i, parallel := range []int{1, lanes} {
 			got[i], err = Run(t.Context(), Config{Design: d, Checks: 100, Steps: DefaultSteps, Seed: tt.seed, Parallel: parallel, Dir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
@@ -146,10 +151,10 @@ func TestExploreLanesFindTheSameFailure(t *testing.T) {
 				t.Fatalf("%s, seed %d, %d lanes: no failure", tt.design, tt.seed, parallel)
 			}
 		}
-		one, three := got[0], got[1]
-		if one.FailureSeed != three.FailureSeed || one.Failure.Scenario() != three.Failure.Scenario() {
-			t.Errorf("%s, seed %d: one lane found seed %d:\n%s\nthree found seed %d:\n%s", tt.design, tt.seed,
-				one.FailureSeed, one.Failure.Scenario(), three.FailureSeed, three.Failure.Scenario())
+		one, more := got[0], got[1]
+		if one.FailureSeed != more.FailureSeed || one.Failure.Scenario() != more.Failure.Scenario() {
+			t.Errorf("%s, seed %d: one lane found seed %d:\n%s\n%d lanes found seed %d:\n%s", tt.design, tt.seed,
+				one.FailureSeed, one.Failure.Scenario(), lanes, more.FailureSeed, more.Failure.Scenario())
 		}
 	}
 }
@@ -179,15 +184,20 @@ func TestFailureSeedOfTheFirstSequence(t *testing.T) {
 }
 
 // TestExploreInterrupted cancels an exploration at its first progress
-// call and checks that it stops cleanly: a partial report marked
-// interrupted, and its folder removed.
+// call, a second in, and checks that it stops cleanly: a partial report
+// marked interrupted, and its folder removed. It explores in two lanes,
+// in one under -short (a lane's second of work is what it costs).
 func TestExploreInterrupted(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	dir := t.TempDir()
 	start := time.Now()
-	r, err := Run(ctx, Config{Checks: 100000, Steps: DefaultSteps, Seed: 3, Parallel: 2, Dir: dir,
+	lanes := 2
+	if testing.Short() {
+		lanes = 1
+	}
+	r, err := Run(ctx, Config{Checks: 100000, Steps: DefaultSteps, Seed: 3, Parallel: lanes, Dir: dir,
 		Progress: func(*sim.Stats, time.Duration) { cancel() }})
 	if err != nil {
 		t.Fatal(err)
