@@ -126,6 +126,12 @@ func (c *CRM) Check(ctx context.Context) ([]string, error) {
 	return integrityCheck(ctx, c.db, c.path)
 }
 
+// UpgradedFrom is the schema version the receiver database had when
+// OpenCRM upgraded it in place to this handoff's, 0 when it made the file
+// new or found it up to date (or another open in this process had
+// upgraded it).
+func (c *CRM) UpgradedFrom() int { return c.q.upgradedFrom }
+
 // Close closes the database handle.
 func (c *CRM) Close() error { return c.q.close() }
 

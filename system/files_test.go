@@ -259,6 +259,9 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer crm.Close()
+	if app.UpgradedFrom() != 1 || crm.UpgradedFrom() != 1 {
+		t.Errorf("the opens say they upgraded from versions %d and %d; want 1 and 1", app.UpgradedFrom(), crm.UpgradedFrom())
+	}
 	// The first release kept no times: every row is as old as the upgrade,
 	// and one that was attempted was first claimed then.
 	at := approvedAt

@@ -310,6 +310,11 @@ func (o *Outbox) DB() *sql.DB { return o.db }
 // Path is the app database's path, as given to Open.
 func (o *Outbox) Path() string { return o.path }
 
+// UpgradedFrom is the schema version the app database had when Open
+// upgraded it in place to this handoff's, 0 when Open made it new or
+// found it up to date (or another open in this process had upgraded it).
+func (o *Outbox) UpgradedFrom() int { return o.q.upgradedFrom }
+
 // MaxAttempts is the attempt budget of every row.
 func (o *Outbox) MaxAttempts() int { return o.opts.MaxAttempts }
 

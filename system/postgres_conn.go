@@ -116,12 +116,13 @@ func openPostgres(ctx context.Context, target string, opts Options, readOnly boo
 		// need it.
 		db.SetMaxIdleConns(0)
 	}
-	if err := preparePostgres(ctx, db, t, readOnly); err != nil {
+	from, err := preparePostgres(ctx, db, t, readOnly)
+	if err != nil {
 		db.Close()
 		release()
 		return nil, err
 	}
-	return &statements{db: db, group: &group{}, dialect: &dialect{schema: t.schema, hook: opts.Harness.Hook}, release: release}, nil
+	return &statements{db: db, group: &group{}, dialect: &dialect{schema: t.schema, hook: opts.Harness.Hook}, release: release, upgradedFrom: from}, nil
 }
 
 // PostgresPool is a pool of connections to the app database in

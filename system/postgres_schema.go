@@ -40,20 +40,22 @@ var migrations = map[int]string{
 // version is opened at once; an empty or older schema is looked at again,
 // and filled or migrated, under a lock that one opening at a time holds.
 // Read-only, an older app database is read as it is: its tables have the
-// same columns, and what they hold scans into the same Go types.
-func preparePostgres(ctx context.Context, db *sql.DB, t postgresTarget, readOnly bool) error {
+// same columns, and what they hold scans into the same Go types. It
+// returns the version it migrated the schema from, 0 when it made the
+// tables or migrated nothing.
+func preparePostgres(ctx context.Context, db *sql.DB, t postgresTarget, readOnly bool) (from int, err error) {
 	version, err := inspectSchema(ctx, db, t)
 	switch {
 	case err != nil || version == postgresVersion:
-		return err
+		return 0, err
 	case readOnly && version == 0:
-		return fmt.Errorf("%w: schema %s in %s holds no handoff app database", ErrNotFound, t.schema, t.shown)
+		return 0, fmt.Errorf("%w: schema %s in %s holds no handoff app database", ErrNotFound, t.schema, t.shown)
 	case readOnly:
-		return nil
+		return 0, nil
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return driverError("opening "+t.shown, err)
+		return 0, driverError("opening "+t.shown, err)
 	}
 	defer tx.Rollback()
 	// Making or migrating the schema is set-up, done once, not a write
@@ -61,31 +63,35 @@ func preparePostgres(ctx context.Context, db *sql.DB, t postgresTarget, readOnly
 	// takes as long as ten seconds, however short the handle's busy
 	// timeout.
 	if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = '10s'"); err != nil {
-		return driverError("opening "+t.shown, err)
+		return 0, driverError("opening "+t.shown, err)
 	}
 	if _, err := tx.ExecContext(ctx, sqlSerialise, "handoff schema "+t.schema); err != nil {
-		return driverError("opening "+t.shown, err)
+		return 0, driverError("opening "+t.shown, err)
 	}
 	// Another opening may have made or migrated it meanwhile.
 	switch version, err = inspectSchema(ctx, tx, t); {
 	case err != nil || version == postgresVersion:
-		return err
+		return 0, err
 	case version == 0:
 		if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+t.schema); err != nil {
-			return driverError("creating schema "+t.schema, err)
+			return 0, driverError("creating schema "+t.schema, err)
 		}
 		if _, err := tx.ExecContext(ctx, postgresSchema); err != nil {
-			return driverError("creating the tables of schema "+t.schema, err)
+			return 0, driverError("creating the tables of schema "+t.schema, err)
 		}
-		return driverError("creating schema "+t.schema, tx.Commit())
+		return 0, driverError("creating schema "+t.schema, tx.Commit())
 	}
+	from = version
 	for ; version < postgresVersion; version++ {
 		stmts := strings.ReplaceAll(migrations[version], "SCHEMA.", t.schema+".")
 		if _, err := tx.ExecContext(ctx, stmts); err != nil {
-			return driverError(fmt.Sprintf("migrating schema %s from version %d", t.schema, version), err)
+			return 0, driverError(fmt.Sprintf("migrating schema %s from version %d", t.schema, version), err)
 		}
 	}
-	return driverError("migrating schema "+t.schema, tx.Commit())
+	if err := tx.Commit(); err != nil {
+		return 0, driverError("migrating schema "+t.schema, err)
+	}
+	return from, nil
 }
 
 // inspectSchema returns the version of the app database schema t.schema

@@ -198,6 +198,7 @@ func openDB(ctx context.Context, path string, k kind, d Durability, busy time.Du
 		return nil, err
 	}
 	var db *sql.DB
+	var from int32
 	q, err := hold(path, k, synchronous+processOf(wrap), func() error {
 		h, err := readHeader(ctx, path, k)
 		if err != nil {
@@ -210,7 +211,7 @@ func openDB(ctx context.Context, path string, k kind, d Durability, busy time.Du
 		if err != nil || !h.empty && h.version == k.version() {
 			return err
 		}
-		if err := migrate(ctx, db, path, k, now()); err != nil {
+		if from, err = migrate(ctx, db, path, k, now()); err != nil {
 			db.Close()
 			return err
 		}
@@ -222,7 +223,7 @@ func openDB(ctx context.Context, path string, k kind, d Durability, busy time.Du
 	if err != nil {
 		return nil, err
 	}
-	q.db = db
+	q.db, q.upgradedFrom = db, int(from)
 	// The connection opens now, so that a handle that cannot work says
 	// so here; its statements are prepared as they are first needed.
 	if err := db.PingContext(ctx); err != nil {

@@ -73,46 +73,51 @@ var crmDatabase = kind{name: "a handoff CRM database", appID: 0x43524d31, migrat
 }
 
 // migrate sets WAL mode and brings the schema of the database at path up
-// to k's version in one transaction, marking the file as k. openDB calls
-// it only for a new file or an older schema, so that opening a database
-// that is up to date takes no write lock.
-func migrate(ctx context.Context, db *sql.DB, path string, k kind, now time.Time) error {
+// to k's version in one transaction, marking the file as k. It returns
+// the version it upgraded the file from, 0 when it made the schema of a
+// new file or found it up to date. openDB calls it only for a new file or
+// an older schema, so that opening a database that is up to date takes no
+// write lock.
+func migrate(ctx context.Context, db *sql.DB, path string, k kind, now time.Time) (from int32, err error) {
 	if _, err := db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
-		return driverError("setting WAL mode on "+path, err)
+		return 0, driverError("setting WAL mode on "+path, err)
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return driverError("opening "+path, err)
+		return 0, driverError("opening "+path, err)
 	}
 	defer tx.Rollback()
 	// Read inside the write transaction: another process may have created
 	// or upgraded the schema since the header was read.
 	var appID, version int32
 	if err := tx.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
-		return driverError("reading "+path, err)
+		return 0, driverError("reading "+path, err)
 	}
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return driverError("reading "+path, err)
+		return 0, driverError("reading "+path, err)
 	}
 	version = k.versionOf(appID, version)
 	switch {
 	case appID != 0 && appID != k.appID:
-		return fmt.Errorf("%w: %s is not %s (its application id is %#x)", ErrWrongDatabase, path, k.name, appID)
+		return 0, fmt.Errorf("%w: %s is not %s (its application id is %#x)", ErrWrongDatabase, path, k.name, appID)
 	case version > k.version():
-		return fmt.Errorf("%w: %s has schema version %d; this handoff knows up to %d", ErrNewerSchema, path, version, k.version())
+		return 0, fmt.Errorf("%w: %s has schema version %d; this handoff knows up to %d", ErrNewerSchema, path, version, k.version())
 	case appID == k.appID && version == k.version():
-		return nil
+		return 0, nil
 	}
 	for v := version; v < k.version(); v++ {
 		if _, err := tx.ExecContext(ctx, k.migrations[v]); err != nil {
-			return driverError(fmt.Sprintf("upgrading the schema of %s to version %d", path, v+1), err)
+			return 0, driverError(fmt.Sprintf("upgrading the schema of %s to version %d", path, v+1), err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, k.stamp, now.UnixMilli()); err != nil {
-		return driverError("stamping the upgraded rows of "+path, err)
+		return 0, driverError("stamping the upgraded rows of "+path, err)
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id=%d; PRAGMA user_version=%d", k.appID, k.version())); err != nil {
-		return driverError("marking "+path, err)
+		return 0, driverError("marking "+path, err)
 	}
-	return driverError("committing the schema of "+path, tx.Commit())
+	if err := tx.Commit(); err != nil {
+		return 0, driverError("committing the schema of "+path, err)
+	}
+	return version, nil
 }

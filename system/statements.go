@@ -22,6 +22,9 @@ type statements struct {
 	// dialect is PostgreSQL's, whose queries are the SQLite ones in its
 	// SQL (see postgresText); nil is SQLite.
 	dialect *dialect
+	// upgradedFrom is the schema version the database had when this
+	// handle's open upgraded it in place, 0 when it did not.
+	upgradedFrom int
 }
 
 // ensure prepares those of queries that are not prepared yet, on a

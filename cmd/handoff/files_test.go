@@ -231,18 +231,26 @@ func TestCorruptionIsNeverExitZero(t *testing.T) {
 	}
 }
 
-// TestUpgradeThenRead: a database the first release wrote is read only
-// after upgrade, which keeps every row.
+// TestUpgradeThenRead: databases the first release wrote are read only
+// after upgrade, which keeps every row and says what it did; a second
+// upgrade says there was nothing to do.
 func TestUpgradeThenRead(t *testing.T) {
-	src, err := filepath.Abs("../../system/testdata/app-v0.db")
+	testdata, err := filepath.Abs("../../system/testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir(t.TempDir())
-	copyTo(t, src, "app.db")
+	for _, name := range []string{"app", "crm"} {
+		copyTo(t, filepath.Join(testdata, name+"-v0.db"), name+".db")
+	}
 	refused(t, "handoff upgrade", "inspect", "--app", "app.db")
-	if out := mustRun(t, "upgrade", "--app", "app.db"); !strings.Contains(out, "up to date") {
-		t.Errorf("upgrade: got %q", out)
+	for _, want := range []string{
+		"app database app.db: upgraded in place from schema version 1; up to date\nCRM database crm.db: upgraded in place from schema version 1; up to date\n",
+		"app database app.db: up to date already; nothing changed\nCRM database crm.db: up to date already; nothing changed\n",
+	} {
+		if out := mustRun(t, "upgrade", "--app", "app.db", "--crm", "crm.db"); out != want {
+			t.Errorf("upgrade: got %q, want %q", out, want)
+		}
 	}
 	if out := mustRun(t, "inspect", "--app", "app.db"); !strings.Contains(out, "1 pending, 1 sent, 1 blocked") || !strings.Contains(out, "approved 20") {
 		t.Errorf("inspect after the upgrade: got %q", out)

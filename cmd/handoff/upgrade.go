@@ -34,15 +34,15 @@ func upgrade(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		o.Close()
-		fmt.Fprintf(stdout, "app database %s: up to date\n", system.Redact(app))
+		fmt.Fprintf(stdout, "app database %s: %s\n", system.Redact(app), upgraded(o.UpgradedFrom()))
 		app = ""
 	}
 	for _, db := range []struct {
 		what, path string
-		open       func(string) (io.Closer, error)
+		open       func(string) (upgradedFrom, error)
 	}{
-		{"app", app, func(p string) (io.Closer, error) { return system.Open(ctx, p, system.Options{}) }},
-		{"CRM", *crmPath, func(p string) (io.Closer, error) { return system.OpenCRM(ctx, p, system.Durable) }},
+		{"app", app, func(p string) (upgradedFrom, error) { return system.Open(ctx, p, system.Options{}) }},
+		{"CRM", *crmPath, func(p string) (upgradedFrom, error) { return system.OpenCRM(ctx, p, system.Durable) }},
 	} {
 		if db.path == "" {
 			continue
@@ -58,7 +58,22 @@ func upgrade(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		c.Close()
-		fmt.Fprintf(stdout, "%s database %s: up to date\n", db.what, db.path)
+		fmt.Fprintf(stdout, "%s database %s: %s\n", db.what, db.path, upgraded(c.UpgradedFrom()))
 	}
 	return nil
+}
+
+// upgradedFrom is a database upgrade opens: it says what it upgraded.
+type upgradedFrom interface {
+	io.Closer
+	UpgradedFrom() int
+}
+
+// upgraded says what an upgrade did, from the version it upgraded from
+// (0: nothing).
+func upgraded(from int) string {
+	if from == 0 {
+		return "up to date already; nothing changed"
+	}
+	return fmt.Sprintf("upgraded in place from schema version %d; up to date", from)
 }
