@@ -49,23 +49,24 @@ const stopWait = time.Minute
 
 // Run runs s on cfg's design inside a testing/synctest bubble, where
 // the design's goroutines read a virtual clock, and checks its history.
-// It fails t only when the bubble itself does (a goroutine left behind).
-func Run(t *testing.T, cfg Config, s Schedule) Result {
-	var res Result
+// A goroutine the design leaves behind is a violation of the run, added
+// to what the history showed.
+func Run(t *testing.T, cfg Config, s Schedule) (res Result) {
 	w := &watchdog{stall: cmp.Or(cfg.Stall, DefaultStall)}
 	done := make(chan struct{})
 	defer close(done)
 	go w.watch(done)
 	defer func() {
-		// A goroutine the design left waiting for good after its Stop
-		// makes the bubble panic as its root returns: a failure of the
-		// design's Stop, said as one.
+		// A goroutine the design left waiting for good after its Stop, or
+		// after a boot that failed, makes the bubble panic as its root
+		// returns: a failure of the design, said as one. The result is
+		// named so that what the run found before the panic stays in it.
 		if p := recover(); p != nil {
 			msg := fmt.Sprint(p)
 			if !strings.Contains(msg, "deadlock") {
 				panic(p)
 			}
-			why := fmt.Sprintf("a goroutine the boot started waits for good after its Stop (%s): Stop must end every goroutine it started", msg)
+			why := fmt.Sprintf("a goroutine the design started waits for good after the run (%s): Stop, and a Boot that fails, must end every goroutine they started", msg)
 			if res.Violation == nil {
 				res.Violation = violated("run", res.Virtual, why)
 			} else {

@@ -310,3 +310,46 @@ func TestListenIsRefused(t *testing.T) {
 		t.Fatalf("got %v, want the run stopped with the option to change", res.Violation)
 	}
 }
+
+// TestLeftBehind: a design that leaves a goroutine waiting for good, after
+// its Stop or after a Boot that failed, fails the run with what it left,
+// and keeps what the run found before: a boot's error is not lost to the
+// bubble's panic.
+func TestLeftBehind(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		leave bool // a goroutine started and left waiting
+		boot  error
+		want  []string
+	}{
+		{"boot fails", false, errors.New("cannot migrate"), []string{"cannot migrate"}},
+		{"boot fails, a goroutine left", true, errors.New("cannot migrate"), []string{"cannot migrate", "waits for good after the run"}},
+		{"stop leaves a goroutine", true, nil, []string{"waits for good after the run"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := designs.Running{Name: "left-behind", Settle: time.Second, Boot: func(context.Context, designs.Process) (designs.Booted, error) {
+				if tc.leave {
+					forever := make(chan struct{}) // made in the bubble and never closed: a wait on it is for good
+					go func() { <-forever }()
+				}
+				if tc.boot != nil {
+					return nil, tc.boot
+				}
+				return stopResult{}, nil
+			}}
+			s := parse(t, "design name=left-behind\nbackend name=sqlite\nprocess-crash at=1s\n")
+			res := running.Run(t, running.Config{Design: d, Database: filepath.Join(t.TempDir(), "app.db"), Backend: "sqlite"}, s)
+			if res.Violation == nil || res.Violation.Check != "run" {
+				t.Fatalf("got %v, want the run broken", res.Violation)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.Violation.Detail, w) {
+					t.Errorf("the run's violation %q does not say %q", res.Violation.Detail, w)
+				}
+			}
+			if res.Boots == 0 {
+				t.Errorf("the result counts no boot")
+			}
+		})
+	}
+}

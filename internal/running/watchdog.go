@@ -86,9 +86,10 @@ func (w *watchdog) watch(done <-chan struct{}) {
 		}
 		buf := make([]byte, 1<<20)
 		stacks := string(buf[:runtime.Stack(buf, true)])
-		panic(fmt.Sprintf("running: virtual time stopped: nothing in the run moved for %s of real time, and no database connection of it waits for an answer, "+
-			"so a goroutine waits on something outside the bubble, such as a server on a real port or a real socket; "+
-			"a running design must reach the receiver in memory and start no server (see docs/verify.md). The goroutines:\n%s", w.stall, netStacks(stacks)))
+		panic(fmt.Sprintf("running: virtual time stopped: nothing in the run moved for %s of real time, and no database connection the harness made waits for an answer, "+
+			"so a goroutine waits on something outside the bubble: a server on a real port, a real socket, or a database connection the design opened "+
+			"without the Process's dialer or connector, which the harness can neither see nor cut. A running design opens every connection through "+
+			"its Process, reaches the receiver in memory and starts no server (see docs/verify.md). The goroutines:\n%s", w.stall, netStacks(stacks)))
 	}
 }
 
