@@ -131,8 +131,8 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f, n := replaySchedule(t, d, db, s, opts.Replays); f != nil {
-				t.Fatalf("%s: %s", path, runningFailure(*f, n, opts.Replays))
+			if f, n, runs := replaySchedule(t, d, db, s, opts.Replays); f != nil {
+				t.Fatalf("%s: %s", path, runningFailure(*f, n, runs))
 			}
 			t.Logf("%s: every check held in %d runs", path, opts.Replays)
 		})
@@ -148,9 +148,11 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	if last == nil {
 		t.Fatalf("the harness itself failed:\n%s", account)
 	}
-	f, n := replaySchedule(t, d, db, last.Schedule, opts.Replays)
-	if f == nil {
-		f = last
+	f, n, runs := last, 0, 0
+	if !last.Stalled {
+		if f, n, runs = replaySchedule(t, d, db, last.Schedule, opts.Replays); f == nil {
+			f = last
+		}
 	}
 	reproduce := fmt.Sprintf("%s=1 go test -run '^%s$' saves it into the corpus folder (RunningOptions.Corpus), which every run replays", SaveEnv, t.Name())
 	saved, savedPath := "\n"+reproduce, ""
@@ -164,14 +166,14 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	}
 	picture, err := reportPath(t, savedPath)
 	if err == nil {
-		err = report.WriteTimeline(picture, report.Timeline{Result: *f, Reproduced: n, Runs: opts.Replays, Reproduce: reproduce})
+		err = report.WriteTimeline(picture, report.Timeline{Result: *f, Reproduced: n, Runs: runs, Reproduce: reproduce})
 	}
 	if err != nil {
 		picture = fmt.Sprintf("\n(no report: %v)", err)
 	} else {
 		picture = "\nthe failure as a page: " + picture
 	}
-	t.Fatalf("%s%s%s", runningFailure(*f, n, opts.Replays), picture, saved)
+	t.Fatalf("%s%s%s", runningFailure(*f, n, runs), picture, saved)
 }
 
 // leaveOut is s without what opts leaves out of a search: the faults
@@ -226,8 +228,8 @@ func ReplayRunning(t *testing.T, d designs.Running, path string, opts RunningOpt
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, n := replaySchedule(t, d, newRunningDatabase(t, opts), s, opts.Replays)
-	r := RunningReplay{Runs: opts.Replays, Broke: n}
+	f, n, runs := replaySchedule(t, d, newRunningDatabase(t, opts), s, opts.Replays)
+	r := RunningReplay{Runs: runs, Broke: n}
 	if f != nil {
 		r.Check, r.Detail = f.Violation.Check, f.Violation.Detail
 		t.Logf("%s: %s broke in %d of %d runs: %s", path, r.Check, n, r.Runs, r.Detail)
@@ -255,12 +257,15 @@ func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, opts Ru
 // -rapid.seed says).
 func searchRunningFrom(t *testing.T, d designs.Running, db *runningDatabase, opts RunningOptions, seed uint64) (*running.Result, runningStats, bool, string) {
 	b, schedules := cmp.Or(opts.Backend, SQLite), opts.Schedules
-	var last *running.Result
+	var last, stalled *running.Result
 	var st runningStats
 	said := time.Now()
 	prop := func(rt *rapid.T) {
+		if stalled != nil {
+			return // a stall is the design's, not the schedule's: nothing to shrink, and each run would stall again
+		}
 		s := opts.leaveOut(running.Draw(rt, d, string(b), opts.Replicas))
-		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: string(b)}, s)
+		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: string(b), Stall: db.stall}, s)
 		st.add(res)
 		if time.Since(said) >= progressEvery {
 			said = time.Now()
@@ -268,10 +273,16 @@ func searchRunningFrom(t *testing.T, d designs.Running, db *runningDatabase, opt
 		}
 		if res.Violation != nil {
 			last = &res
+			if res.Stalled {
+				stalled = &res
+			}
 			rt.Fatalf("%v", res.Violation)
 		}
 	}
 	failed, account := explore.CheckQuietlySeeded(t, schedules, seed, prop)
+	if stalled != nil {
+		return stalled, st, failed, account
+	}
 	if last != nil {
 		min := minimize(t, d, db, *last, minimizeTries)
 		last = &min
@@ -295,7 +306,7 @@ func minimize(t *testing.T, d designs.Running, db *runningDatabase, res running.
 	fails := func(s running.Schedule) (running.Result, bool) {
 		var r running.Result
 		for range tries {
-			r = running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: s.Backend}, s)
+			r = running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: s.Backend, Stall: db.stall}, s)
 			if r.Violation != nil && r.Violation.Check == res.Violation.Check {
 				return r, true
 			}
@@ -319,21 +330,25 @@ func minimize(t *testing.T, d designs.Running, db *runningDatabase, res running.
 	return res
 }
 
-// replaySchedule runs s times times and returns the first failing run,
-// and in how many runs a check broke.
-func replaySchedule(t *testing.T, d designs.Running, db *runningDatabase, s running.Schedule, times int) (*running.Result, int) {
-	var first *running.Result
-	n := 0
-	for range times {
-		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: s.Backend}, s)
+// replaySchedule runs s up to times times and returns the first failing
+// run, in how many runs a check broke, and how many ran. A run that
+// stalled ends the replays: every run would stall again (see
+// running.Result.Stalled).
+func replaySchedule(t *testing.T, d designs.Running, db *runningDatabase, s running.Schedule, times int) (first *running.Result, broke, runs int) {
+	for runs < times {
+		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: s.Backend, Stall: db.stall}, s)
+		runs++
 		if res.Violation != nil {
-			n++
+			broke++
 			if first == nil {
 				first = &res
 			}
 		}
+		if res.Stalled {
+			break
+		}
 	}
-	return first, n
+	return first, broke, runs
 }
 
 // runningFailure is the failure of a running design, for a person: the
@@ -465,6 +480,9 @@ type runningDatabase struct {
 	dir     string
 	schema  *backend.Schema
 	runs    int
+	// stall is how long a run may stand still before the watchdog stops
+	// it (0: running.DefaultStall); a test of a stall shortens it.
+	stall time.Duration
 }
 
 func newRunningDatabase(t *testing.T, opts RunningOptions) *runningDatabase {

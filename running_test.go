@@ -349,10 +349,10 @@ func TestReplayCountsWhatBroke(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
-	if f, n := replaySchedule(t, designs.Plain, db, s, 3); f != nil || n != 0 {
+	if f, n, _ := replaySchedule(t, designs.Plain, db, s, 3); f != nil || n != 0 {
 		t.Errorf("the plain worker broke a check in %d of 3 runs (%v), want 0", n, f)
 	}
-	if f, n := replaySchedule(t, newKey, db, s, 3); f == nil || n != 3 || f.Violation.Check != "H2" {
+	if f, n, _ := replaySchedule(t, newKey, db, s, 3); f == nil || n != 3 || f.Violation.Check != "H2" {
 		t.Errorf("running-new-key broke a check in %d of 3 runs (%v), want H2 in 3", n, f)
 	}
 }
@@ -373,11 +373,11 @@ func TestDeclaredCountJudged(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
-	if f, n := replaySchedule(t, d, db, s, 1); n != 1 || f.Violation.Check != "H4" {
+	if f, n, _ := replaySchedule(t, d, db, s, 1); n != 1 || f.Violation.Check != "H4" {
 		t.Errorf("declared as counting attempts: %d of 1 runs broke (%v), want H4", n, f)
 	}
 	d.Counts = designs.CountsErrors
-	if f, n := replaySchedule(t, d, db, s, 1); n != 0 {
+	if f, n, _ := replaySchedule(t, d, db, s, 1); n != 0 {
 		t.Errorf("declared as an error counter: %v, want every check to hold", f.Violation)
 	}
 }
@@ -397,7 +397,7 @@ func TestMinimizeMovesAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := newRunningDatabase(t, RunningOptions{Backend: SQLite})
-	f, n := replaySchedule(t, d, db, s, 1)
+	f, n, _ := replaySchedule(t, d, db, s, 1)
 	if n != 1 || f.Violation.Check != d.CaughtBy {
 		t.Fatalf("%s broke %v in %d of 1 runs, want %s", path, f, n, d.CaughtBy)
 	}
@@ -491,13 +491,13 @@ func TestMinimizeKeepsTheCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, n := replaySchedule(t, d, db, s, 1)
+	f, n, _ := replaySchedule(t, d, db, s, 1)
 	if n != 1 || f.Violation.Check != "H7" {
 		t.Fatalf("the schedule broke %v in %d of 1 runs, want H7", f, n)
 	}
 	without := s
 	without.Events = s.Events[1:]
-	if g, _ := replaySchedule(t, d, db, without, 1); g == nil || g.Violation.Check != "run" {
+	if g, _, _ := replaySchedule(t, d, db, without, 1); g == nil || g.Violation.Check != "run" {
 		t.Fatalf("without the approval: %v, want the run's check", g)
 	}
 	if m := minimize(t, d, db, *f, minimizeTries); m.Violation.Check != "H7" || m.Schedule.Size() != 1 {
@@ -524,4 +524,45 @@ func TestRunningStatsSayWhatWasDrawn(t *testing.T) {
 			t.Errorf("summary %q, want it to say %q", got, want)
 		}
 	}
+}
+
+// TestStallIsNeitherShrunkNorReplayed: a design that waits on a real
+// socket (a LISTEN) stalls every run whatever its schedule, so a search
+// stops at its first stalled run, with no shrinking and no replays, each
+// of which would stall again for as long.
+func TestStallIsNeitherShrunkNorReplayed(t *testing.T) {
+	t.Parallel()
+	listens := designs.Running{Name: "listens", Settle: time.Minute, Boot: func(ctx context.Context, p designs.Process) (designs.Booted, error) {
+		done, err := pgtest.Listen(ctx, p.Database(), p.Dial)
+		if err != nil {
+			return nil, err
+		}
+		return listening{done}, nil
+	}}
+
+	db := newRunningDatabase(t, RunningOptions{Backend: Postgres, PostgresURL: pgtest.Server(t)})
+	db.stall = time.Second
+	last, st, failed, _ := searchRunning(t, listens, db, RunningOptions{Backend: Postgres, Schedules: 5})
+	if !failed || last == nil || !last.Stalled {
+		t.Fatalf("the search of a design that listens: failed %t, last %+v; want a stalled run", failed, last)
+	}
+	if st.schedules != 1 {
+		t.Errorf("the search ran %d schedules, want the one that stalled", st.schedules)
+	}
+	if f, n, runs := replaySchedule(t, listens, db, last.Schedule, 3); f == nil || n != 1 || runs != 1 {
+		t.Errorf("replaying the stalled schedule 3 times: %d runs, %d broke (%v); want one run, broken", runs, n, f)
+	}
+}
+
+// listening is a boot whose one goroutine waits on a LISTEN until its
+// connection is cut.
+type listening struct{ done <-chan struct{} }
+
+func (l listening) Approve(context.Context, string, string) (string, string, error) {
+	return "", "", errors.New("approves nothing")
+}
+func (l listening) Read(context.Context) (map[string]designs.RunningRow, error) { return nil, nil }
+func (l listening) Stop() error {
+	<-l.done
+	return nil
 }

@@ -11,6 +11,7 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -230,4 +231,31 @@ func LimitedServer(t testing.TB, limit int) string {
 	}
 	u.User = url.User(role)
 	return u.String()
+}
+
+// Listen is what a library that waits for notifications does: it
+// connects to the database url names through dial, runs LISTEN, and
+// waits in a goroutine of its own for a notification that never comes,
+// until the connection is cut. done is closed when that goroutine ends.
+// The running mode's tests stall their runs with it.
+func Listen(ctx context.Context, url string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (done <-chan struct{}, err error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	delete(cfg.RuntimeParams, "schema")
+	cfg.DialFunc = dial
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN jobs"); err != nil {
+		return nil, err
+	}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		conn.WaitForNotification(ctx) // returns once the connection is cut
+	}()
+	return ended, nil
 }

@@ -21,6 +21,11 @@ import (
 // the receiver.
 var ErrCrashed = errors.New("running: the process crashed")
 
+// errStalled is what a dial fails with once the watchdog stopped the run
+// (see watchdog): a library that connects again to wait again would
+// stop virtual time again.
+var errStalled = errors.New("running: the run was stopped, virtual time stood still: no new connection")
+
 // errReset is what a connection fails with once the harness cut it.
 var errReset = errors.New("running: the connection was reset")
 
@@ -179,6 +184,9 @@ func (p *process) Dial(ctx context.Context, network, addr string) (net.Conn, err
 	if !p.alive() {
 		return nil, ErrCrashed
 	}
+	if p.watch.refusing.Load() {
+		return nil, errStalled
+	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, network, addr)
 	if err != nil {
@@ -251,6 +259,12 @@ func (c *netConn) Read(b []byte) (int, error) {
 		return 0, err
 	}
 	c.reading.Store(true)
+	if c.p.watch.refusing.Load() {
+		// The watchdog stopped the run: it cuts the reads it sees
+		// waiting, and a read it could not see yet fails here.
+		c.reading.Store(false)
+		return 0, errStalled
+	}
 	n, err := c.Conn.Read(b)
 	c.reading.Store(false)
 	c.p.watch.moved()

@@ -36,6 +36,10 @@ type Result struct {
 	Virtual   time.Duration // the virtual time the run took
 	Boots     int
 	BootLanes []string // the lane of each boot, in boot order
+	// Stalled says that the watchdog stopped the run because virtual
+	// time stood still (see watchdog): the design waits on something
+	// outside the bubble, which no schedule changes.
+	Stalled bool
 }
 
 // checkEvery is how often, in virtual time, the harness reads the
@@ -86,6 +90,7 @@ func Run(t *testing.T, cfg Config, s Schedule) (res Result) {
 		r := &runner{cfg: cfg, s: s, start: time.Now(), h: h, watch: w, procs: make([]*replica, s.replicas())}
 		r.rec = newReceiver(s, r.start)
 		res = r.run(t.Context())
+		res.Stalled = w.reason() != ""
 		// A goroutine that outlives Stop by a timer's sleep (a library's
 		// housekeeping that checks its context between sleeps) ends in
 		// this minute.

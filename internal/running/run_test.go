@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/handoff/internal/pgtest"
 	"path/filepath"
 	"strings"
@@ -223,28 +222,14 @@ request n=5 fault=failed-after-acting
 // notifications, as a queue library does by default: a goroutine that
 // waits on a real socket, which stops virtual time.
 var listening = designs.Running{Name: "listening", Settle: time.Minute, Boot: func(ctx context.Context, p designs.Process) (designs.Booted, error) {
-	cfg, err := pgx.ParseConfig(p.Database())
+	done, err := pgtest.Listen(ctx, p.Database(), p.Dial)
 	if err != nil {
 		return nil, err
 	}
-	delete(cfg.RuntimeParams, "schema")
-	cfg.DialFunc = p.Dial
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := conn.Exec(ctx, "LISTEN jobs"); err != nil {
-		return nil, err
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		conn.WaitForNotification(ctx) // returns once the connection is cut
-	}()
 	return listener{done}, nil
 }}
 
-type listener struct{ done chan struct{} }
+type listener struct{ done <-chan struct{} }
 
 func (l listener) Approve(context.Context, string, string) (string, string, error) {
 	return "", "", nil
@@ -302,14 +287,36 @@ func TestStopAfterACrash(t *testing.T) {
 
 // TestListenIsRefused: a design that waits on a real socket (a LISTEN)
 // stops virtual time; the run fails after the stall with the option to
-// change, instead of hanging.
+// change, instead of hanging, and says it stalled; a library that
+// connects again to listen again after the cut gets no connection.
 func TestListenIsRefused(t *testing.T) {
-	s := parse(t, "design name=listening\nbackend name=postgres\nprocess-crash at=1s\n")
-	res := running.Run(t, running.Config{Design: listening, Database: pgtest.URL(t), Backend: "postgres", Stall: time.Second}, s)
-	if res.Violation == nil || res.Violation.Check != "run" || !strings.Contains(res.Violation.Detail, "poll-only") {
-		t.Fatalf("got %v, want the run stopped with the option to change", res.Violation)
+	for _, d := range []designs.Running{listening, relistening} {
+		t.Run(d.Name, func(t *testing.T) {
+			s := parse(t, "design name="+d.Name+"\nbackend name=postgres\nprocess-crash at=1s\n")
+			res := running.Run(t, running.Config{Design: d, Database: pgtest.URL(t), Backend: "postgres", Stall: time.Second}, s)
+			if res.Violation == nil || res.Violation.Check != "run" || !strings.Contains(res.Violation.Detail, "poll-only") || !res.Stalled {
+				t.Fatalf("got %v, stalled %t; want the run stopped with the option to change", res.Violation, res.Stalled)
+			}
+		})
 	}
 }
+
+// relistening listens as a library that connects again whenever its
+// listening connection fails, after a second's wait when it cannot.
+var relistening = designs.Running{Name: "relistening", Settle: time.Minute, Boot: func(ctx context.Context, p designs.Process) (designs.Booted, error) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if listened, err := pgtest.Listen(ctx, p.Database(), p.Dial); err != nil {
+				time.Sleep(time.Second)
+			} else {
+				<-listened
+			}
+		}
+	}()
+	return listener{done}, nil
+}}
 
 // TestLeftBehind: a design that leaves a goroutine waiting for good, after
 // its Stop or after a Boot that failed, fails the run with what it left,

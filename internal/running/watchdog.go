@@ -18,13 +18,19 @@ const DefaultStall = 20 * time.Second
 // of the bubble; one blocked on a real socket (a LISTEN, a server on a
 // real port) stops it for good, and the run would hang. When nothing has
 // moved for the stall, the watchdog cuts the database connections that
-// are waiting for an answer, and the run fails with what to change; if
-// none is waiting, it panics with every goroutine's stack, rather than
-// let the test hang.
+// are waiting for an answer, refuses every new one (a library that
+// connects again to wait again would stop time again), and the run fails
+// with what to change; if none is waiting, or the run still has not
+// moved a stall after the cut, it panics with the reason and every
+// goroutine's stack, rather than let the test hang.
 type watchdog struct {
 	stall    time.Duration
 	progress atomic.Int64
 	stuck    atomic.Pointer[string] // why the run was stopped, once it was
+	// refusing is set before the watchdog cuts a stalled run's
+	// connections: from then on no process gets a new one, so that none
+	// connects again, between the cut and the reason, to wait again.
+	refusing atomic.Bool
 
 	mu    sync.Mutex
 	procs []*process // the running processes
@@ -67,6 +73,12 @@ func (w *watchdog) watch(done <-chan struct{}) {
 			continue
 		}
 		since = time.Now() // a cut is progress; a second stall is judged anew
+		buf := make([]byte, 1<<20)
+		if why := w.reason(); why != "" {
+			stacks := string(buf[:runtime.Stack(buf, true)])
+			panic(fmt.Sprintf("running: %s; and the run did not end in %s of real time after its connections were cut. The goroutines:\n%s", why, w.stall, netStacks(stacks)))
+		}
+		w.refusing.Store(true)
 		w.mu.Lock()
 		ps := w.procs
 		w.mu.Unlock()
@@ -84,7 +96,6 @@ func (w *watchdog) watch(done <-chan struct{}) {
 			w.stuck.CompareAndSwap(nil, &why)
 			continue
 		}
-		buf := make([]byte, 1<<20)
 		stacks := string(buf[:runtime.Stack(buf, true)])
 		panic(fmt.Sprintf("running: virtual time stopped: nothing in the run moved for %s of real time, and no database connection the harness made waits for an answer, "+
 			"so a goroutine waits on something outside the bubble: a server on a real port, a real socket, or a database connection the design opened "+
