@@ -74,6 +74,16 @@ var RunningFragile = []Running{
 		Boot: bootPlain(mistakeEnqueueLater),
 	},
 	{
+		Name:        "running-content-key",
+		Summary:     "an app that makes the action's identity from what it says, not from the case",
+		Doc:         "The app names an approved action by a digest of its title, so that the same follow-up approved twice (a double click, two tabs) is one job (\"deduplicate by content\"). Two cases that ask for the same follow-up share a key: the second approval is taken for a repeat of the first, and its work is never done, with nothing failed or shown to a person. Caught by H3: an approval reported committed is in the outbox under a key another case's approval holds.",
+		Failure:     LostWork,
+		CaughtBy:    "H3",
+		MinimalSize: 2,
+		Budget:      plainBudget, Lease: plainLease, Settle: plainSettle,
+		Boot: bootPlain(mistakeContentKey),
+	},
+	{
 		Name:        "running-lease-forever",
 		Summary:     "a polling worker whose lease never runs out",
 		Doc:         "The worker takes a row only when no worker holds it, and never looks at when the lease runs out (\"a worker always finishes what it took\"). A worker that crashes during a send holds its row for good: the row stays pending, and nothing retries it or shows it to a person. Caught by H7: a key still pending after every fault healed and the horizon passed.",
@@ -161,6 +171,7 @@ const (
 	mistakeCountAfter   mistake = "count attempts after a failed send"
 	mistakeAckFirst     mistake = "mark sent before the send"
 	mistakeEnqueueLater mistake = "enqueue the job after the approval commits"
+	mistakeContentKey   mistake = "the action's identity made from its title"
 	mistakeLeaseForever mistake = "a lease that never runs out"
 	mistakeNoLock       mistake = "one worker a process, no lease, no lock"
 	mistakeRetryRefused mistake = "retry every failure in order, without a budget"
@@ -189,7 +200,7 @@ func bootPlain(m mistake) func(ctx context.Context, p Process) (Booted, error) {
 		if err != nil {
 			return nil, err
 		}
-		b := &poolBoot{app: app, closers: []*system.Outbox{app}, enqueueLater: m == mistakeEnqueueLater}
+		b := &poolBoot{app: app, closers: []*system.Outbox{app}, enqueueLater: m == mistakeEnqueueLater, contentKey: m == mistakeContentKey}
 		run, cancel := context.WithCancel(ctx)
 		b.run, b.cancel, b.done = run, cancel, make(chan error, 1)
 		n := plainWorkers

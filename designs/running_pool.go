@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"sync"
 	"time"
 
@@ -132,9 +133,15 @@ type poolBoot struct {
 	// committed and a goroutine records the approval a second later.
 	enqueueLater bool
 	later        sync.WaitGroup
+	// contentKey is running-content-key's mistake: the approval is
+	// recorded under a case named by a digest of its title.
+	contentKey bool
 }
 
 func (b *poolBoot) Approve(ctx context.Context, caseID, title string) (string, string, error) {
+	if b.contentKey {
+		caseID = fmt.Sprintf("content-%08x", crc32.ChecksumIEEE([]byte(title)))
+	}
 	a, err := system.NewApproval(caseID, title)
 	if err != nil {
 		return "", "", err

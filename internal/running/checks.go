@@ -26,7 +26,7 @@ func CheckName(check string) string {
 		return fmt.Sprintf("invariant %d: %s", inv.Number, inv.Name)
 	}
 	return map[string]string{
-		"H3":  "an approval that committed is in the outbox at once",
+		"H3":  "an approval that committed is in the outbox at once, under a key of its own",
 		"H6":  "nothing approved disappears",
 		"H7":  "after the faults heal, every approval is delivered once or given up with a reason",
 		"H8":  "no request after a refusal for good, and no key held behind a stuck one",
