@@ -219,11 +219,13 @@ func failingVerify(t *testing.T, design, corpus, dir, run string, short bool, en
 }
 
 // TestVerifyScenarios checks which scenarios Verify replays: the
-// module's corpus of the real design but what a design cannot run, and a
+// module's corpus of the real design but what a design cannot run or
+// what needs the other backend (a full SQLite file, a PostgreSQL
+// connection lost at its COMMIT), and a
 // user's folder, refusing a file of another design or not a scenario.
 func TestVerifyScenarios(t *testing.T) {
-	names := func(d designs.Design) []string {
-		scenarios, err := builtinScenarios(d, SQLite)
+	names := func(d designs.Design, b Backend) []string {
+		scenarios, err := builtinScenarios(d, b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +235,7 @@ func TestVerifyScenarios(t *testing.T) {
 		}
 		return ns
 	}
-	all, oneWorker := names(designs.Handoff), names(designs.Design{Name: "mine"})
+	all, oneWorker, onPostgres := names(designs.Handoff, SQLite), names(designs.Design{Name: "mine"}, SQLite), names(designs.Handoff, Postgres)
 	for _, tt := range []struct {
 		list    []string
 		name    string
@@ -243,6 +245,10 @@ func TestVerifyScenarios(t *testing.T) {
 		{all, "handoff/corpus/workers-stale-settle.txt", true},
 		{all, "handoff/corpus/app-busy.txt", true},
 		{all, "handoff/corpus/commit-lost.txt", false}, // PostgreSQL only
+		{all, "handoff/corpus/app-full.txt", true},     // SQLite only
+		{onPostgres, "handoff/corpus/commit-lost.txt", true},
+		{onPostgres, "handoff/corpus/app-full.txt", false},
+		{onPostgres, "handoff/corpus/lost-reply-demo.txt", true},
 		{all, "handoff/corpus/fragile/two-writes.txt", false},
 		{oneWorker, "handoff/corpus/lost-reply-demo.txt", true},
 		{oneWorker, "handoff/corpus/workers-stale-settle.txt", false}, // named workers

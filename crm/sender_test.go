@@ -3,9 +3,11 @@ package crm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,6 +45,8 @@ func TestSenderMapsAnswers(t *testing.T) {
 		{"201 not JSON", 201, "", `hello`, 0, system.ErrRejected, 0},
 		{"201 id not an integer", 201, "", `{"id":7.5,"key":"k","payload":{}}`, 0, system.ErrRejected, 0},
 		{"201 id 0", 201, "", `{"id":0,"key":"k","payload":{}}`, 0, system.ErrRejected, 0},
+		{"201 without the payload", 201, "", `{"id":7,"key":"k"}`, 0, system.ErrRejected, 0},
+		{"201 with more after the task", 201, "", task + `{"id":8,"key":"k","payload":{}}`, 0, system.ErrRejected, 0},
 		{"202 with a task", 202, "", task, 0, system.ErrRejected, 0},
 		{"204", 204, "", ``, 0, system.ErrRejected, 0},
 		{"409", 409, "", `{}`, 0, system.ErrTransient, 0},
@@ -155,14 +159,24 @@ func TestSenderRetention(t *testing.T) {
 }
 
 // TestSenderRefusesABadContract: a contract whose retention is missing,
-// negative, past what a Duration holds or not a number is no contract:
-// Contract says so, and Retention is 0 (forever, to the outbox) until a
-// good one is read.
+// negative, past what a Duration holds or not a number is no contract,
+// nor is a good one in an answer other than 200: Contract says so, and
+// Retention is 0 (forever, to the outbox) until a good one is read.
 func TestSenderRefusesABadContract(t *testing.T) {
-	for _, body := range []string{`{}`, `{"idempotency_retention_seconds":-1}`, `{"idempotency_retention_seconds":9223372036854775807}`, `{"idempotency_retention_seconds":"60"}`, `not json`} {
+	good := `{"idempotency_retention_seconds":60}`
+	for _, tt := range []struct {
+		status int
+		body   string
+	}{
+		{200, `{}`}, {200, `{"idempotency_retention_seconds":-1}`}, {200, `{"idempotency_retention_seconds":9223372036854775807}`},
+		{200, `{"idempotency_retention_seconds":"60"}`}, {200, `not json`},
+		{404, good}, {500, good}, {201, good},
+	} {
+		body := fmt.Sprintf("%d %s", tt.status, tt.body)
 		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
-			w.Write([]byte(body))
+			w.WriteHeader(tt.status)
+			w.Write([]byte(tt.body))
 		}))
 		s := sender(t, ts.URL)
 		if got, err := s.Contract(t.Context()); err == nil {
@@ -229,6 +243,37 @@ func TestDeliveryOverHTTP(t *testing.T) {
 	}
 	if got := tasks(t, c); len(got) != 1 {
 		t.Fatalf("%d tasks, want 1", len(got))
+	}
+	// The receiver answered the retry with Idempotent-Replayed: the
+	// row's history says the task was the lost attempt's. A first send
+	// that creates its task is no replay.
+	if _, err := app.RecordApproval(ctx, "case-105", "Call back about the invoice"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := app.DeliverOne(ctx, s); err != nil || d.Result != system.ResultSent || d.Attempts != 1 {
+		t.Fatalf("another row: %+v, %v; want sent at its first attempt", d, err)
+	}
+	for _, tt := range []struct {
+		caseID string
+		replay bool
+	}{{"case-104", true}, {"case-105", false}} {
+		k, err := system.NewApproval(tt.caseID, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := app.History(ctx, k.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sent []string
+		for _, e := range h {
+			if e.Action == system.EventSent {
+				sent = append(sent, e.Reason)
+			}
+		}
+		if len(sent) != 1 || strings.Contains(sent[0], "a replay") != tt.replay {
+			t.Errorf("%s: the history's sends %q; want one, a replay: %v", tt.caseID, sent, tt.replay)
+		}
 	}
 	if d, err := app.DeliverOne(ctx, s); err != nil || d.Result != system.Idle {
 		t.Fatalf("after: %+v, %v", d, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -514,5 +515,84 @@ func TestGroupPerProcess(t *testing.T) {
 	}
 	if got := b.CommitStats(); got != before[2] {
 		t.Errorf("a commit of process a counted in process b's group: %+v, before %+v", got, before[2])
+	}
+}
+
+// failingCommits wraps a SQLite connector: while fail is set, a COMMIT is
+// not carried out, its transaction is rolled back and the commit fails,
+// as one that meets a full disk may.
+type failingCommits struct {
+	driver.Connector
+	fail *atomic.Bool
+}
+
+var errCommit = errors.New("disk I/O error at COMMIT")
+
+func (f failingCommits) Connect(ctx context.Context) (driver.Conn, error) {
+	c, err := f.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return failingConn{Conn: c, fail: f.fail}, nil
+}
+
+type failingConn struct {
+	driver.Conn
+	fail *atomic.Bool
+}
+
+func (c failingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return failingTx{Tx: tx, fail: c.fail}, nil
+}
+
+type failingTx struct {
+	driver.Tx
+	fail *atomic.Bool
+}
+
+func (t failingTx) Commit() error {
+	if t.fail.Load() {
+		t.Tx.Rollback()
+		return errCommit
+	}
+	return t.Tx.Commit()
+}
+
+// TestBatchCommitFails: a batch whose COMMIT fails wrote nothing, and
+// each of its writes returns the failure: a claim takes no row and counts
+// no attempt, an approval leaves no row, and the commit counts nothing.
+// Once commits go through again, so do the writes.
+func TestBatchCommitFails(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	var fail atomic.Bool
+	app, err := system.Open(ctx, filepath.Join(t.TempDir(), "app.db"), system.Options{Durability: system.ProcessSafe, Worker: "A", NoBackoff: true,
+		Harness: system.Harness{WrapSQLite: func(c driver.Connector) driver.Connector { return failingCommits{c, &fail} }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	mustApprove(t, app, caseID)
+	before, stats := snapshot(t, app), app.CommitStats()
+	fail.Store(true)
+	if _, d, err := app.ClaimNext(ctx, 0); !errors.Is(err, errCommit) {
+		t.Errorf("a claim whose commit fails: got %+v, %v; want the commit's failure", d, err)
+	}
+	if _, err := app.RecordApproval(ctx, "case-new", title); !errors.Is(err, errCommit) {
+		t.Errorf("an approval whose commit fails: got %v, want the commit's failure", err)
+	}
+	fail.Store(false)
+	if diff := cmp.Diff(before, snapshot(t, app)); diff != "" {
+		t.Errorf("writes whose commit failed wrote (-before +after):\n%s", diff)
+	}
+	if got := app.CommitStats(); got != stats {
+		t.Errorf("commit stats: %+v, before %+v; want no commit counted", got, stats)
+	}
+	if _, d, err := app.ClaimNext(ctx, 0); err != nil || d.Result != system.ResultPending {
+		t.Errorf("a claim once commits go through: got %+v, %v; want the row claimed", d, err)
 	}
 }

@@ -2,6 +2,9 @@ package system
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -159,6 +162,39 @@ func TestWaitForServerBacksOff(t *testing.T) {
 		}, c)
 		if err != tt.want || tries != tt.tries || !slices.Equal(c.pauses, tt.pauses) {
 			t.Errorf("%s: %v after %d tries, pauses %v; want %v after %d, pauses %v", tt.name, err, tries, c.pauses, tt.want, tt.tries, tt.pauses)
+		}
+	}
+}
+
+// TestCommitErrorClasses: a COMMIT that PostgreSQL refused with an error
+// of the transaction wrote nothing, and its error says so as any other;
+// one whose connection failed, whether the server said so (an error of
+// class 08, connection exception, or 57, operator intervention) or the
+// reply never came (the socket closed or was reset under it), may or may
+// not have committed: ErrCommitUnknown. Either way the error names the
+// write and keeps the driver's.
+func TestCommitErrorClasses(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		err     error
+		unknown bool
+	}{
+		{"serialization failure", &pgconn.PgError{Code: "40001"}, false},
+		{"a unique violation checked at commit", &pgconn.PgError{Code: "23505"}, false},
+		{"a serialization failure, wrapped", fmt.Errorf("commit: %w", &pgconn.PgError{Code: "40001"}), false},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
+		{"protocol violation", &pgconn.PgError{Code: "08P01"}, true},
+		{"terminated by an administrator", &pgconn.PgError{Code: "57P01"}, true},
+		{"the socket closed before the reply", io.ErrUnexpectedEOF, true},
+		{"the connection reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
+	} {
+		err := commitError("settling the row", tt.err)
+		if got := errors.Is(err, ErrCommitUnknown); got != tt.unknown {
+			t.Errorf("%s: %v is ErrCommitUnknown: %t, want %t", tt.name, err, got, tt.unknown)
+		}
+		if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), "settling the row") {
+			t.Errorf("%s: %v, want the driver's error kept and the write named", tt.name, err)
 		}
 	}
 }

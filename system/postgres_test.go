@@ -605,3 +605,39 @@ func TestPostgresPoolIsShared(t *testing.T) {
 		t.Errorf("Open of %s with the pool of %s: got %v, want ErrInvalidInput", other, target, err)
 	}
 }
+
+// TestPostgresSessionSettings: an Outbox's sessions on PostgreSQL commit
+// as its durability says (a durable commit waits for the server's disk,
+// synchronous_commit on; a process-safe one does not) and wait for a lock
+// as long as its busy timeout, in whole milliseconds and at least one,
+// since a lock_timeout of 0 waits forever.
+func TestPostgresSessionSettings(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name                     string
+		opts                     system.Options
+		lockTimeout, synchronous string
+	}{
+		{"durable, the default busy timeout", system.Options{}, fmt.Sprint(system.DefaultBusyTimeout.Milliseconds()), "on"},
+		{"process-safe, 2.5 s", system.Options{Durability: system.ProcessSafe, BusyTimeout: 2500 * time.Millisecond}, "2500", "off"},
+		{"durable, under a millisecond", system.Options{BusyTimeout: 300 * time.Microsecond}, "1", "on"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			app, err := system.Open(ctx, pgtest.URL(t), tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer app.Close()
+			var lockTimeout, synchronous string
+			if err := app.DB().QueryRowContext(ctx, `SELECT (SELECT setting FROM pg_settings WHERE name = 'lock_timeout'),
+				(SELECT setting FROM pg_settings WHERE name = 'synchronous_commit')`).Scan(&lockTimeout, &synchronous); err != nil {
+				t.Fatal(err)
+			}
+			if lockTimeout != tt.lockTimeout || synchronous != tt.synchronous {
+				t.Errorf("lock_timeout %s ms, synchronous_commit %s; want %s ms, %s", lockTimeout, synchronous, tt.lockTimeout, tt.synchronous)
+			}
+		})
+	}
+}

@@ -626,9 +626,9 @@ func testStale(t *testing.T, b backend) {
 
 // TestBudgetIsRecorded: a claim made with an attempt budget above the
 // default records it, so a reader of the file (handoff check) knows that
-// a row may have that many attempts; a smaller budget never lowers it.
+// a row may have that many attempts; a smaller budget never lowers it,
+// on either backend.
 func TestBudgetIsRecorded(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name    string
 		budgets []int // the workers' budgets, one claim each, in order
@@ -642,44 +642,46 @@ func TestBudgetIsRecorded(t *testing.T) {
 		{"rising", []int{4, 6}, 6},
 		{"rising past nine", []int{4, 10}, 10}, // compared as numbers: "10" < "4" as text
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := t.Context()
-			path := filepath.Join(t.TempDir(), "app.db")
-			for i, b := range tt.budgets {
-				app, err := system.Open(ctx, path, system.Options{MaxAttempts: b, Durability: system.ProcessSafe, Worker: fmt.Sprint("w", i)})
+	eachBackend(t, func(t *testing.T, b backend) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				ctx := t.Context()
+				path := b.app(t)
+				for i, budget := range tt.budgets {
+					app, err := system.Open(ctx, path, system.Options{MaxAttempts: budget, Durability: system.ProcessSafe, Worker: fmt.Sprint("w", i)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					mustApprove(t, app, fmt.Sprint("case-", i))
+					if _, d, err := app.ClaimNext(ctx, 0); err != nil || d.Result != system.ResultPending {
+						t.Fatalf("claim with budget %d: %v, %v", budget, d.Result, err)
+					}
+					app.Close()
+				}
+				// A worker's own budget counts too, when it is the larger.
+				for _, own := range []int{system.DefaultMaxAttempts, tt.want + 2} {
+					app, err := system.Open(ctx, path, system.Options{MaxAttempts: own, Durability: system.ProcessSafe})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := app.Budget(ctx)
+					if want := max(own, tt.want); err != nil || got != want {
+						t.Errorf("Budget() of a worker whose own is %d = %d, %v; want %d", own, got, err, want)
+					}
+					app.Close()
+				}
+				ro, err := system.OpenReadOnly(ctx, path)
 				if err != nil {
 					t.Fatal(err)
 				}
-				mustApprove(t, app, fmt.Sprint("case-", i))
-				if _, d, err := app.ClaimNext(ctx, 0); err != nil || d.Result != system.ResultPending {
-					t.Fatalf("claim with budget %d: %v, %v", b, d.Result, err)
+				defer ro.Close()
+				got, err := ro.Budget(ctx)
+				if err != nil || got != tt.want {
+					t.Errorf("Budget() = %d, %v; want %d", got, err, tt.want)
 				}
-				app.Close()
-			}
-			// A worker's own budget counts too, when it is the larger.
-			for _, own := range []int{system.DefaultMaxAttempts, tt.want + 2} {
-				app, err := system.Open(ctx, path, system.Options{MaxAttempts: own, Durability: system.ProcessSafe})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := app.Budget(ctx)
-				if want := max(own, tt.want); err != nil || got != want {
-					t.Errorf("Budget() of a worker whose own is %d = %d, %v; want %d", own, got, err, want)
-				}
-				app.Close()
-			}
-			ro, err := system.OpenReadOnly(ctx, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ro.Close()
-			got, err := ro.Budget(ctx)
-			if err != nil || got != tt.want {
-				t.Errorf("Budget() = %d, %v; want %d", got, err, tt.want)
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 // TestRetentionClockStartsAtTheFirstClaim: a row's first claim starts

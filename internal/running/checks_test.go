@@ -439,3 +439,33 @@ func rapidCheck(t *testing.T, check func(Schedule, designs.Running), ds ...desig
 		rapid.Check(t, func(rt *rapid.T) { check(Draw(rt, d, "postgres", 0), d) })
 	}
 }
+
+// TestDrawKeepsToTheReplicas: a drawn schedule runs the processes asked
+// for, or 1 to 3 when none is, never more than the design runs (its
+// Replicas), and its events strike only those.
+func TestDrawKeepsToTheReplicas(t *testing.T) {
+	for _, d := range []designs.Running{{Name: "any"}, {Name: "one", Replicas: 1}, {Name: "two", Replicas: 2}} {
+		most := MaxReplicas
+		if d.Replicas > 0 {
+			most = d.Replicas
+		}
+		for asked := 0; asked <= MaxReplicas; asked++ {
+			t.Run(fmt.Sprintf("%s/asked %d", d.Name, asked), func(t *testing.T) {
+				rapid.Check(t, func(rt *rapid.T) {
+					s := Draw(rt, d, "postgres", asked)
+					switch n := s.replicas(); {
+					case n > most:
+						rt.Fatalf("%d replicas of design %s, which runs at most %d", n, d.Name, most)
+					case asked > 0 && n != min(asked, most):
+						rt.Fatalf("%d replicas, asked for %d of a design that runs at most %d", n, asked, most)
+					}
+					for _, e := range s.Events {
+						if e.replica() > s.replicas() {
+							rt.Fatalf("%s strikes replica %d of %d", e.Kind, e.replica(), s.replicas())
+						}
+					}
+				})
+			})
+		}
+	}
+}

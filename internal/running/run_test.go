@@ -3,6 +3,7 @@ package running_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/running"
+	"github.com/outboxlab/handoff/system"
 	"pgregory.net/rapid"
 )
 
@@ -358,5 +360,63 @@ func TestLeftBehind(t *testing.T) {
 				t.Errorf("the result counts no boot")
 			}
 		})
+	}
+}
+
+// healsAfterACrash is a running design whose first boot shows every
+// approved row sent to task 42, a task the receiver never made, and
+// whose later boots show the rows pending: a history broken while the
+// schedule plays and whole again by its end.
+func healsAfterACrash() designs.Running {
+	var mu sync.Mutex
+	boots := 0
+	keys := map[string]bool{}
+	return designs.Running{Name: "heals", Settle: 10 * time.Second, Boot: func(context.Context, designs.Process) (designs.Booted, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		boots++
+		return healing{mu: &mu, keys: keys, first: boots == 1}, nil
+	}}
+}
+
+// healing is a boot of healsAfterACrash.
+type healing struct {
+	mu    *sync.Mutex
+	keys  map[string]bool
+	first bool
+}
+
+func (h healing) Approve(_ context.Context, caseID, title string) (string, string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	key := system.KeyPrefix + caseID
+	h.keys[key] = true
+	return key, fmt.Sprintf(`{"case_id":%q,"title":%q}`, caseID, title), nil
+}
+
+func (h healing) Read(context.Context) (map[string]designs.RunningRow, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rows := map[string]designs.RunningRow{}
+	for key := range h.keys {
+		rows[key] = designs.RunningRow{State: designs.RowPending}
+		if h.first {
+			rows[key] = designs.RunningRow{State: designs.RowSent, TaskID: 42, Attempts: 1}
+		}
+	}
+	return rows, nil
+}
+
+func (h healing) Stop() error { return nil }
+
+// TestChecksAfterEveryEvent: the history is checked after every event
+// of the schedule, not only once it is over: a design that shows a row
+// sent to a task that does not exist breaks a check at that event, though
+// it shows the row pending after the crash that comes later.
+func TestChecksAfterEveryEvent(t *testing.T) {
+	s := parse(t, "design name=heals\nbackend name=sqlite\napprove at=1s case=case-1 title=t\nprocess-crash at=1m\n")
+	res := running.Run(t, running.Config{Design: healsAfterACrash(), Database: filepath.Join(t.TempDir(), "app.db"), Backend: "sqlite"}, s)
+	if v := res.Violation; v == nil || v.At != time.Second || v.Check != "H5" {
+		t.Errorf("got %v, want H5 broken at 1s, the approval's event", v)
 	}
 }
