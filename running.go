@@ -96,16 +96,13 @@ func VerifyRunning(t *testing.T, d designs.Running, opts RunningOptions) {
 	if err := d.Check(); err != nil {
 		t.Fatal(err)
 	}
-	if err := opts.check(); err != nil {
+	if err := opts.check(d); err != nil {
 		t.Fatal(err)
 	}
 	opts.Backend = cmp.Or(opts.Backend, SQLite)
 	opts.Replays = cmp.Or(opts.Replays, DefaultReplays)
 	if err := backend.Check(backend.Backend(opts.Backend), opts.PostgresURL); err != nil {
 		t.Fatal(err)
-	}
-	if d.SQLiteOnly && opts.Backend != SQLite {
-		t.Fatalf("handoff: design %s runs only on SQLite, not %s", d.Name, opts.Backend)
 	}
 	for _, line := range d.Unchecked {
 		t.Logf("not checked: %s", line)
@@ -187,9 +184,12 @@ func (opts RunningOptions) leaveOut(s running.Schedule) running.Schedule {
 	return s
 }
 
-// check refuses counts below zero, which mean nothing.
-func (opts RunningOptions) check() error {
+// check refuses counts below zero, which mean nothing, and a backend
+// that design d does not run on.
+func (opts RunningOptions) check(d designs.Running) error {
 	switch {
+	case d.SQLiteOnly && cmp.Or(opts.Backend, SQLite) != SQLite:
+		return fmt.Errorf("handoff: design %s runs only on SQLite, not %s", d.Name, opts.Backend)
 	case opts.Schedules < 0:
 		return fmt.Errorf("handoff: RunningOptions.Schedules is %d: give how many schedules to draw, or 0 for -rapid.checks", opts.Schedules)
 	case opts.Replicas < 0 || opts.Replicas > running.MaxReplicas:
@@ -219,7 +219,7 @@ func ReplayRunning(t *testing.T, d designs.Running, path string, opts RunningOpt
 	if err := d.Check(); err != nil {
 		t.Fatal(err)
 	}
-	if err := opts.check(); err != nil {
+	if err := opts.check(d); err != nil {
 		t.Fatal(err)
 	}
 	opts.Backend = cmp.Or(opts.Backend, SQLite)

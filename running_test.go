@@ -112,24 +112,31 @@ func TestRunningSchedules(t *testing.T) {
 	}
 }
 
-// TestRunningOptionsRefuseNegativeCounts: a count below zero is refused
-// in one line that names the field; zero and above are taken.
-func TestRunningOptionsRefuseNegativeCounts(t *testing.T) {
+// TestRunningOptionsRefused: a count below zero is refused in one line
+// that names the field, and so is a backend the design does not run on
+// (for VerifyRunning and ReplayRunning alike); zero and above are taken.
+func TestRunningOptionsRefused(t *testing.T) {
+	sqliteOnly := designs.Running{Name: "sqlite-only", SQLiteOnly: true}
 	for _, tc := range []struct {
 		opts RunningOptions
 		want string
+		d    designs.Running
 	}{
-		{RunningOptions{}, ""},
-		{RunningOptions{Schedules: 30, Replays: 3}, ""},
-		{RunningOptions{Schedules: -1}, "RunningOptions.Schedules is -1"},
-		{RunningOptions{Replays: -2}, "RunningOptions.Replays is -2"},
-		{RunningOptions{Replicas: 4}, "RunningOptions.Replicas is 4"},
-		{RunningOptions{Replicas: -1}, "RunningOptions.Replicas is -1"},
-		{RunningOptions{Replicas: 2}, ""},
-		{RunningOptions{LeaveOut: []KeyFault{SlowKey, DownKey}}, ""},
-		{RunningOptions{LeaveOut: []KeyFault{"503"}}, "RunningOptions.LeaveOut holds a fault that is not one that lasts"},
+		{RunningOptions{}, "", designs.Running{}},
+		{RunningOptions{Schedules: 30, Replays: 3}, "", designs.Running{}},
+		{RunningOptions{Schedules: -1}, "RunningOptions.Schedules is -1", designs.Running{}},
+		{RunningOptions{Replays: -2}, "RunningOptions.Replays is -2", designs.Running{}},
+		{RunningOptions{Replicas: 4}, "RunningOptions.Replicas is 4", designs.Running{}},
+		{RunningOptions{Replicas: -1}, "RunningOptions.Replicas is -1", designs.Running{}},
+		{RunningOptions{Replicas: 2}, "", designs.Running{}},
+		{RunningOptions{LeaveOut: []KeyFault{SlowKey, DownKey}}, "", designs.Running{}},
+		{RunningOptions{LeaveOut: []KeyFault{"503"}}, "RunningOptions.LeaveOut holds a fault that is not one that lasts", designs.Running{}},
+		{RunningOptions{}, "", sqliteOnly},
+		{RunningOptions{Backend: SQLite}, "", sqliteOnly},
+		{RunningOptions{Backend: Postgres}, "design sqlite-only runs only on SQLite, not postgres", sqliteOnly},
+		{RunningOptions{Backend: Postgres}, "", designs.Running{}},
 	} {
-		err := tc.opts.check()
+		err := tc.opts.check(tc.d)
 		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && !strings.Contains(got, tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.opts, err, tc.want)
 		}
