@@ -160,6 +160,27 @@ func TestVerifyReportsWhatBroke(t *testing.T) {
 	}
 }
 
+// TestVerifySavesOnlyIntoACorpus: with HANDOFF_SAVE=1 and no corpus
+// folder, a failure saves no scenario anywhere (not in the package's
+// folder, where the test runs) and says how to keep it.
+func TestVerifySavesOnlyIntoACorpus(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	out := failingVerify(t, "count-after-send", "", work, "^TestVerify$", true, SaveEnv+"=1")
+	if want := "set VerifyOptions.Corpus to a folder"; !strings.Contains(out, want) || strings.Contains(out, "the minimal scenario as") || strings.Contains(out, "saving the minimal scenario") {
+		t.Errorf("the output lacks %q, or says it saved or tried to save:\n%s", want, out)
+	}
+	left, err := os.ReadDir(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		if e.Name() != "testdata" { // rapid's fail files
+			t.Errorf("the failure left %s in the test's folder", e.Name())
+		}
+	}
+}
+
 // TestVerifyFailsOnce: a design that breaks most of the module's
 // scenarios fails the test once, with the first scenario that broke it;
 // the scenarios after it and the search are skipped, each saying which
