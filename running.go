@@ -257,15 +257,15 @@ func searchRunning(t *testing.T, d designs.Running, db *runningDatabase, opts Ru
 // -rapid.seed says).
 func searchRunningFrom(t *testing.T, d designs.Running, db *runningDatabase, opts RunningOptions, seed uint64) (*running.Result, runningStats, bool, string) {
 	b, schedules := cmp.Or(opts.Backend, SQLite), opts.Schedules
-	var last, stalled *running.Result
+	var last *running.Result
 	var st runningStats
 	said := time.Now()
 	prop := func(rt *rapid.T) {
-		if stalled != nil {
+		if last != nil && last.Stalled {
 			return // a stall is the design's, not the schedule's: nothing to shrink, and each run would stall again
 		}
 		s := opts.leaveOut(running.Draw(rt, d, string(b), opts.Replicas))
-		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: string(b), Stall: db.stall}, s)
+		res := running.Run(t, db.config(t, d, string(b)), s)
 		st.add(res)
 		if time.Since(said) >= progressEvery {
 			said = time.Now()
@@ -273,17 +273,11 @@ func searchRunningFrom(t *testing.T, d designs.Running, db *runningDatabase, opt
 		}
 		if res.Violation != nil {
 			last = &res
-			if res.Stalled {
-				stalled = &res
-			}
 			rt.Fatalf("%v", res.Violation)
 		}
 	}
 	failed, account := explore.CheckQuietlySeeded(t, schedules, seed, prop)
-	if stalled != nil {
-		return stalled, st, failed, account
-	}
-	if last != nil {
+	if last != nil && !last.Stalled {
 		min := minimize(t, d, db, *last, minimizeTries)
 		last = &min
 	}
@@ -306,7 +300,7 @@ func minimize(t *testing.T, d designs.Running, db *runningDatabase, res running.
 	fails := func(s running.Schedule) (running.Result, bool) {
 		var r running.Result
 		for range tries {
-			r = running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: s.Backend, Stall: db.stall}, s)
+			r = running.Run(t, db.config(t, d, s.Backend), s)
 			if r.Violation != nil && r.Violation.Check == res.Violation.Check {
 				return r, true
 			}
@@ -336,7 +330,7 @@ func minimize(t *testing.T, d designs.Running, db *runningDatabase, res running.
 // running.Result.Stalled).
 func replaySchedule(t *testing.T, d designs.Running, db *runningDatabase, s running.Schedule, times int) (first *running.Result, broke, runs int) {
 	for runs < times {
-		res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: s.Backend, Stall: db.stall}, s)
+		res := running.Run(t, db.config(t, d, s.Backend), s)
 		runs++
 		if res.Violation != nil {
 			broke++
@@ -483,6 +477,12 @@ type runningDatabase struct {
 	// stall is how long a run may stand still before the watchdog stops
 	// it (0: running.DefaultStall); a test of a stall shortens it.
 	stall time.Duration
+}
+
+// config is the Config of the next run of d on backend b: a database of
+// its own.
+func (db *runningDatabase) config(t *testing.T, d designs.Running, b string) running.Config {
+	return running.Config{Design: d, Database: db.next(t), Backend: b, Stall: db.stall}
 }
 
 func newRunningDatabase(t *testing.T, opts RunningOptions) *runningDatabase {

@@ -313,7 +313,7 @@ func TestRunningCatalogSchedules(t *testing.T) {
 			var last running.Result
 			// -short stops at the first run that breaks a check.
 			for range 3 {
-				res := running.Run(t, running.Config{Design: d, Database: db.next(t), Backend: s.Backend}, s)
+				res := running.Run(t, db.config(t, d, s.Backend), s)
 				last = res
 				if v := res.Violation; v != nil {
 					broke++
@@ -330,7 +330,7 @@ func TestRunningCatalogSchedules(t *testing.T) {
 			}
 			caught[d.CaughtBy] = true
 			for _, good := range []designs.Running{designs.Plain, designs.Pool} {
-				if res := running.Run(t, running.Config{Design: good, Database: db.next(t), Backend: s.Backend}, s); res.Violation != nil {
+				if res := running.Run(t, db.config(t, good, s.Backend), s); res.Violation != nil {
 					t.Errorf("the schedule breaks %s too:\n%s", good.Name, runningFailure(res, 0, 0))
 				}
 			}

@@ -250,6 +250,7 @@ func Listen(ctx context.Context, url string, dial func(ctx context.Context, netw
 		return nil, err
 	}
 	if _, err := conn.Exec(ctx, "LISTEN jobs"); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	ended := make(chan struct{})

@@ -21,9 +21,9 @@ import (
 // the receiver.
 var ErrCrashed = errors.New("running: the process crashed")
 
-// errStalled is what a dial fails with once the watchdog stopped the run
-// (see watchdog): a library that connects again to wait again would
-// stop virtual time again.
+// errStalled is what a dial, and a read, fail with once the watchdog
+// stops the run (see watchdog): a library that connects again to wait
+// again would stop virtual time again.
 var errStalled = errors.New("running: the run was stopped, virtual time stood still: no new connection")
 
 // errReset is what a connection fails with once the harness cut it.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -272,22 +273,17 @@ func (r *runner) approve(ctx context.Context, rep *replica, e Event) *violation.
 	} else {
 		r.logf(lane, "approve %s: committed %s", e.Case, key)
 	}
-	if a.Committed {
-		// A key is an action's: two cases under one key are one job, and
-		// the second case's work is taken for a repeat of the first's.
-		for _, b := range r.h.approvals {
-			if b.Committed && b.Key == key && b.Case != e.Case {
-				r.h.approvals = append(r.h.approvals, a)
-				return violated("H3", r.now(), fmt.Sprintf("approve %s committed under %s, the key of %s's approval: two actions under one key, so the second is taken for a repeat of the first and its work is never done", e.Case, key, b.Case))
-			}
-		}
-	}
+	// A key is an action's: two cases under one key are one job, and the
+	// second case's work is taken for a repeat of the first's.
+	i := slices.IndexFunc(r.h.approvals, func(b approval) bool { return b.Committed && b.Key == key && b.Case != e.Case })
 	r.h.approvals = append(r.h.approvals, a)
-	if !a.Committed {
+	switch {
+	case !a.Committed:
 		return nil
-	}
-	if key == "" {
+	case key == "":
 		return violated("H3", r.now(), fmt.Sprintf("approve %s committed with no key", e.Case))
+	case i >= 0:
+		return violated("H3", r.now(), fmt.Sprintf("approve %s committed under %s, the key of %s's approval: two actions under one key, so the second is taken for a repeat of the first and its work is never done", e.Case, key, r.h.approvals[i].Case))
 	}
 	rows, v := r.read(ctx)
 	if v != nil {

@@ -73,10 +73,8 @@ func (w *watchdog) watch(done <-chan struct{}) {
 			continue
 		}
 		since = time.Now() // a cut is progress; a second stall is judged anew
-		buf := make([]byte, 1<<20)
 		if why := w.reason(); why != "" {
-			stacks := string(buf[:runtime.Stack(buf, true)])
-			panic(fmt.Sprintf("running: %s; and the run did not end in %s of real time after its connections were cut. The goroutines:\n%s", why, w.stall, netStacks(stacks)))
+			panic(fmt.Sprintf("running: %s; and the run did not end in %s of real time after its connections were cut. The goroutines:\n%s", why, w.stall, netStacks()))
 		}
 		w.refusing.Store(true)
 		w.mu.Lock()
@@ -96,17 +94,18 @@ func (w *watchdog) watch(done <-chan struct{}) {
 			w.stuck.CompareAndSwap(nil, &why)
 			continue
 		}
-		stacks := string(buf[:runtime.Stack(buf, true)])
 		panic(fmt.Sprintf("running: virtual time stopped: nothing in the run moved for %s of real time, and no database connection the harness made waits for an answer, "+
 			"so a goroutine waits on something outside the bubble: a server on a real port, a real socket, or a database connection the design opened "+
 			"without the Process's dialer or connector, which the harness can neither see nor cut. A running design opens every connection through "+
-			"its Process, reaches the receiver in memory and starts no server (see docs/verify.md). The goroutines:\n%s", w.stall, netStacks(stacks)))
+			"its Process, reaches the receiver in memory and starts no server (see docs/verify.md). The goroutines:\n%s", w.stall, netStacks()))
 	}
 }
 
-// netStacks keeps, of every goroutine's stack, those that wait on the
+// netStacks is, of every goroutine's stack, those that wait on the
 // network, or all when none does.
-func netStacks(all string) string {
+func netStacks() string {
+	buf := make([]byte, 1<<20)
+	all := string(buf[:runtime.Stack(buf, true)])
 	var keep []string
 	for _, g := range strings.Split(all, "\n\n") {
 		if strings.Contains(g, "internal/poll") || strings.Contains(g, "net.") {
