@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"database/sql"
+	"github.com/outboxlab/handoff"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ import (
 // serialization failure instead, which the app retries. The test holds
 // the first receive open until the second waits on its lock, then commits.
 func TestPostgresReceivesTwice(t *testing.T) {
-	server := postgresURL(t)
+	server := handoff.PostgresServer(t)
 	for _, c := range []struct {
 		isolation sql.IsolationLevel
 		twice     bool

@@ -66,7 +66,7 @@ func TestFindingsReplay(t *testing.T) {
 		t.Run(string(backend), func(t *testing.T) {
 			url := ""
 			if backend == handoff.Postgres {
-				url = postgresURL(t)
+				url = handoff.PostgresServer(t)
 			}
 			for _, f := range findings {
 				t.Run(f.name, func(t *testing.T) {

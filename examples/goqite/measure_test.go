@@ -37,7 +37,7 @@ func TestMeasure(t *testing.T) {
 		t.Run(b, func(t *testing.T) {
 			url := ""
 			if backend == handoff.Postgres {
-				url = postgresURL(t)
+				url = handoff.PostgresServer(t)
 			}
 			explore := func(d designs.Design, seed uint64, checks int) handoff.Report {
 				r, err := handoff.Explore(t.Context(), handoff.ExploreConfig{Design: d, Checks: checks, Seed: seed,

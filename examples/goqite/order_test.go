@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"fmt"
+	"github.com/outboxlab/handoff"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ import (
 func TestTiesInCreated(t *testing.T) {
 	targets := map[string]func(t *testing.T) string{
 		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "app.db") },
-		"postgres": func(t *testing.T) string { return newSchema(t, postgresURL(t)) },
+		"postgres": func(t *testing.T) string { return newSchema(t, handoff.PostgresServer(t)) },
 	}
 	for name, target := range targets {
 		t.Run(name, func(t *testing.T) {

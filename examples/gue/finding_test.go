@@ -25,7 +25,7 @@ const resetLosesACount = "testdata/findings/connection-reset-loses-a-count.sched
 func TestConnectionResetLosesACount(t *testing.T) {
 	r := handoff.ReplayRunning(t, Design, resetLosesACount, handoff.RunningOptions{
 		Backend:     handoff.Postgres,
-		PostgresURL: postgresURL(t),
+		PostgresURL: handoff.PostgresServer(t),
 		Replays:     3,
 	})
 	if r.Broke != r.Runs || r.Check != "H4" {

@@ -1,14 +1,9 @@
 package gueoutbox
 
 import (
-	"cmp"
-	"context"
 	"flag"
-	"os"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/handoff"
 )
 
@@ -30,30 +25,8 @@ func TestVerifyRunning(t *testing.T) {
 	handoff.VerifyRunning(t, Design, handoff.RunningOptions{
 		Corpus:      "testdata/running",
 		Backend:     handoff.Postgres,
-		PostgresURL: postgresURL(t),
+		PostgresURL: handoff.PostgresServer(t),
 		Schedules:   *schedules,
 		LeaveOut:    []handoff.KeyFault{handoff.SlowKey, handoff.DownKey},
 	})
-}
-
-// postgresURL is the server the PostgreSQL tests use: HANDOFF_POSTGRES_URL,
-// or the local one. A server that does not answer skips the test, unless
-// the variable names it; the variable set to off skips it too.
-func postgresURL(t *testing.T) string {
-	t.Helper()
-	if os.Getenv("HANDOFF_POSTGRES_URL") == "off" {
-		t.Skip("the PostgreSQL tests did not run: HANDOFF_POSTGRES_URL=off")
-	}
-	url := cmp.Or(os.Getenv("HANDOFF_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		if os.Getenv("HANDOFF_POSTGRES_URL") != "" {
-			t.Fatalf("HANDOFF_POSTGRES_URL names a server that does not answer: %v", err)
-		}
-		t.Skipf("the PostgreSQL tests did not run: no server answers at %s (set HANDOFF_POSTGRES_URL=postgres://…)", url)
-	}
-	conn.Close(ctx)
-	return url
 }

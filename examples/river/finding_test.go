@@ -37,7 +37,7 @@ func TestRescuedAttemptRunsPastMaxAttempts(t *testing.T) {
 			opts := b.opts
 			opts.Replays = 1
 			if opts.Backend == handoff.Postgres {
-				opts.PostgresURL = postgresURL(t)
+				opts.PostgresURL = handoff.PostgresServer(t)
 			}
 			var r handoff.RunningReplay
 			for run := 1; run <= 40 && r.Broke == 0; run++ {

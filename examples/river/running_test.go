@@ -1,14 +1,9 @@
 package riveroutbox
 
 import (
-	"cmp"
-	"context"
 	"flag"
-	"os"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/handoff"
 )
 
@@ -26,7 +21,7 @@ func TestVerifyRunning(t *testing.T) {
 // TestVerifyRunningOnPostgres is TestVerifyRunning on PostgreSQL, through
 // River's pgx driver.
 func TestVerifyRunningOnPostgres(t *testing.T) {
-	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t), LeaveOut: leaveOut()})
+	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: handoff.PostgresServer(t), LeaveOut: leaveOut()})
 }
 
 // TestVerifyRunningFiveAttempts verifies River's client with
@@ -49,7 +44,7 @@ const fiveAttemptsSchedules = 40
 // TestVerifyRunningFiveAttemptsOnPostgres is
 // TestVerifyRunningFiveAttempts on PostgreSQL.
 func TestVerifyRunningFiveAttemptsOnPostgres(t *testing.T) {
-	handoff.VerifyRunning(t, DesignFiveAttempts, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t), LeaveOutPauses: true, Schedules: fiveAttemptsSchedules})
+	handoff.VerifyRunning(t, DesignFiveAttempts, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: handoff.PostgresServer(t), LeaveOutPauses: true, Schedules: fiveAttemptsSchedules})
 }
 
 // lasting has the searches draw every fault that lasts per key.
@@ -62,26 +57,4 @@ func leaveOut() []handoff.KeyFault {
 		return nil
 	}
 	return []handoff.KeyFault{handoff.SlowKey, handoff.DownKey}
-}
-
-// postgresURL is the server the PostgreSQL tests use: HANDOFF_POSTGRES_URL,
-// or the local one. A server that does not answer skips the test, unless
-// the variable names it; the variable set to off skips it too.
-func postgresURL(t *testing.T) string {
-	t.Helper()
-	if os.Getenv("HANDOFF_POSTGRES_URL") == "off" {
-		t.Skip("the PostgreSQL tests did not run: HANDOFF_POSTGRES_URL=off")
-	}
-	url := cmp.Or(os.Getenv("HANDOFF_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		if os.Getenv("HANDOFF_POSTGRES_URL") != "" {
-			t.Fatalf("HANDOFF_POSTGRES_URL names a server that does not answer: %v", err)
-		}
-		t.Skipf("the PostgreSQL tests did not run: no server answers at %s (set HANDOFF_POSTGRES_URL=postgres://…)", url)
-	}
-	conn.Close(ctx)
-	return url
 }

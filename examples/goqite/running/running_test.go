@@ -1,13 +1,8 @@
 package goqiterunning
 
 import (
-	"cmp"
-	"context"
-	"os"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/handoff"
 )
 
@@ -28,7 +23,7 @@ var keyFaultsLost = []handoff.KeyFault{handoff.SlowKey, handoff.DownKey}
 
 // TestVerifyRunningOnPostgres is TestVerifyRunning on PostgreSQL.
 func TestVerifyRunningOnPostgres(t *testing.T) {
-	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: postgresURL(t), LeaveOut: keyFaultsLost})
+	handoff.VerifyRunning(t, Design, handoff.RunningOptions{Corpus: "testdata/running", Backend: handoff.Postgres, PostgresURL: handoff.PostgresServer(t), LeaveOut: keyFaultsLost})
 }
 
 // TestKeyDownForGoodIsLost: a receiver down for one key for good, and
@@ -42,28 +37,6 @@ func TestKeyDownForGoodIsLost(t *testing.T) {
 	}
 }
 
-// postgresURL is the server the PostgreSQL tests use: HANDOFF_POSTGRES_URL,
-// or the local one. A server that does not answer skips the test, unless
-// the variable names it; the variable set to off skips it too.
-func postgresURL(t *testing.T) string {
-	t.Helper()
-	if os.Getenv("HANDOFF_POSTGRES_URL") == "off" {
-		t.Skip("the PostgreSQL tests did not run: HANDOFF_POSTGRES_URL=off")
-	}
-	url := cmp.Or(os.Getenv("HANDOFF_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		if os.Getenv("HANDOFF_POSTGRES_URL") != "" {
-			t.Fatalf("HANDOFF_POSTGRES_URL names a server that does not answer: %v", err)
-		}
-		t.Skipf("the PostgreSQL tests did not run: no server answers at %s (set HANDOFF_POSTGRES_URL=postgres://…)", url)
-	}
-	conn.Close(ctx)
-	return url
-}
-
 // TestDefaultsLoseWork: with goqite's defaults, a receiver down for 15 s
 // loses the follow-up: three receives 5 s apart, then the message is
 // received no more and nothing says so (H7). The saved schedule replays
@@ -74,7 +47,7 @@ func TestDefaultsLoseWork(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			opts := handoff.RunningOptions{Backend: b}
 			if b == handoff.Postgres {
-				opts.PostgresURL = postgresURL(t)
+				opts.PostgresURL = handoff.PostgresServer(t)
 			}
 			r := handoff.ReplayRunning(t, Defaults, "testdata/findings/max-receive-outage.schedule", opts)
 			if r.Broke != r.Runs || r.Check != "H7" {
