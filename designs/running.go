@@ -66,7 +66,8 @@ type Running struct {
 	// Settle is how long, at most, the outbox takes to finish every key
 	// once every fault has healed: its budget's backoff and send timeouts,
 	// and its leases. The harness runs virtual time that long past the
-	// last fault (and stops early once every key is final).
+	// last fault (and stops early once every key has been final for a
+	// minute).
 	Settle time.Duration
 	// SQLiteOnly says the outbox runs only on SQLite.
 	SQLiteOnly bool

@@ -48,6 +48,13 @@ type Result struct {
 // every key is final.
 const checkEvery = 5 * time.Second
 
+// watchAfterFinal is how long, in virtual time, the harness goes on
+// watching once every key is final and no request is under way: an
+// outbox that takes a key up again after showing it final (a message
+// left unacked behind a row shown discarded, say) does so within its
+// polls and backoffs, and the checks judge what it then sends.
+const watchAfterFinal = time.Minute
+
 // stopWait bounds, in virtual time, how long the harness waits for a
 // process's Stop.
 const stopWait = time.Minute
@@ -172,8 +179,9 @@ func (r *runner) run(ctx context.Context) Result {
 }
 
 // events boots the app, plays the schedule's events at their times, then
-// lets virtual time run until every key is final or the horizon passes,
-// checking the history all along.
+// lets virtual time run until every key has been final, with no request
+// under way, for watchAfterFinal, or the horizon passes, checking the
+// history all along.
 func (r *runner) events(ctx context.Context) *violation.Violation {
 	for i := range r.procs {
 		if err := r.boot(ctx, i+1); err != nil {
@@ -196,6 +204,7 @@ func (r *runner) events(ctx context.Context) *violation.Violation {
 	}
 	horizon := horizonOf(r.s, r.cfg.Design)
 	r.logf(LaneHarness, "the schedule's last event is over at %s; the horizon is %s", r.s.Last(), horizon)
+	finalSince := time.Duration(-1) // since when every key is final, or -1
 	for {
 		if v := r.sleep(min(checkEvery, horizon-r.now())); v != nil {
 			return v
@@ -204,7 +213,14 @@ func (r *runner) events(ctx context.Context) *violation.Violation {
 		if v != nil {
 			return v
 		}
-		if r.h.final(rows) && r.quiet() || r.now() >= horizon {
+		switch {
+		case !r.h.final(rows) || !r.quiet():
+			finalSince = -1
+		case finalSince < 0:
+			finalSince = r.now()
+			r.logf(LaneHarness, "every key is final; watching for %s more", watchAfterFinal)
+		}
+		if finalSince >= 0 && r.now()-finalSince >= watchAfterFinal || r.now() >= horizon {
 			r.logf(LaneHarness, "read:%s", showRows(rows))
 			return r.h.settled(r.now(), r.s.Last(), rows, r.rec.snapshot())
 		}

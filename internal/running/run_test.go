@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"time"
@@ -418,5 +419,79 @@ func TestChecksAfterEveryEvent(t *testing.T) {
 	res := running.Run(t, running.Config{Design: healsAfterACrash(), Database: filepath.Join(t.TempDir(), "app.db"), Backend: "sqlite"}, s)
 	if v := res.Violation; v == nil || v.At != time.Second || v.Check != "H5" {
 		t.Errorf("got %v, want H5 broken at 1s, the approval's event", v)
+	}
+}
+
+// resendsAfterFinal is a running design that sends each approved key
+// once, shows it blocked (refused) or sent by the answer, and sends it
+// once more 20 s later: a job left in its queue behind a row shown final.
+func resendsAfterFinal() designs.Running {
+	return designs.Running{Name: "resends", Settle: 10 * time.Minute, Counts: designs.CountsNothing, Boot: func(ctx context.Context, p designs.Process) (designs.Booted, error) {
+		run, cancel := context.WithCancel(ctx)
+		return &resending{ctx: run, cancel: cancel, r: p.Receiver(), rows: map[string]designs.RunningRow{}}, nil
+	}}
+}
+
+// resending is a boot of resendsAfterFinal.
+type resending struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	r      system.Receiver
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	rows   map[string]designs.RunningRow
+}
+
+func (b *resending) Approve(_ context.Context, caseID, title string) (string, string, error) {
+	a, err := system.NewApproval(caseID, title)
+	if err != nil {
+		return "", "", err
+	}
+	b.mu.Lock()
+	b.rows[a.Key] = designs.RunningRow{State: designs.RowPending, Attempts: -1}
+	b.mu.Unlock()
+	b.wg.Go(func() {
+		id, err := b.r.CreateTask(b.ctx, a.Key, a.Payload)
+		row := designs.RunningRow{State: designs.RowSent, TaskID: id, Attempts: -1}
+		if err != nil {
+			row = designs.RunningRow{State: designs.RowBlocked, Attempts: -1, Reason: err.Error()}
+		}
+		b.mu.Lock()
+		b.rows[a.Key] = row
+		b.mu.Unlock()
+		select {
+		case <-time.After(20 * time.Second):
+			b.r.CreateTask(b.ctx, a.Key, a.Payload)
+		case <-b.ctx.Done():
+		}
+	})
+	return a.Key, a.Payload, nil
+}
+
+func (b *resending) Read(context.Context) (map[string]designs.RunningRow, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.rows), nil
+}
+
+func (b *resending) Stop() error {
+	b.cancel()
+	b.wg.Wait()
+	return nil
+}
+
+// TestWatchesAfterEveryKeyIsFinal: the run goes on for a while once
+// every key is final, so that an outbox that sends a key again after
+// showing it blocked for a refusal is seen doing it (H8), though every
+// key was final, and no request under way, at the first read after the
+// schedule.
+func TestWatchesAfterEveryKeyIsFinal(t *testing.T) {
+	s := parse(t, "design name=resends\nbackend name=sqlite\napprove at=1s case=case-1 title=t\nkey case=case-1 fault=refused\n")
+	res := running.Run(t, running.Config{Design: resendsAfterFinal(), Database: filepath.Join(t.TempDir(), "app.db"), Backend: "sqlite"}, s)
+	if v := res.Violation; v == nil || v.Check != "H8" {
+		t.Fatalf("got %v, want H8: the refused key sent again 20 s after it was shown blocked\n%s", v, res.Story())
+	}
+	if !strings.Contains(res.Story(), "every key is final; watching for") {
+		t.Errorf("the story does not say the run watched on once every key was final:\n%s", res.Story())
 	}
 }
