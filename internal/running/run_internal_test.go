@@ -1,7 +1,11 @@
 package running
 
 import (
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/outboxlab/handoff/designs"
@@ -34,5 +38,50 @@ func TestHorizon(t *testing.T) {
 		if got := horizonOf(s, designs.Running{Settle: time.Minute, Holds: tc.holds}); got != tc.want {
 			t.Errorf("held by %s: horizon %v, want %v", tc.holds, got, tc.want)
 		}
+	}
+}
+
+// TestMutexWaits: the watchdog's reading of a stall names a goroutine of
+// a bubble that waits on a mutex (which testing/synctest does not count
+// as durably blocked), and neither one that sleeps in the bubble nor one
+// outside any bubble that waits on a mutex.
+func TestMutexWaits(t *testing.T) {
+	// blockOn starts a goroutine that waits on mu, which the caller
+	// holds, and returns the mutex waits seen once it waits (or after a
+	// thousand looks); the caller then lets it go.
+	blockOn := func(mu *sync.Mutex) []string {
+		go func() { mu.Lock(); mu.Unlock() }()
+		for range 1000 {
+			all := stacks()
+			if waits := mutexWaits(all); len(waits) > 0 || strings.Contains(all, "[sync.Mutex.Lock]") {
+				return waits
+			}
+			runtime.Gosched()
+		}
+		return nil
+	}
+	synctest.Test(t, func(t *testing.T) {
+		stop := make(chan struct{})
+		go func() {
+			select {
+			case <-time.After(time.Hour):
+			case <-stop:
+			}
+		}()
+		var mu sync.Mutex
+		mu.Lock()
+		waits := blockOn(&mu)
+		mu.Unlock()
+		close(stop)
+		if len(waits) != 1 || !strings.Contains(waits[0], "synctest bubble") || !strings.Contains(waits[0], "TestMutexWaits") {
+			t.Errorf("in a bubble: got %d waits, want the one goroutine that waits on the mutex:\n%s", len(waits), strings.Join(waits, "\n\n"))
+		}
+	})
+	var mu sync.Mutex
+	mu.Lock()
+	waits := blockOn(&mu)
+	mu.Unlock()
+	if len(waits) != 0 {
+		t.Errorf("outside a bubble: got %d waits, want none:\n%s", len(waits), strings.Join(waits, "\n\n"))
 	}
 }

@@ -94,6 +94,14 @@ func (w *watchdog) watch(done <-chan struct{}) {
 			w.stuck.CompareAndSwap(nil, &why)
 			continue
 		}
+		all := stacks()
+		if waits := mutexWaits(all); len(waits) > 0 {
+			panic(fmt.Sprintf("running: virtual time stopped: nothing in the run moved for %s of real time while a goroutine of the bubble waits on a sync.Mutex "+
+				"or sync.RWMutex. testing/synctest does not count a wait on a mutex as durable, so virtual time cannot pass while it lasts: if the mutex's "+
+				"holder waits on virtual time (a timer, a sleep, a timeout), the run can never move. The design, or the library, holds a lock across such a "+
+				"wait while another goroutine wants it (a Stop that closes what is still starting, say). The goroutines that wait on a mutex:\n%s\n\nEvery goroutine:\n%s",
+				w.stall, strings.Join(waits, "\n\n"), all))
+		}
 		panic(fmt.Sprintf("running: virtual time stopped: nothing in the run moved for %s of real time, and no database connection the harness made waits for an answer, "+
 			"so a goroutine waits on something outside the bubble: a server on a real port, a real socket, or a database connection the design opened "+
 			"without the Process's dialer or connector, which the harness can neither see nor cut. A running design opens every connection through "+
@@ -101,11 +109,31 @@ func (w *watchdog) watch(done <-chan struct{}) {
 	}
 }
 
+// stacks is every goroutine's stack.
+func stacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// mutexWaits are the goroutines of the dump all that wait on a
+// sync.Mutex or sync.RWMutex inside a bubble: testing/synctest does not
+// count such a wait as durable, so virtual time cannot pass while it
+// lasts.
+func mutexWaits(all string) []string {
+	var waits []string
+	for _, g := range strings.Split(all, "\n\n") {
+		head, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(head, "synctest bubble") && (strings.Contains(head, "[sync.Mutex.Lock") || strings.Contains(head, "[sync.RWMutex.")) {
+			waits = append(waits, g)
+		}
+	}
+	return waits
+}
+
 // netStacks is, of every goroutine's stack, those that wait on the
 // network, or all when none does.
 func netStacks() string {
-	buf := make([]byte, 1<<20)
-	all := string(buf[:runtime.Stack(buf, true)])
+	all := stacks()
 	var keep []string
 	for _, g := range strings.Split(all, "\n\n") {
 		if strings.Contains(g, "internal/poll") || strings.Contains(g, "net.") {
