@@ -210,14 +210,24 @@ type netConn struct {
 }
 
 // cutWaiting closes, from outside the bubble, every connection of the
-// process whose read waits for the server, and says how many it closed.
-func (p *process) cutWaiting() int {
+// process whose read waits for the server.
+func (p *process) cutWaiting() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		if c.reading.Load() {
+			c.Conn.Close()
+		}
+	}
+}
+
+// waiting counts the process's connections that wait for an answer.
+func (p *process) waiting() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
 	for c := range p.conns {
 		if c.reading.Load() {
-			c.Conn.Close()
 			n++
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/handoff/designs"
 	"github.com/outboxlab/handoff/internal/running"
 	"github.com/outboxlab/handoff/system"
@@ -320,6 +321,66 @@ var relistening = designs.Running{Name: "relistening", Settle: time.Minute, Boot
 	}()
 	return listener{done}, nil
 }}
+
+// lockWaiting is a design whose processes share one row: each locks it
+// in a transaction and holds the lock across a minute of virtual time,
+// so the second process to boot waits for the lock on the server, which
+// stops virtual time while the first waits on it.
+var lockWaiting = designs.Running{Name: "lock-waiting", Settle: time.Minute, Boot: func(ctx context.Context, p designs.Process) (designs.Booted, error) {
+	connect, schema, err := system.SplitPostgres(p.Database())
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgx.ParseConfig(connect)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DialFunc = p.Dial
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	setup := []string{`SELECT pg_advisory_xact_lock(1)`, `CREATE SCHEMA IF NOT EXISTS ` + pgx.Identifier{schema}.Sanitize(),
+		`CREATE TABLE IF NOT EXISTS one_row (id INT PRIMARY KEY)`, `INSERT INTO one_row VALUES (1) ON CONFLICT DO NOTHING`}
+	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		for _, q := range setup {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer conn.Close(context.WithoutCancel(ctx))
+		pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT id FROM one_row FOR UPDATE`); err != nil {
+				return err
+			}
+			select {
+			case <-time.After(time.Minute):
+			case <-ctx.Done():
+			}
+			return nil
+		})
+	}()
+	return listener{done}, nil
+}}
+
+// TestLockWaitIsCut: a process that waits on the server for a row lock
+// that another process holds across a wait on virtual time stops the
+// run, which says what to change: no wait on another's lock.
+func TestLockWaitIsCut(t *testing.T) {
+	s := parse(t, "design name=lock-waiting\nbackend name=postgres\nreplicas n=2\n")
+	res := running.Run(t, running.Config{Design: lockWaiting, Database: pgtest.URL(t), Backend: "postgres", Stall: time.Second}, s)
+	if res.Violation == nil || res.Violation.Check != "run" || !strings.Contains(res.Violation.Detail, "SKIP LOCKED") || !res.Stalled {
+		t.Fatalf("got %v, stalled %t; want the run stopped with the ways out of a lock wait", res.Violation, res.Stalled)
+	}
+}
 
 // TestLeftBehind: a design that leaves a goroutine waiting for good, after
 // its Stop or after a Boot that failed, fails the run with what it left,

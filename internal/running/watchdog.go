@@ -82,16 +82,23 @@ func (w *watchdog) watch(done <-chan struct{}) {
 		w.mu.Unlock()
 		cut := -1
 		for _, p := range ps {
-			if p.cutWaiting() > 0 {
+			if p.waiting() > 0 {
 				cut = p.gen
 			}
 		}
 		if cut >= 0 {
 			why := fmt.Sprintf("virtual time stopped: a goroutine of boot %d waited %s of real time on a database connection that had nothing to send it "+
-				"(a LISTEN for notifications, or a lock held by a transaction left open). Inside the bubble time passes only while every goroutine waits "+
-				"on the bubble, never on a real socket: run the library without listening (poll-only; River: Config.PollOnly), and end every transaction",
+				"(a LISTEN for notifications, a transaction left open, or a row lock that another process holds while it waits on virtual time). "+
+				"Inside the bubble time passes only while every goroutine waits on the bubble, never on a real socket: run the library without "+
+				"listening (poll-only; River: Config.PollOnly), end every transaction, and let no process wait on another's lock (take rows with "+
+				"SKIP LOCKED, or give the sessions a lock_timeout so that the wait fails and the library polls again)",
 				cut, w.stall)
+			// The reason first: the run moves on at the cut, and what the
+			// cut makes fail must not be taken for the reason.
 			w.stuck.CompareAndSwap(nil, &why)
+			for _, p := range ps {
+				p.cutWaiting()
+			}
 			continue
 		}
 		all := stacks()
