@@ -66,6 +66,11 @@ func TestOpenRefusesWhatIsNotAPlainHandoffFile(t *testing.T) {
 	if err := os.WriteFile(zeros, make([]byte, 4096), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A file cut short inside its header: SQLite's magic, then nothing.
+	truncated := filepath.Join(dir, "truncated.db")
+	if err := os.WriteFile(truncated, []byte("SQLite format 3\x00\x10\x00\x01\x01"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	before := folder(t, dir)
 	tests := []struct {
 		path                         string
@@ -80,6 +85,7 @@ func TestOpenRefusesWhatIsNotAPlainHandoffFile(t *testing.T) {
 		{foreign, system.ErrWrongDatabase, system.ErrWrongDatabase, system.ErrWrongDatabase},
 		{newer, system.ErrNewerSchema, system.ErrWrongDatabase, system.ErrNewerSchema},
 		{zeros, system.ErrWrongDatabase, system.ErrWrongDatabase, system.ErrWrongDatabase},
+		{truncated, system.ErrWrongDatabase, system.ErrWrongDatabase, system.ErrWrongDatabase},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
