@@ -210,6 +210,18 @@ func TestReadOnlyOpenRefuses(t *testing.T) {
 	}
 	old := filepath.Join(dir, "old.db")
 	copyFile(t, "testdata/app-v0.db", old)
+	// A SQLite database without tables or a handoff mark, whatever its
+	// user_version: not an app database of any version, none to upgrade.
+	unmarked := filepath.Join(dir, "unmarked.db")
+	db, err := sql.Open("sqlite", unmarked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec("PRAGMA user_version = 3")
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
 	if err != nil {
 		t.Fatal(err)
@@ -223,6 +235,7 @@ func TestReadOnlyOpenRefuses(t *testing.T) {
 		{filepath.Join(dir, "missing.db"), system.ErrNotFound},
 		{empty, system.ErrWrongDatabase},
 		{old, system.ErrOldSchema},
+		{unmarked, system.ErrWrongDatabase},
 		{filepath.Join(dir, "crm.db"), system.ErrWrongDatabase},
 	} {
 		if _, err := system.OpenReadOnly(ctx, tt.path); !errors.Is(err, tt.want) {
