@@ -247,6 +247,49 @@ func TestReadOnlyOpenRefuses(t *testing.T) {
 	}
 }
 
+// TestAFileHeldIsOneKind: while this process holds a database file open
+// as one kind (an app database, a receiver's), opening it as the other,
+// for writing or for reading, is refused, and the handle held still
+// works.
+func TestAFileHeldIsOneKind(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := t.TempDir()
+	appPath, crmPath := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
+	app, err := system.Open(ctx, appPath, system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	crm, err := system.OpenCRM(ctx, crmPath, system.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crm.Close()
+	for _, tt := range []struct {
+		name string
+		open func() (interface{ Close() error }, error)
+	}{
+		{"the app database as a receiver's", func() (interface{ Close() error }, error) { return system.OpenCRM(ctx, appPath, system.Durable) }},
+		{"the receiver's database as an app database", func() (interface{ Close() error }, error) { return system.Open(ctx, crmPath, system.Options{}) }},
+		{"the receiver's database read as an app database", func() (interface{ Close() error }, error) { return system.OpenReadOnly(ctx, crmPath) }},
+	} {
+		h, err := tt.open()
+		if err == nil {
+			h.Close()
+		}
+		if !errors.Is(err, system.ErrWrongDatabase) {
+			t.Errorf("opening %s: got %v, want ErrWrongDatabase", tt.name, err)
+		}
+	}
+	if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
+		t.Errorf("the app database held: %v", err)
+	}
+	if _, err := crm.Tasks(ctx); err != nil {
+		t.Errorf("the receiver's database held: %v", err)
+	}
+}
+
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
