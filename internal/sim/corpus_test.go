@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/outboxlab/handoff/internal/backend"
 )
 
 func TestParseScenarioNamesTheLine(t *testing.T) {
@@ -61,5 +63,35 @@ func TestFormatKeepsCommentsAndRewritesOutputs(t *testing.T) {
 	want := "# why\napprove case=a title=b\n----\nnew 1\n\n# then\nrestart\n----\nnew 2\n\n# end\n"
 	if got := sc.Format([]string{"new 1", "new 2"}); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestScenarioBackend: a scenario runs on the backend its backend line
+// names when that line comes among the design, config and transport
+// lines it starts with, in any order, and on both otherwise.
+func TestScenarioBackend(t *testing.T) {
+	for _, tt := range []struct {
+		lines []string
+		want  backend.Backend
+	}{
+		{nil, ""},
+		{[]string{"approve case=a title=b"}, ""},
+		{[]string{"backend name=postgres"}, backend.Postgres},
+		{[]string{"design name=two-writes", "transport name=http", "backend name=postgres"}, backend.Postgres},
+		{[]string{"config max-attempts=2", "backend name=sqlite"}, backend.SQLite},
+		{[]string{"transport name=http", "config retention=60000", "backend name=postgres", "approve case=a title=b"}, backend.Postgres},
+		{[]string{"approve case=a title=b", "backend name=postgres"}, ""},
+	} {
+		var text strings.Builder
+		for _, l := range tt.lines {
+			text.WriteString(l + "\n----\n\n")
+		}
+		sc, err := ParseScenario("f.txt", text.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sc.Backend(); got != tt.want {
+			t.Errorf("%q: backend %q, want %q", tt.lines, got, tt.want)
+		}
 	}
 }
