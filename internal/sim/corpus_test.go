@@ -2,10 +2,13 @@ package sim
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/violation"
 )
 
 func TestParseScenarioNamesTheLine(t *testing.T) {
@@ -92,6 +95,34 @@ func TestScenarioBackend(t *testing.T) {
 		}
 		if got := sc.Backend(); got != tt.want {
 			t.Errorf("%q: backend %q, want %q", tt.lines, got, tt.want)
+		}
+	}
+}
+
+// TestSaveCounterexampleKeepsWhatIsThere: saving a failure whose file
+// name is taken already writes the next free name, and leaves every file
+// there as it was.
+func TestSaveCounterexampleKeepsWhatIsThere(t *testing.T) {
+	dir := t.TempDir()
+	failure := func(output string) *Failure {
+		return &Failure{Run: Run{Design: "two-writes", Steps: []Step{NewStep("approve", "case", "a", "title", "b")}, Outcomes: []Outcome{{Output: output}}},
+			Violation: violation.Violation{Invariant: 2, Name: "one outbox row per approval"}}
+	}
+	want := map[string]string{}
+	for i, name := range []string{"found-two-writes-invariant-2.txt", "found-two-writes-invariant-2-2.txt", "found-two-writes-invariant-2-3.txt"} {
+		f := failure(strings.Repeat("output ", i+1))
+		path, err := SaveCounterexample(dir, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if path != filepath.Join(dir, name) {
+			t.Errorf("save %d: wrote %s, want %s", i+1, path, name)
+		}
+		want[path] = f.Scenario(f.Header()...)
+	}
+	for path, text := range want {
+		if b, err := os.ReadFile(path); err != nil || string(b) != text {
+			t.Errorf("%s holds %q, %v; want %q", filepath.Base(path), b, err, text)
 		}
 	}
 }
