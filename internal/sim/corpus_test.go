@@ -126,3 +126,24 @@ func TestSaveCounterexampleKeepsWhatIsThere(t *testing.T) {
 		}
 	}
 }
+
+// TestRunDesignLines: the design and transport lines a run starts with,
+// in either order, are neither numbered nor counted as its steps.
+func TestRunDesignLines(t *testing.T) {
+	design, transport, approve := NewStep("design", "name", "two-writes"), NewStep("transport", "name", "http"), NewStep("approve", "case", "a", "title", "b")
+	for _, tt := range []struct {
+		steps         []Step
+		lines, length int
+	}{
+		{[]Step{approve}, 0, 1},
+		{[]Step{design, approve, NewStep("deliver")}, 1, 2},
+		{[]Step{transport, approve}, 1, 1},
+		{[]Step{design, transport, approve}, 2, 1},
+		{[]Step{transport, design, approve, NewStep("deliver")}, 2, 2},
+	} {
+		r := Run{Steps: tt.steps}
+		if r.DesignLines() != tt.lines || r.Length() != tt.length {
+			t.Errorf("%v: %d design lines and %d steps, want %d and %d", tt.steps, r.DesignLines(), r.Length(), tt.lines, tt.length)
+		}
+	}
+}
