@@ -149,6 +149,8 @@ func TestServerRefusals(t *testing.T) {
 		{"empty body", "POST", "/tasks", ``, []string{"Idempotency-Key", `"a"`, "Content-Type", "application/json"}, 400, ""},
 		{"invalid UTF-8", "POST", "/tasks", "\"\xff\"", []string{"Idempotency-Key", `"a"`, "Content-Type", "application/json"}, 400, ""},
 		{"not JSON", "POST", "/tasks", `{}`, []string{"Idempotency-Key", `"a"`, "Content-Type", "text/plain"}, 415, ""},
+		{"another JSON media type", "POST", "/tasks", `{}`, []string{"Idempotency-Key", `"a"`, "Content-Type", "application/problem+json"}, 415, ""},
+		{"JSON as text", "POST", "/tasks", `{}`, []string{"Idempotency-Key", `"a"`, "Content-Type", "text/json"}, 415, ""},
 		{"too large", "POST", "/tasks", `"` + strings.Repeat("x", crm.MaxBodyBytes) + `"`, []string{"Idempotency-Key", `"a"`, "Content-Type", "application/json"}, 413, ""},
 		{"unknown path", "GET", "/nothing", ``, nil, 404, ""},
 		{"unknown task", "GET", "/tasks/7", ``, nil, 404, ""},

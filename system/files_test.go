@@ -66,6 +66,11 @@ func TestOpenRefusesWhatIsNotAPlainHandoffFile(t *testing.T) {
 	if err := os.WriteFile(zeros, make([]byte, 4096), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A file cut short inside its header: SQLite's magic, then nothing.
+	truncated := filepath.Join(dir, "truncated.db")
+	if err := os.WriteFile(truncated, []byte("SQLite format 3\x00\x10\x00\x01\x01"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	before := folder(t, dir)
 	tests := []struct {
 		path                         string
@@ -80,6 +85,7 @@ func TestOpenRefusesWhatIsNotAPlainHandoffFile(t *testing.T) {
 		{foreign, system.ErrWrongDatabase, system.ErrWrongDatabase, system.ErrWrongDatabase},
 		{newer, system.ErrNewerSchema, system.ErrWrongDatabase, system.ErrNewerSchema},
 		{zeros, system.ErrWrongDatabase, system.ErrWrongDatabase, system.ErrWrongDatabase},
+		{truncated, system.ErrWrongDatabase, system.ErrWrongDatabase, system.ErrWrongDatabase},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
@@ -204,6 +210,18 @@ func TestReadOnlyOpenRefuses(t *testing.T) {
 	}
 	old := filepath.Join(dir, "old.db")
 	copyFile(t, "testdata/app-v0.db", old)
+	// A SQLite database without tables or a handoff mark, whatever its
+	// user_version: not an app database of any version, none to upgrade.
+	unmarked := filepath.Join(dir, "unmarked.db")
+	db, err := sql.Open("sqlite", unmarked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec("PRAGMA user_version = 3")
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	crm, err := system.OpenCRM(ctx, filepath.Join(dir, "crm.db"), system.Durable)
 	if err != nil {
 		t.Fatal(err)
@@ -217,6 +235,7 @@ func TestReadOnlyOpenRefuses(t *testing.T) {
 		{filepath.Join(dir, "missing.db"), system.ErrNotFound},
 		{empty, system.ErrWrongDatabase},
 		{old, system.ErrOldSchema},
+		{unmarked, system.ErrWrongDatabase},
 		{filepath.Join(dir, "crm.db"), system.ErrWrongDatabase},
 	} {
 		if _, err := system.OpenReadOnly(ctx, tt.path); !errors.Is(err, tt.want) {
@@ -225,6 +244,49 @@ func TestReadOnlyOpenRefuses(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, folder(t, dir)); diff != "" {
 		t.Errorf("refused read-only opens changed the folder (-before +after):\n%s", diff)
+	}
+}
+
+// TestAFileHeldIsOneKind: while this process holds a database file open
+// as one kind (an app database, a receiver's), opening it as the other,
+// for writing or for reading, is refused, and the handle held still
+// works.
+func TestAFileHeldIsOneKind(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := t.TempDir()
+	appPath, crmPath := filepath.Join(dir, "app.db"), filepath.Join(dir, "crm.db")
+	app, err := system.Open(ctx, appPath, system.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	crm, err := system.OpenCRM(ctx, crmPath, system.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crm.Close()
+	for _, tt := range []struct {
+		name string
+		open func() (interface{ Close() error }, error)
+	}{
+		{"the app database as a receiver's", func() (interface{ Close() error }, error) { return system.OpenCRM(ctx, appPath, system.Durable) }},
+		{"the receiver's database as an app database", func() (interface{ Close() error }, error) { return system.Open(ctx, crmPath, system.Options{}) }},
+		{"the receiver's database read as an app database", func() (interface{ Close() error }, error) { return system.OpenReadOnly(ctx, crmPath) }},
+	} {
+		h, err := tt.open()
+		if err == nil {
+			h.Close()
+		}
+		if !errors.Is(err, system.ErrWrongDatabase) {
+			t.Errorf("opening %s: got %v, want ErrWrongDatabase", tt.name, err)
+		}
+	}
+	if _, err := app.RecordApproval(ctx, caseID, title); err != nil {
+		t.Errorf("the app database held: %v", err)
+	}
+	if _, err := crm.Tasks(ctx); err != nil {
+		t.Errorf("the receiver's database held: %v", err)
 	}
 }
 

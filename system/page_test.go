@@ -57,6 +57,10 @@ func testPage(t *testing.T, b backend) {
 			t.Errorf("%+v: got %v, want ErrInvalidInput", pq, err)
 		}
 	}
+	// The largest page holds every row of an outbox no larger than it.
+	if p, err := app.Page(t.Context(), system.PageQuery{Limit: system.MaxPageRows}); err != nil || p.Next != 0 || !cmp.Equal(p.Rows, all) {
+		t.Errorf("a page of %d rows: %d rows, next %d, %v; want all %d rows and no next page", system.MaxPageRows, len(p.Rows), p.Next, err, len(all))
+	}
 	a, err := app.Approval(t.Context(), system.KeyPrefix+"bulk-7")
 	if err != nil || a.CaseID != "bulk-7" || a.Title != "Call back" || a.Payload != `{"case_id":"bulk-7","title":"Call back"}` {
 		t.Errorf("approval of bulk-7: %+v, %v", a, err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/outboxlab/handoff/internal/pgtest"
 	"github.com/outboxlab/handoff/system"
 )
@@ -503,6 +504,28 @@ func TestOpenRefuses(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "app.db")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("refused options created app.db: %v", err)
+	}
+}
+
+// TestOptionsDefaults: the zero Options take the spec's default for
+// every field that has one, and a field that is set stays as it is.
+func TestOptionsDefaults(t *testing.T) {
+	t.Parallel()
+	got, err := system.Options{}.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := system.Options{MaxAttempts: system.DefaultMaxAttempts, BusyTimeout: system.DefaultBusyTimeout, Worker: system.DefaultWorker,
+		Lease: system.DefaultLease, SendTimeout: system.DefaultSendTimeout, BackoffBase: system.DefaultBackoffBase, BackoffCap: system.DefaultBackoffCap,
+		MaxConns: system.DefaultMaxConns, ConnectWait: system.DefaultConnectWait}
+	got.Harness = system.Harness{} // the clock, the jitter and the background are functions
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the defaults (-want +got):\n%s", diff)
+	}
+	set := system.Options{MaxAttempts: 7, BusyTimeout: time.Millisecond, Worker: "w", Lease: time.Minute, SendTimeout: time.Second,
+		BackoffBase: 2 * time.Second, BackoffCap: time.Hour, MaxConns: 2, ConnectWait: time.Second, MaxAge: time.Hour, Retention: time.Hour}
+	if got, err := set.WithDefaults(); err != nil || !cmp.Equal(set, got, cmpopts.IgnoreFields(system.Options{}, "Harness")) {
+		t.Errorf("options all set: got %+v, %v; want them as they were", got, err)
 	}
 }
 

@@ -10,22 +10,29 @@ import (
 // under the others.
 func TestRenamings(t *testing.T) {
 	a := DefaultAlphabet()
+	// A worker's name is renamed where the lines quote it, never inside
+	// another word: the options' line spells both workers' letters.
+	const config = `config model.Config{MaxAttempts:3, BackoffBase:1000, BackoffCap:8000}`
 	state := []string{
+		config,
 		`model claim "A" model.Claim{Key:"harbor:create-followup:v1:case-1"}`,
 		`model outbox []model.Row{{Key:"harbor:create-followup:v1:case-1", LeaseOwner:"A"}, {Key:"harbor:create-followup:v1:case-2"}}`,
 		`model pipe "P" fast false`,
 	}
 	keysSwapped := []string{
+		config,
 		`model claim "A" model.Claim{Key:"harbor:create-followup:v1:case-2"}`,
 		`model outbox []model.Row{{Key:"harbor:create-followup:v1:case-2", LeaseOwner:"A"}, {Key:"harbor:create-followup:v1:case-1"}}`,
 		`model pipe "P" fast false`,
 	}
 	workersSwapped := []string{
+		config,
 		`model claim "B" model.Claim{Key:"harbor:create-followup:v1:case-1"}`,
 		`model outbox []model.Row{{Key:"harbor:create-followup:v1:case-1", LeaseOwner:"B"}, {Key:"harbor:create-followup:v1:case-2"}}`,
 		`model pipe "P" fast false`,
 	}
 	bothSwapped := []string{
+		config,
 		`model claim "B" model.Claim{Key:"harbor:create-followup:v1:case-2"}`,
 		`model outbox []model.Row{{Key:"harbor:create-followup:v1:case-2", LeaseOwner:"B"}, {Key:"harbor:create-followup:v1:case-1"}}`,
 		`model pipe "P" fast false`,

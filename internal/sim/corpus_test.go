@@ -2,8 +2,13 @@ package sim
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/outboxlab/handoff/internal/backend"
+	"github.com/outboxlab/handoff/internal/violation"
 )
 
 func TestParseScenarioNamesTheLine(t *testing.T) {
@@ -61,5 +66,84 @@ func TestFormatKeepsCommentsAndRewritesOutputs(t *testing.T) {
 	want := "# why\napprove case=a title=b\n----\nnew 1\n\n# then\nrestart\n----\nnew 2\n\n# end\n"
 	if got := sc.Format([]string{"new 1", "new 2"}); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestScenarioBackend: a scenario runs on the backend its backend line
+// names when that line comes among the design, config and transport
+// lines it starts with, in any order, and on both otherwise.
+func TestScenarioBackend(t *testing.T) {
+	for _, tt := range []struct {
+		lines []string
+		want  backend.Backend
+	}{
+		{nil, ""},
+		{[]string{"approve case=a title=b"}, ""},
+		{[]string{"backend name=postgres"}, backend.Postgres},
+		{[]string{"design name=two-writes", "transport name=http", "backend name=postgres"}, backend.Postgres},
+		{[]string{"config max-attempts=2", "backend name=sqlite"}, backend.SQLite},
+		{[]string{"transport name=http", "config retention=60000", "backend name=postgres", "approve case=a title=b"}, backend.Postgres},
+		{[]string{"approve case=a title=b", "backend name=postgres"}, ""},
+	} {
+		var text strings.Builder
+		for _, l := range tt.lines {
+			text.WriteString(l + "\n----\n\n")
+		}
+		sc, err := ParseScenario("f.txt", text.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sc.Backend(); got != tt.want {
+			t.Errorf("%q: backend %q, want %q", tt.lines, got, tt.want)
+		}
+	}
+}
+
+// TestSaveCounterexampleKeepsWhatIsThere: saving a failure whose file
+// name is taken already writes the next free name, and leaves every file
+// there as it was.
+func TestSaveCounterexampleKeepsWhatIsThere(t *testing.T) {
+	dir := t.TempDir()
+	failure := func(output string) *Failure {
+		return &Failure{Run: Run{Design: "two-writes", Steps: []Step{NewStep("approve", "case", "a", "title", "b")}, Outcomes: []Outcome{{Output: output}}},
+			Violation: violation.Violation{Invariant: 2, Name: "one outbox row per approval"}}
+	}
+	want := map[string]string{}
+	for i, name := range []string{"found-two-writes-invariant-2.txt", "found-two-writes-invariant-2-2.txt", "found-two-writes-invariant-2-3.txt"} {
+		f := failure(strings.Repeat("output ", i+1))
+		path, err := SaveCounterexample(dir, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if path != filepath.Join(dir, name) {
+			t.Errorf("save %d: wrote %s, want %s", i+1, path, name)
+		}
+		want[path] = f.Scenario(f.Header()...)
+	}
+	for path, text := range want {
+		if b, err := os.ReadFile(path); err != nil || string(b) != text {
+			t.Errorf("%s holds %q, %v; want %q", filepath.Base(path), b, err, text)
+		}
+	}
+}
+
+// TestRunDesignLines: the design and transport lines a run starts with,
+// in either order, are neither numbered nor counted as its steps.
+func TestRunDesignLines(t *testing.T) {
+	design, transport, approve := NewStep("design", "name", "two-writes"), NewStep("transport", "name", "http"), NewStep("approve", "case", "a", "title", "b")
+	for _, tt := range []struct {
+		steps         []Step
+		lines, length int
+	}{
+		{[]Step{approve}, 0, 1},
+		{[]Step{design, approve, NewStep("deliver")}, 1, 2},
+		{[]Step{transport, approve}, 1, 1},
+		{[]Step{design, transport, approve}, 2, 1},
+		{[]Step{transport, design, approve, NewStep("deliver")}, 2, 2},
+	} {
+		r := Run{Steps: tt.steps}
+		if r.DesignLines() != tt.lines || r.Length() != tt.length {
+			t.Errorf("%v: %d design lines and %d steps, want %d and %d", tt.steps, r.DesignLines(), r.Length(), tt.lines, tt.length)
+		}
 	}
 }

@@ -31,6 +31,32 @@ func TestStateLines(t *testing.T) {
 	if !slices.IsSorted(once) {
 		t.Errorf("lines not sorted: %q", once)
 	}
+	// What the harness keeps beside the model and the observation tells
+	// states apart too: the sends it counted for a key, and the fence a
+	// person's action left (which decides whether a later send counts).
+	env, done, err := NewEnvIn(context.Background(), EnvOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	for _, s := range []Step{approve, NewStep("claim", "worker", "A")} {
+		if _, err := env.Apply(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	key := env.Model().Outbox[0].Key
+	for _, tt := range []struct {
+		what   string
+		change func()
+	}{
+		{"a send counted", func() { env.sends[key]++ }},
+		{"a person's fence", func() { env.actedFence[key] = 1 }},
+	} {
+		before := env.StateLines()
+		if tt.change(); slices.Equal(before, env.StateLines()) {
+			t.Errorf("%s leaves the lines as they were", tt.what)
+		}
+	}
 	for _, other := range [][]Step{
 		{approve},
 		{approve, NewStep("claim", "worker", "B")},

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/outboxlab/handoff/model"
 )
 
 // TestStatsAddAndGob sends Stats with every counter and every map set
@@ -74,6 +76,46 @@ func TestStatsAddAndGob(t *testing.T) {
 			if !reflect.DeepEqual(g.Interface(), want.Interface()) {
 				t.Errorf("Stats.%s: got %v, want %v", name, g.Interface(), want.Interface())
 			}
+		}
+	}
+}
+
+// TestStatsCountTransitionsAndShapes: what one step counts: how a row's
+// change is named (a row blocked with its last error transient spent its
+// budget on that failure), a fault's third step in a row, and pending
+// rows at three attempt counts at once.
+func TestStatsCountTransitionsAndShapes(t *testing.T) {
+	row := func(key, state string, attempts int, lastError string) model.Row {
+		return model.Row{Key: key, State: state, Attempts: attempts, LastError: lastError}
+	}
+	deliver := NewStep("deliver", "fault", "offline")
+	none := map[Shape]int{}
+	for _, tt := range []struct {
+		name          string
+		before, after []model.Row
+		burst         int
+		transitions   map[Transition]int
+		shapes        map[Shape]int
+	}{
+		{"a retry", []model.Row{row("a", model.Pending, 0, "")}, []model.Row{row("a", model.Pending, 1, model.Transient)}, 1,
+			map[Transition]int{PendingToPending: 1}, none},
+		{"a last transient failure", []model.Row{row("a", model.Pending, 2, model.Transient)}, []model.Row{row("a", model.Blocked, 3, model.Transient)}, 1,
+			map[Transition]int{PendingToBlockedBudget: 1}, none},
+		{"a conflict", []model.Row{row("a", model.Pending, 0, "")}, []model.Row{row("a", model.Blocked, 1, model.Conflict)}, 0,
+			map[Transition]int{PendingToBlockedConflict: 1}, none},
+		{"a fault the second step in a row", nil, nil, 2, map[Transition]int{}, none},
+		{"a fault the third step in a row", nil, nil, 3, map[Transition]int{}, map[Shape]int{FaultBurst: 1}},
+		{"two attempt counts", nil, []model.Row{row("a", model.Pending, 0, ""), row("b", model.Pending, 1, ""), row("c", model.Pending, 1, "")}, 0,
+			map[Transition]int{}, none},
+		{"three attempt counts, one not pending", nil, []model.Row{row("a", model.Pending, 0, ""), row("b", model.Pending, 1, ""), row("c", model.Sent, 2, "")}, 0,
+			map[Transition]int{}, none},
+		{"three attempt counts", nil, []model.Row{row("a", model.Pending, 0, ""), row("b", model.Pending, 1, ""), row("c", model.Pending, 2, "")}, 0,
+			map[Transition]int{}, map[Shape]int{AttemptSpread: 1}},
+	} {
+		st := NewStats()
+		st.count(deliver, stepResult{got: Answer{Kind: Pending}}, model.Observation{Outbox: tt.before}, model.Observation{Outbox: tt.after}, tt.burst, nil)
+		if !reflect.DeepEqual(st.Transitions, tt.transitions) || !reflect.DeepEqual(st.Shapes, tt.shapes) {
+			t.Errorf("%s: transitions %v and shapes %v, want %v and %v", tt.name, st.Transitions, st.Shapes, tt.transitions, tt.shapes)
 		}
 	}
 }
