@@ -233,19 +233,31 @@ func LimitedServer(t testing.TB, limit int) string {
 	return u.String()
 }
 
+// Connect connects to the app database url names (a running design's
+// Process.Database: a URL whose schema parameter is the run's) through
+// dial, with the schema on its search_path, as a library given a pgx
+// configuration does. It returns the schema too, which it does not make.
+func Connect(ctx context.Context, url string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*pgx.Conn, string, error) {
+	connect, schema, err := system.SplitPostgres(url)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg, err := pgx.ParseConfig(connect)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg.DialFunc = dial
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	return conn, schema, err
+}
+
 // Listen is what a library that waits for notifications does: it
 // connects to the database url names through dial, runs LISTEN, and
 // waits in a goroutine of its own for a notification that never comes,
 // until the connection is cut. done is closed when that goroutine ends.
 // The running mode's tests stall their runs with it.
 func Listen(ctx context.Context, url string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (done <-chan struct{}, err error) {
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return nil, err
-	}
-	delete(cfg.RuntimeParams, "schema")
-	cfg.DialFunc = dial
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, _, err := Connect(ctx, url, dial)
 	if err != nil {
 		return nil, err
 	}

@@ -327,16 +327,7 @@ var relistening = designs.Running{Name: "relistening", Settle: time.Minute, Boot
 // so the second process to boot waits for the lock on the server, which
 // stops virtual time while the first waits on it.
 var lockWaiting = designs.Running{Name: "lock-waiting", Settle: time.Minute, Boot: func(ctx context.Context, p designs.Process) (designs.Booted, error) {
-	connect, schema, err := system.SplitPostgres(p.Database())
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := pgx.ParseConfig(connect)
-	if err != nil {
-		return nil, err
-	}
-	cfg.DialFunc = p.Dial
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, schema, err := pgtest.Connect(ctx, p.Database(), p.Dial)
 	if err != nil {
 		return nil, err
 	}
