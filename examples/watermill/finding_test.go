@@ -4,7 +4,18 @@ import (
 	"testing"
 
 	"github.com/outboxlab/handoff"
+	"github.com/outboxlab/handoff/designs"
 )
+
+// replay runs a finding's schedule three times on d, on PostgreSQL.
+func replay(t *testing.T, d designs.Running, schedule string) handoff.RunningReplay {
+	t.Helper()
+	return handoff.ReplayRunning(t, d, schedule, handoff.RunningOptions{
+		Backend:     handoff.Postgres,
+		PostgresURL: handoff.PostgresServer(t),
+		Replays:     3,
+	})
+}
 
 // TestRetriesResetBreakTheBudget keeps a finding about Watermill v1.5.0 as
 // deployed behind its Retry middleware: Retry counts a message's failures
@@ -25,11 +36,7 @@ func TestRetriesResetBreakTheBudget(t *testing.T) {
 		"testdata/findings/crash-resets-retries.schedule",
 	} {
 		t.Run(schedule, func(t *testing.T) {
-			r := handoff.ReplayRunning(t, Design, schedule, handoff.RunningOptions{
-				Backend:     handoff.Postgres,
-				PostgresURL: handoff.PostgresServer(t),
-				Replays:     3,
-			})
+			r := replay(t, Design, schedule)
 			if r.Broke != r.Runs || r.Check != "H4" {
 				t.Errorf("Watermill's retries reset: %s broke in %d of %d runs, want H4 in every run: %s", r.Check, r.Broke, r.Runs, r.Detail)
 			}
@@ -48,19 +55,12 @@ func TestRetriesResetBreakTheBudget(t *testing.T) {
 // handler, which writes on the pool and reads the key's outcome before
 // each send, holds on the same schedule.
 func TestResetThenRefusalSentAgain(t *testing.T) {
-	r := handoff.ReplayRunning(t, InSubscriberTx, "testdata/findings/reset-then-refusal-sent-again.schedule", handoff.RunningOptions{
-		Backend:     handoff.Postgres,
-		PostgresURL: handoff.PostgresServer(t),
-		Replays:     3,
-	})
+	const schedule = "testdata/findings/reset-then-refusal-sent-again.schedule"
+	r := replay(t, InSubscriberTx, schedule)
 	if r.Broke != r.Runs || r.Check != "H8" {
 		t.Errorf("Watermill's refusal lost with its transaction: %s broke in %d of %d runs, want H8 in every run: %s", r.Check, r.Broke, r.Runs, r.Detail)
 	}
-	held := handoff.ReplayRunning(t, Uncounted, "testdata/findings/reset-then-refusal-sent-again.schedule", handoff.RunningOptions{
-		Backend:     handoff.Postgres,
-		PostgresURL: handoff.PostgresServer(t),
-		Replays:     3,
-	})
+	held := replay(t, Uncounted, schedule)
 	if held.Broke != 0 {
 		t.Errorf("the handler that writes on the pool broke %s in %d of %d runs: %s", held.Check, held.Broke, held.Runs, held.Detail)
 	}

@@ -212,26 +212,26 @@ type netConn struct {
 // cutWaiting closes, from outside the bubble, every connection of the
 // process whose read waits for the server.
 func (p *process) cutWaiting() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for c := range p.conns {
-		if c.reading.Load() {
-			c.Conn.Close()
-		}
-	}
+	p.eachWaiting(func(c *netConn) { c.Conn.Close() })
 }
 
 // waiting counts the process's connections that wait for an answer.
 func (p *process) waiting() int {
+	n := 0
+	p.eachWaiting(func(*netConn) { n++ })
+	return n
+}
+
+// eachWaiting calls f for every connection of the process whose read
+// waits for the server.
+func (p *process) eachWaiting(f func(*netConn)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := 0
 	for c := range p.conns {
 		if c.reading.Load() {
-			n++
+			f(c)
 		}
 	}
-	return n
 }
 
 // cut closes the socket: what reads and writes then fail with is what a

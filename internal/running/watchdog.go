@@ -74,7 +74,7 @@ func (w *watchdog) watch(done <-chan struct{}) {
 		}
 		since = time.Now() // a cut is progress; a second stall is judged anew
 		if why := w.reason(); why != "" {
-			panic(fmt.Sprintf("running: %s; and the run did not end in %s of real time after its connections were cut. The goroutines:\n%s", why, w.stall, netStacks()))
+			panic(fmt.Sprintf("running: %s; and the run did not end in %s of real time after its connections were cut. The goroutines:\n%s", why, w.stall, netStacks(stacks())))
 		}
 		w.refusing.Store(true)
 		w.mu.Lock()
@@ -112,7 +112,7 @@ func (w *watchdog) watch(done <-chan struct{}) {
 		panic(fmt.Sprintf("running: virtual time stopped: nothing in the run moved for %s of real time, and no database connection the harness made waits for an answer, "+
 			"so a goroutine waits on something outside the bubble: a server on a real port, a real socket, or a database connection the design opened "+
 			"without the Process's dialer or connector, which the harness can neither see nor cut. A running design opens every connection through "+
-			"its Process, reaches the receiver in memory and starts no server (see docs/verify.md). The goroutines:\n%s", w.stall, netStacks()))
+			"its Process, reaches the receiver in memory and starts no server (see docs/verify.md). The goroutines:\n%s", w.stall, netStacks(all)))
 	}
 }
 
@@ -137,10 +137,9 @@ func mutexWaits(all string) []string {
 	return waits
 }
 
-// netStacks is, of every goroutine's stack, those that wait on the
+// netStacks is, of the goroutines' stacks all, those that wait on the
 // network, or all when none does.
-func netStacks() string {
-	all := stacks()
+func netStacks(all string) string {
 	var keep []string
 	for _, g := range strings.Split(all, "\n\n") {
 		if strings.Contains(g, "internal/poll") || strings.Contains(g, "net.") {
