@@ -32,13 +32,16 @@ const sharedExecutorRunsTwice = "testdata/findings/shared-executor-id-runs-twice
 // another replica still runs included, so two replicas run one workflow
 // side by side, each with its own step retries. One's send is refused
 // for good; the other sends the key again after the refusal, and the
-// receiver creates a task for it (H8). It broke H8 in 10 of 10 runs when
-// found; the test wants H8 in every one of 3, and every check kept on
-// the same schedule with an executor ID a replica (Uncounted).
+// receiver creates a task for it (H8). Goroutine scheduling decides
+// whether the two runs overlap: it broke H8 in 10 of 10 runs when found
+// and in 40 of 40 alone since, but in 2 of 3 once in CI after the other
+// modules' tests. The test wants H8 in at least one of 3 runs, and
+// every check kept on the same schedule with an executor ID a replica
+// (Uncounted).
 func TestSharedExecutorIDRunsTwice(t *testing.T) {
 	r := handoff.ReplayRunning(t, SharedExecutor, sharedExecutorRunsTwice, handoff.RunningOptions{Replays: 3})
-	if r.Broke != r.Runs || r.Check != "H8" {
-		t.Errorf("DBOS's shared executor ID: %s broke in %d of %d runs, want H8 in every run: %s", r.Check, r.Broke, r.Runs, r.Detail)
+	if r.Broke == 0 || r.Check != "H8" {
+		t.Errorf("DBOS's shared executor ID: %s broke in %d of %d runs, want H8 in at least one: %s", r.Check, r.Broke, r.Runs, r.Detail)
 	}
 	if r := handoff.ReplayRunning(t, Uncounted, sharedExecutorRunsTwice, handoff.RunningOptions{Replays: 1}); r.Broke != 0 {
 		t.Errorf("an executor ID a replica broke %s on the finding's schedule: %s", r.Check, r.Detail)
